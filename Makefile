@@ -1,0 +1,52 @@
+# gradledger: the whole set-up is `make demo` or `make test` on a fresh clone.
+# Every target is idempotent: set-up steps re-run only when their inputs change.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CONTRACTS := contracts
+FORGE := $(CONTRACTS)/node_modules/.bin/forge
+VENV_STAMP := $(VENV)/.installed
+NPM_STAMP := $(CONTRACTS)/node_modules/.installed
+
+.PHONY: setup demo test lint pytest forge-test vectors bench clean
+
+setup: $(VENV_STAMP) $(NPM_STAMP)
+
+# torch is pinned to the CPU build (2.13.0) and installed first, so nothing pulls a CUDA build.
+$(VENV_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# anvil, forge, cast, solc (solcjs), OpenZeppelin and forge-std, pinned in package-lock.json.
+# Install scripts are not needed: the platform binaries ship inside the packages.
+$(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
+	cd $(CONTRACTS) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+demo: setup
+	$(VENV)/bin/gradledger demo
+
+test: setup lint pytest forge-test
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+pytest: setup
+	$(VENV)/bin/pytest -q
+
+forge-test: setup
+	cd $(CONTRACTS) && ./node_modules/.bin/forge test
+
+vectors: setup
+	$(PY) -m tests.vectors.generate
+
+bench: setup
+	$(PY) bench/lsh.py
+
+clean:
+	rm -rf $(VENV) $(CONTRACTS)/node_modules $(CONTRACTS)/out $(CONTRACTS)/cache

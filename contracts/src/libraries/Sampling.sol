@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+/// @title Sampling
+/// @notice Sampling seeds and sampled segments; equal to `protocol.sampling` (tests/vectors).
+/// @dev The seed uses the hash of a block mined after the commit, so the solver cannot know
+///      at commit time which segments will be replayed. Samples are drawn with replacement:
+///      a solver faking a fraction f of its segments is caught with probability 1 - (1 - f)^s.
+library Sampling {
+    /// @notice Seed of a (run, round, solver) commitment.
+    /// @param blockHash Hash of a block mined after the commit.
+    /// @param runId The run.
+    /// @param round The round.
+    /// @param solver The committing solver.
+    /// @return keccak256(abi.encode(blockHash, runId, round, solver)).
+    function seed(bytes32 blockHash, uint256 runId, uint64 round, address solver) internal pure returns (bytes32) {
+        return keccak256(abi.encode(blockHash, runId, round, solver));
+    }
+
+    /// @notice The `sampleIndex`-th draw in [0, modulus) from `seed_`.
+    /// @param seed_ The sampling seed.
+    /// @param sampleIndex Which draw.
+    /// @param modulus Size of the range (must be non-zero).
+    /// @return uint256(keccak256(abi.encode(seed_, sampleIndex))) % modulus.
+    function sample(bytes32 seed_, uint256 sampleIndex, uint256 modulus) internal pure returns (uint256) {
+        return uint256(keccak256(abi.encode(seed_, sampleIndex))) % modulus;
+    }
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Test} from "forge-std/Test.sol";
+import {SegmentLeaf} from "../src/libraries/SegmentLeaf.sol";
+import {Sampling} from "../src/libraries/Sampling.sol";
+
+/// @notice Checks that Solidity computes exactly what the Python protocol computes, from the
+///         vectors that `python -m tests.vectors.generate` writes into tests/vectors/.
+contract CrossLanguageTest is Test {
+    string internal merkleJson;
+    string internal samplingJson;
+
+    function setUp() public {
+        merkleJson = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/merkle.json"));
+        samplingJson = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/sampling.json"));
+    }
+
+    function _leaf(string memory base) internal view returns (SegmentLeaf.Leaf memory leaf) {
+        leaf.runId = vm.parseJsonUint(merkleJson, string.concat(base, ".runId"));
+        leaf.round = uint64(vm.parseJsonUint(merkleJson, string.concat(base, ".round")));
+        leaf.solver = vm.parseJsonAddress(merkleJson, string.concat(base, ".solver"));
+        leaf.index = uint32(vm.parseJsonUint(merkleJson, string.concat(base, ".index")));
+        leaf.startHash = vm.parseJsonBytes32(merkleJson, string.concat(base, ".startHash"));
+        leaf.endHash = vm.parseJsonBytes32(merkleJson, string.concat(base, ".endHash"));
+        leaf.sketchHash = vm.parseJsonBytes32(merkleJson, string.concat(base, ".sketchHash"));
+        leaf.tokens = uint64(vm.parseJsonUint(merkleJson, string.concat(base, ".tokens")));
+    }
+
+    function _proof(string memory tree, uint256 i) internal view returns (bytes32[] memory) {
+        return vm.parseJsonBytes32Array(merkleJson, string.concat(tree, ".proofs[", vm.toString(i), "]"));
+    }
+
+    function test_hash_pythonLeaves_succeeds() public view {
+        uint256 trees = vm.parseJsonUint(merkleJson, ".treeCount");
+        for (uint256 t; t < trees; ++t) {
+            string memory tree = string.concat(".trees[", vm.toString(t), "]");
+            uint256 count = vm.parseJsonUint(merkleJson, string.concat(tree, ".count"));
+            for (uint256 i; i < count; ++i) {
+                SegmentLeaf.Leaf memory leaf = _leaf(string.concat(tree, ".leaves[", vm.toString(i), "]"));
+                bytes32 expected = vm.parseJsonBytes32(merkleJson, string.concat(tree, ".leafHashes[", vm.toString(i), "]"));
+                assertEq(SegmentLeaf.hash(leaf), expected, "leaf hash differs from Python");
+            }
+        }
+    }
+
+    function test_verify_pythonProofs_succeeds() public view {
+        uint256 trees = vm.parseJsonUint(merkleJson, ".treeCount");
+        for (uint256 t; t < trees; ++t) {
+            string memory tree = string.concat(".trees[", vm.toString(t), "]");
+            uint256 count = vm.parseJsonUint(merkleJson, string.concat(tree, ".count"));
+            bytes32 root = vm.parseJsonBytes32(merkleJson, string.concat(tree, ".root"));
+            for (uint256 i; i < count; ++i) {
+                SegmentLeaf.Leaf memory leaf = _leaf(string.concat(tree, ".leaves[", vm.toString(i), "]"));
+                assertTrue(SegmentLeaf.verify(_proof(tree, i), root, leaf), "Python proof rejected");
+            }
+        }
+    }
+
+    function test_verify_tamperedLeafRejected_succeeds() public view {
+        // Every field of a leaf is bound: changing any one must break the proof.
+        string memory tree = ".trees[3]";
+        bytes32 root = vm.parseJsonBytes32(merkleJson, string.concat(tree, ".root"));
+        bytes32[] memory proof = _proof(tree, 2);
+        SegmentLeaf.Leaf memory leaf = _leaf(string.concat(tree, ".leaves[2]"));
+        assertTrue(SegmentLeaf.verify(proof, root, leaf));
+        for (uint256 field; field < 8; ++field) {
+            SegmentLeaf.Leaf memory bad = _leaf(string.concat(tree, ".leaves[2]"));
+            if (field == 0) bad.runId += 1;
+            if (field == 1) bad.round += 1;
+            if (field == 2) bad.solver = address(uint160(bad.solver) ^ 1);
+            if (field == 3) bad.index += 1;
+            if (field == 4) bad.startHash ^= bytes32(uint256(1));
+            if (field == 5) bad.endHash ^= bytes32(uint256(1));
+            if (field == 6) bad.sketchHash ^= bytes32(uint256(1));
+            if (field == 7) bad.tokens += 1;
+            assertFalse(SegmentLeaf.verify(proof, root, bad), "tampered leaf accepted");
+        }
+    }
+
+    function test_sample_pythonVectors_succeeds() public view {
+        uint256 cases = vm.parseJsonUint(samplingJson, ".caseCount");
+        for (uint256 c; c < cases; ++c) {
+            string memory base = string.concat(".cases[", vm.toString(c), "]");
+            bytes32 seed = Sampling.seed(
+                vm.parseJsonBytes32(samplingJson, string.concat(base, ".blockHash")),
+                vm.parseJsonUint(samplingJson, string.concat(base, ".runId")),
+                uint64(vm.parseJsonUint(samplingJson, string.concat(base, ".round"))),
+                vm.parseJsonAddress(samplingJson, string.concat(base, ".solver"))
+            );
+            assertEq(seed, vm.parseJsonBytes32(samplingJson, string.concat(base, ".seed")), "seed differs");
+            uint256 n = vm.parseJsonUint(samplingJson, string.concat(base, ".numSegments"));
+            uint256[] memory expected = vm.parseJsonUintArray(samplingJson, string.concat(base, ".samples"));
+            for (uint256 j; j < expected.length; ++j) {
+                assertEq(Sampling.sample(seed, j, n), expected[j], "sample differs");
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+from gradledger.cli import main
+
+main()

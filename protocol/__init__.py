@@ -1,0 +1,1 @@
+"""The protocol in code: pure, deterministic functions every role shares (see docs/protocol.md)."""

@@ -1,0 +1,91 @@
+"""Sampling seeds, sampled segments and the probability of catching a cheater.
+
+The seed of a (run, round, solver) commitment comes from the hash of a block mined *after*
+the commit, so a solver cannot know at commit time which segments will be replayed:
+
+    seed = keccak256(abi.encode(bytes32 blockHash, uint256 runId, uint64 round, address solver))
+
+Sample j (0 <= j < s) is segment uint256(keccak256(abi.encode(seed, uint256 j))) mod n.
+Samples are drawn *with replacement*, so a solver that faked a fraction f of its segments is
+caught with probability exactly 1 - (1 - f)^s (DESIGN section 4). The modulo bias is below
+n / 2^256. Solidity's `Sampling` library computes the same values (tests/vectors).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from eth_abi import encode as abi_encode
+from eth_utils import is_address, to_canonical_address
+
+from protocol.errors import SeedError
+from protocol.hashing import Hash32, keccak256, to_hash32
+
+MAX_SAMPLES = 1024
+"""Upper bound on samples per commitment, so sampling loops stay bounded on-chain too."""
+
+
+def compute_sampling_seed(block_hash: bytes | str, run_id: int, round_index: int, solver: str) -> Hash32:
+    """Seed for (run, round, solver) from the hash of a block mined after the commit."""
+    block_hash = to_hash32(block_hash, "block hash")
+    if not isinstance(solver, str) or not is_address(solver):
+        raise SeedError(f"solver must be a 20-byte hex address, got {solver!r}")
+    if run_id < 0 or round_index < 0 or round_index >= 2**64:
+        raise SeedError(f"run id and round must be non-negative (round < 2^64), got {run_id}, {round_index}")
+    encoded = abi_encode(
+        ["bytes32", "uint256", "uint64", "address"],
+        [block_hash, run_id, round_index, to_canonical_address(solver)],
+    )
+    return keccak256(encoded)
+
+
+def compute_sample(seed: bytes | str, sample_index: int, modulus: int) -> int:
+    """The `sample_index`-th draw in [0, modulus) from `seed`."""
+    seed = to_hash32(seed, "sampling seed")
+    if modulus <= 0:
+        raise SeedError(f"cannot sample from an empty range (modulus {modulus})")
+    if sample_index < 0:
+        raise SeedError(f"sample index must be non-negative, got {sample_index}")
+    digest = keccak256(abi_encode(["bytes32", "uint256"], [seed, sample_index]))
+    return int.from_bytes(digest, "big") % modulus
+
+
+def compute_sampled_segments(seed: bytes | str, num_segments: int, samples: int) -> tuple[int, ...]:
+    """The segments to replay for a commitment, in draw order (duplicates possible)."""
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise SeedError(f"samples per commitment must be in [1, {MAX_SAMPLES}], got {samples}")
+    if num_segments <= 0:
+        raise SeedError(f"a commitment has at least one segment, got {num_segments}")
+    return tuple(compute_sample(seed, j, num_segments) for j in range(samples))
+
+
+def compute_detection_probability(faked_fraction: Fraction | float, samples: int) -> Fraction:
+    """P(at least one faked segment sampled) = 1 - (1 - f)^s, exact for rational f."""
+    f = Fraction(faked_fraction)
+    if not 0 <= f <= 1:
+        raise SeedError(f"the faked fraction must be in [0, 1], got {faked_fraction}")
+    if samples < 0:
+        raise SeedError(f"samples must be non-negative, got {samples}")
+    return 1 - (1 - f) ** samples
+
+
+def get_required_samples(faked_fraction: Fraction | float, target: Fraction | float) -> int:
+    """Smallest s with 1 - (1 - f)^s >= target (for 0 < f and target < 1)."""
+    f, goal = Fraction(faked_fraction), Fraction(target)
+    if not 0 < f <= 1 or not 0 <= goal < 1:
+        raise SeedError(f"need 0 < faked fraction <= 1 and 0 <= target < 1, got {faked_fraction}, {target}")
+    if goal == 0:
+        return 0
+    if f == 1:
+        return 1
+    estimate = math.ceil(math.log1p(-float(goal)) / math.log1p(-float(f)))
+    if estimate > MAX_SAMPLES:
+        raise SeedError(
+            f"catching a {float(f):.2e} fraction with probability {float(goal)} needs about "
+            f"{estimate} samples, more than the {MAX_SAMPLES} a commitment allows"
+        )
+    samples = max(0, estimate - 2)  # float estimate, then exact correction
+    while compute_detection_probability(f, samples) < goal:
+        samples += 1
+    return samples

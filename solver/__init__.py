@@ -1,0 +1,1 @@
+"""Solver node: stake, train rounds with DiLoCo, commit, serve checkpoints, resume after a crash."""

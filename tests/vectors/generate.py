@@ -1,0 +1,125 @@
+"""Write the cross-language test vectors that pytest and forge both read.
+
+    python -m tests.vectors.generate          # rewrite tests/vectors/*.json
+    python -m tests.vectors.generate --check  # exit 1 if the files are stale
+
+The vectors are built from fixed inputs with the Python implementation; forge checks that
+Solidity computes the same leaves, roots, proofs, seeds and samples, and pytest checks that
+the committed files equal what Python produces now. Together they keep the two languages from
+drifting apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from protocol.hashing import hash_to_hex, keccak256
+from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.sampling import compute_sampled_segments, compute_sampling_seed
+
+VECTORS_DIR = Path(__file__).resolve().parent
+TREE_SIZES = (1, 2, 3, 5, 8)
+SOLVERS = (
+    "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+)
+
+
+def _h(label: str) -> bytes:
+    return keccak256(label.encode())
+
+
+def build_merkle_vectors() -> dict:
+    trees = []
+    for size in TREE_SIZES:
+        run_id, round_index, solver = 7 + size, 3 * size, SOLVERS[size % 2]
+        leaves = [
+            SegmentLeaf(
+                run_id=run_id,
+                round=round_index,
+                solver=solver,
+                index=i,
+                start_hash=_h(f"state {size}/{i}"),
+                end_hash=_h(f"state {size}/{i + 1}"),
+                sketch_hash=_h(f"sketch {size}/{i}"),
+                tokens=4096 * (i + 1),
+            )
+            for i in range(size)
+        ]
+        hashes = [compute_leaf_hash(leaf) for leaf in leaves]
+        tree = build_merkle_tree(hashes)
+        trees.append(
+            {
+                "count": size,
+                "leaves": [
+                    {
+                        "runId": leaf.run_id,
+                        "round": leaf.round,
+                        "solver": leaf.solver,
+                        "index": leaf.index,
+                        "startHash": hash_to_hex(leaf.start_hash),
+                        "endHash": hash_to_hex(leaf.end_hash),
+                        "sketchHash": hash_to_hex(leaf.sketch_hash),
+                        "tokens": leaf.tokens,
+                    }
+                    for leaf in leaves
+                ],
+                "leafHashes": [hash_to_hex(h) for h in hashes],
+                "root": hash_to_hex(tree.root),
+                "proofs": [[hash_to_hex(p) for p in get_merkle_proof_at(tree, i)] for i in range(size)],
+            }
+        )
+    return {"treeCount": len(trees), "trees": trees}
+
+
+def build_sampling_vectors() -> dict:
+    cases = []
+    for i, (num_segments, samples) in enumerate(((1, 1), (5, 3), (10, 4), (1000, 16))):
+        block_hash = _h(f"block {i}")
+        run_id, round_index, solver = 1 + i, 2 * i, SOLVERS[i % 2]
+        seed = compute_sampling_seed(block_hash, run_id, round_index, solver)
+        cases.append(
+            {
+                "blockHash": hash_to_hex(block_hash),
+                "runId": run_id,
+                "round": round_index,
+                "solver": solver,
+                "seed": hash_to_hex(seed),
+                "numSegments": num_segments,
+                "samples": list(compute_sampled_segments(seed, num_segments, samples)),
+            }
+        )
+    return {"caseCount": len(cases), "cases": cases}
+
+
+def render_all() -> dict[str, str]:
+    """File name -> exact JSON text."""
+    return {
+        "merkle.json": json.dumps(build_merkle_vectors(), indent=1) + "\n",
+        "sampling.json": json.dumps(build_sampling_vectors(), indent=1) + "\n",
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that the files are current")
+    args = parser.parse_args()
+    stale = []
+    for name, text in render_all().items():
+        path = VECTORS_DIR / name
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"stale vectors: {', '.join(stale)}; run: python -m tests.vectors.generate", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

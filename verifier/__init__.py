@@ -1,0 +1,1 @@
+"""Verifier service: watch commitments, replay sampled segments, attest, sit on juries."""

@@ -1,0 +1,1 @@
+"""Whistleblower: re-check attestations, challenge wrong ones, collect rewards."""
