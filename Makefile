@@ -23,8 +23,11 @@ $(VENV_STAMP): pyproject.toml
 
 # anvil, forge, cast, solc (solcjs), OpenZeppelin and forge-std, pinned in package-lock.json.
 # Install scripts are not needed: the platform binaries ship inside the packages.
+# `npm install --no-save` rather than `npm ci`: the lock lists the foundry binaries of other
+# platforms as optional dependencies the registry mirror here does not carry, which `npm ci`
+# refuses; `--no-save` still installs exactly the locked versions and never rewrites the lock.
 $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
-	cd $(CONTRACTS) && npm ci --ignore-scripts --no-audit --no-fund
+	cd $(CONTRACTS) && npm install --no-save --ignore-scripts --no-audit --no-fund
 	touch $@
 
 demo: setup
