@@ -23,14 +23,11 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from protocol.hashing import keccak256  # noqa: E402
-from protocol.sketch import SketchSpec, compute_sketch_distance, compute_update_sketch  # noqa: E402
+from protocol.hashing import keccak256
+from protocol.sketch import SketchSpec, compute_sketch_distance, compute_update_sketch
 
 
 def _median_seconds(fn, reps: int) -> float:
@@ -142,13 +139,20 @@ def main() -> int:
     measured = []
     for numel in sizes:
         row = measure_throughput(numel, args.reps if numel <= 10_000_000 else max(3, args.reps // 3), spec)
-        print(f"{numel:>12,} params: lsh {row['lsh_gbps']:.1f} GB/s, memory pass {row['memory_gbps']:.1f} GB/s, "
-              f"ratio {row['ratio']:.2f}", file=sys.stderr)
+        print(
+            f"{numel:>12,} params: lsh {row['lsh_gbps']:.1f} GB/s, "
+            f"memory pass {row['memory_gbps']:.1f} GB/s, "
+            f"ratio {row['ratio']:.2f}",
+            file=sys.stderr,
+        )
         measured.append(row)
     equivalence = measure_equivalence(trials=4 if args.quick else 12, side=1024)
     for name, row in equivalence["cases"].items():
-        print(f"{name:>18}: angle/pi {row['angle_over_pi']:.4f}  structured {row['structured_hamming']:.4f}  "
-              f"scatter {row['scatter_hamming']:.4f}  gap {row['gap_in_stderr']} se", file=sys.stderr)
+        print(
+            f"{name:>18}: angle/pi {row['angle_over_pi']:.4f}  structured {row['structured_hamming']:.4f}  "
+            f"scatter {row['scatter_hamming']:.4f}  gap {row['gap_in_stderr']} se",
+            file=sys.stderr,
+        )
     summary = dict(measured[0])
     summary.update(
         {
