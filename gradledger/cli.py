@@ -7,12 +7,14 @@ stderr with exit status 1; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from gradledger import __version__
-from protocol.errors import GradledgerError
+from gradledger.logs import configure_logging, get_logger, log_event
+from protocol.errors import ConfigError, GradledgerError
 
 app = typer.Typer(
     name="gradledger",
@@ -22,12 +24,71 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err_console = Console(stderr=True)
+logger = get_logger("cli")
 
 
 @app.command()
 def version() -> None:
     """Print the gradledger version."""
     typer.echo(__version__)
+
+
+@app.command()
+def simulate(
+    solvers: int = typer.Option(4, min=1, max=64, help="number of simulated solvers (one process each)"),
+    inner_steps: int = typer.Option(25, min=1, help="H: inner AdamW steps per round"),
+    rounds: int = typer.Option(20, min=1, help="DiLoCo rounds to run"),
+    steps_per_segment: int = typer.Option(5, min=1, help="k: inner steps per checkpointed segment"),
+    preset: str = typer.Option("default", help="config preset: tiny, default or large"),
+    data: Path | None = typer.Option(
+        None, help="directory of text files (default: the Python stdlib sources)"
+    ),
+    seed: str = typer.Option("0x" + "00" * 31 + "01", help="run seed, 32 bytes as 0x-hex"),
+    json_out: Path = typer.Option(
+        Path("runs/simulate.json"), "--json", help="where to write the JSON summary"
+    ),
+    plot: Path = typer.Option(Path("runs/simulate.png"), help="where to write the PNG loss plot"),
+) -> None:
+    """Train with DiLoCo locally (no chain): loss per round, bytes communicated, JSON + PNG."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from devnet.simulate import run_simulation, write_simulation_outputs
+    from protocol.adapters.corpus import load_corpus_shards
+    from protocol.config import build_run_config
+    from protocol.hashing import hash_to_hex
+
+    configure_logging()
+    if inner_steps % steps_per_segment:
+        raise ConfigError(
+            f"--inner-steps ({inner_steps}) must be a multiple of --steps-per-segment ({steps_per_segment})"
+        )
+    manifest, shards = load_corpus_shards(data)
+    config = build_run_config(
+        preset=preset,
+        run_seed=seed,
+        dataset_root=hash_to_hex(manifest.root),
+        overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
+    )
+    with Progress(
+        TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"), console=err_console,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("rounds", total=rounds, status=f"loss {'':>6}")
+
+        def on_round(index: int, result) -> None:
+            progress.update(task, advance=1, status=f"loss {result.eval_loss[-1]:.4f}")
+            log_event(
+                logger, "round", round=index, eval_loss=round(result.eval_loss[-1], 5),
+                train_loss=round(result.train_loss[-1], 5), bytes=result.bytes_communicated,
+            )  # fmt: skip
+
+        result = run_simulation(config, manifest, shards, solvers, rounds, on_round)
+    write_simulation_outputs(result, json_out, plot)
+    typer.echo(
+        f"eval loss: {result.eval_loss[0]:.4f} (θ0) -> {result.eval_loss[-1]:.4f} after {rounds} rounds"
+    )
+    typer.echo(f"bytes communicated: {result.bytes_communicated:,} ({result.parameters:,} parameters)")
+    typer.echo(f"wrote {json_out} and {plot}")
 
 
 @app.command()

@@ -1,0 +1,201 @@
+"""The run configuration: everything a verifier must agree on to replay a solver's work.
+
+Layers, lowest precedence first: constants (field defaults here) < presets (`PRESETS`, with a
+tiny one for tests) < a deployment's own overrides (loaded by protocol/adapters). A run's
+config is frozen and hashed (`compute_config_hash`, SHA-256 of canonical JSON) and that hash
+goes on-chain at run creation, so every party trains and replays under the same settings.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from protocol.errors import ConfigError
+from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, keccak256, to_hash32
+from protocol.sketch import SketchSpec
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Frozen):
+    """A byte-level GPT; construction from this config is deterministic."""
+
+    architecture: Literal["gpt"] = "gpt"
+    vocab_size: int = Field(256, ge=2, le=65536, description="byte-level: 256")
+    block_size: int = Field(64, ge=2, le=4096, description="context length in tokens")
+    n_layer: int = Field(4, ge=1, le=64)
+    n_head: int = Field(4, ge=1, le=64)
+    n_embd: int = Field(128, ge=8, le=8192)
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> ModelConfig:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        return self
+
+
+class TrainConfig(_Frozen):
+    """Inner AdamW steps and the DiLoCo outer step."""
+
+    batch_size: int = Field(16, ge=1, le=4096, description="sequences per inner step")
+    inner_steps: int = Field(25, ge=1, le=100_000, description="H: inner steps per round")
+    steps_per_segment: int = Field(5, ge=1, description="k: inner steps between checkpoints")
+    inner_lr: float = Field(3e-3, gt=0, le=1)
+    warmup_steps: int = Field(50, ge=0, description="linear inner-lr warmup over global steps")
+    weight_decay: float = Field(0.1, ge=0, le=1)
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.95, ge=0, lt=1)
+    adam_eps: float = Field(1e-8, gt=0)
+    outer_lr: float = Field(0.7, gt=0, le=10)
+    outer_momentum: float = Field(0.9, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _segments_tile_the_round(self) -> TrainConfig:
+        if self.inner_steps % self.steps_per_segment:
+            raise ValueError(
+                f"inner_steps H ({self.inner_steps}) must be a multiple of steps_per_segment k "
+                f"({self.steps_per_segment}) so the segments tile the round"
+            )
+        return self
+
+    @property
+    def num_segments(self) -> int:
+        return self.inner_steps // self.steps_per_segment
+
+
+class SketchConfig(_Frozen):
+    """Sizes of the update sketch; its projection seed derives from the run seed."""
+
+    buckets: int = 4096
+    bits: int = 1024
+    fold: int = 16
+    row_batches: int = 4
+    norm_scale: int = 256
+
+
+class ExecutionProfileConfig(_Frozen):
+    """The pinned execution profile honest replays are bit-identical under (protocol/profile.py)."""
+
+    name: str = "cpu-fp32-elementary-v1"
+    torch_version: str = "2.13.0"
+    dtype: Literal["float32"] = "float32"
+    layer_norm: Literal["elementary", "fused"] = "elementary"
+
+
+class ReplayThresholds(_Frozen):
+    """Tolerances for replays under another profile (calibrated by bench/detection.py)."""
+
+    max_hamming_fraction: float = Field(0.08, ge=0, le=1)
+    max_log2_norm_diff: float = Field(0.05, ge=0)
+    max_relative_error: float = Field(0.05, ge=0)
+    min_cosine: float = Field(0.998, ge=-1, le=1)
+
+
+class DataConfig(_Frozen):
+    """Which content-addressed dataset the run trains on, and its held-out split."""
+
+    dataset_root: str = Field(description="0x-hex SHA-256 root of the shard list (protocol/data.py)")
+    eval_shards: int = Field(1, ge=1, description="the last N shards are held out for evaluation")
+    eval_batches: int = Field(8, ge=1, le=10_000)
+
+    @field_validator("dataset_root")
+    @classmethod
+    def _hex32(cls, value: str) -> str:
+        return hash_to_hex(to_hash32(value, "dataset_root"))
+
+
+class RunConfig(_Frozen):
+    """Everything that defines a run; hashed into the on-chain config hash."""
+
+    version: Literal[1] = 1
+    run_seed: str = Field(description="0x-hex 32-byte seed: init, batches, sketch projection")
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    sketch: SketchConfig = SketchConfig()
+    profile: ExecutionProfileConfig = ExecutionProfileConfig()
+    thresholds: ReplayThresholds = ReplayThresholds()
+    data: DataConfig
+
+    @field_validator("run_seed")
+    @classmethod
+    def _seed_hex32(cls, value: str) -> str:
+        return hash_to_hex(to_hash32(value, "run_seed"))
+
+    @property
+    def seed_bytes(self) -> Hash32:
+        return to_hash32(self.run_seed, "run_seed")
+
+    def get_sketch_spec(self) -> SketchSpec:
+        """The sketch spec, with a projection seed domain-separated from the run seed."""
+        return SketchSpec(
+            seed=keccak256(b"gradledger/sketch-projection" + self.seed_bytes),
+            buckets=self.sketch.buckets,
+            bits=self.sketch.bits,
+            fold=self.sketch.fold,
+            row_batches=self.sketch.row_batches,
+            norm_scale=self.sketch.norm_scale,
+        )
+
+
+def encode_config(config: RunConfig) -> bytes:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 (the bytes that are hashed)."""
+    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode()
+
+
+def compute_config_hash(config: RunConfig) -> Hash32:
+    """SHA-256 of the canonical config JSON; posted on-chain when the run is created."""
+    return compute_content_hash(encode_config(config))
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Seconds per test: 2 layers, width 32, context 32 (~30k parameters).
+    "tiny": {
+        "model": {"block_size": 32, "n_layer": 2, "n_head": 2, "n_embd": 32},
+        "train": {"batch_size": 4, "inner_steps": 6, "steps_per_segment": 2, "warmup_steps": 0},
+        "data": {"eval_batches": 2},
+    },
+    # The default task: ~0.8M parameters, a 25-step round in seconds on one CPU thread.
+    "default": {},
+    # ~10x the default, for overhead measurements.
+    "large": {"model": {"n_layer": 6, "n_head": 8, "n_embd": 336}},
+}
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = (
+            _merge(merged[key], value)
+            if isinstance(value, dict) and isinstance(merged.get(key), dict)
+            else value
+        )
+    return merged
+
+
+def build_run_config(
+    *, preset: str = "default", run_seed: str, dataset_root: str, overrides: dict[str, Any] | None = None
+) -> RunConfig:
+    """constants < preset < overrides, validated; a clear ConfigError on anything wrong."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    layered = _merge(PRESETS[preset], {"run_seed": run_seed, "data": {"dataset_root": dataset_root}})
+    layered = _merge(layered, overrides or {})
+    return parse_run_config(layered)
+
+
+def parse_run_config(data: dict[str, Any] | str | bytes) -> RunConfig:
+    """Validate a config given as a dict or JSON text; errors name the offending field."""
+    try:
+        if isinstance(data, (str, bytes)):
+            return RunConfig.model_validate_json(data)
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid run config: {problems}") from None

@@ -1,0 +1,153 @@
+"""Content-addressed datasets and the batches of (run seed, round, solver, step).
+
+A corpus is cut into fixed-size shards; each shard is named by its SHA-256 and the dataset by
+`compute_dataset_root` over the ordered shard list. The run pins the root, so a verifier on a
+machine whose default corpus differs (another Python version) fetches shards by hash instead
+and can never train on different bytes by accident.
+
+Batches are a pure function of (run seed, round, solver, step) and the shards: the start
+positions come from SHA-256 in counter mode, never from a global RNG. The last `eval_shards`
+shards are held out for evaluation.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from eth_utils import is_address, to_canonical_address
+
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32, compute_content_hash, hash_to_hex
+from protocol.sketch import expand_seed
+
+SHARD_BYTES = 1 << 20
+DATASET_MAGIC = b"GLDATA1\0"
+
+
+class DataError(GradledgerError):
+    """A shard is missing or corrupt, or the dataset cannot serve the requested batches."""
+
+
+@dataclass(frozen=True)
+class ShardRef:
+    """One shard of a dataset: its content hash and size in bytes."""
+
+    hash: Hash32
+    size: int
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """The ordered shard list and the root the run pins."""
+
+    shards: tuple[ShardRef, ...]
+    root: Hash32
+
+
+@dataclass(frozen=True)
+class TokenDataset:
+    """Byte tokens of the training and held-out shards, ready to index."""
+
+    root: Hash32
+    train: torch.Tensor
+    eval: torch.Tensor
+
+
+def split_into_shards(corpus: bytes, shard_bytes: int = SHARD_BYTES) -> list[bytes]:
+    """Cut a corpus into consecutive shards of `shard_bytes` (the last may be shorter)."""
+    if shard_bytes < 1:
+        raise DataError(f"shard size must be positive, got {shard_bytes}")
+    if not corpus:
+        raise DataError("the corpus is empty; point the run at a directory with text files")
+    return [corpus[i : i + shard_bytes] for i in range(0, len(corpus), shard_bytes)]
+
+
+def compute_dataset_root(shards: Sequence[ShardRef]) -> Hash32:
+    """SHA-256 over magic, count and (hash, size) of every shard, in order."""
+    parts = [DATASET_MAGIC, struct.pack("<I", len(shards))]
+    for shard in shards:
+        parts.append(shard.hash + struct.pack("<Q", shard.size))
+    return compute_content_hash(*parts)
+
+
+def build_manifest(shards: Sequence[bytes]) -> DatasetManifest:
+    """Name each shard by its hash and the dataset by its root."""
+    refs = tuple(ShardRef(compute_content_hash(s), len(s)) for s in shards)
+    return DatasetManifest(shards=refs, root=compute_dataset_root(refs))
+
+
+def build_token_dataset(
+    manifest: DatasetManifest, shard_bytes: Mapping[bytes, bytes], eval_shards: int
+) -> TokenDataset:
+    """Check every shard against its hash and assemble the train / held-out token streams."""
+    if compute_dataset_root(manifest.shards) != manifest.root:
+        raise DataError("dataset manifest does not hash to its root; the shard list was altered")
+    if not 1 <= eval_shards < len(manifest.shards):
+        raise DataError(
+            f"need at least one training shard and {eval_shards} held-out shard(s), "
+            f"but the dataset has {len(manifest.shards)} shard(s); use a larger corpus or fewer eval shards"
+        )
+    chunks = []
+    for i, ref in enumerate(manifest.shards):
+        data = shard_bytes.get(ref.hash)
+        if data is None:
+            raise DataError(
+                f"shard {i} ({hash_to_hex(ref.hash)}) of dataset {hash_to_hex(manifest.root)} is missing; "
+                "fetch it from a peer's artifact store by hash"
+            )
+        if len(data) != ref.size or compute_content_hash(data) != ref.hash:
+            raise DataError(f"shard {i} bytes do not match their hash {hash_to_hex(ref.hash)}; refetch it")
+        chunks.append(data)
+    split = len(chunks) - eval_shards
+    train = torch.frombuffer(bytearray(b"".join(chunks[:split])), dtype=torch.uint8)
+    held_out = torch.frombuffer(bytearray(b"".join(chunks[split:])), dtype=torch.uint8)
+    return TokenDataset(root=manifest.root, train=train, eval=held_out)
+
+
+def _solver_bytes(solver: str) -> bytes:
+    if not isinstance(solver, str) or not is_address(solver):
+        raise DataError(f"solver must be a 20-byte hex address, got {solver!r}")
+    return to_canonical_address(solver)
+
+
+def get_batch_positions(run_seed: Hash32, domain: bytes, count: int, num_positions: int) -> list[int]:
+    """`count` start positions in [0, num_positions) from the seed and a domain tag."""
+    if num_positions < 1:
+        raise DataError("the token stream is shorter than one sequence; use a larger corpus or block size")
+    raw = expand_seed(run_seed, domain, 8 * count)
+    return [int.from_bytes(raw[8 * i : 8 * i + 8], "little") % num_positions for i in range(count)]
+
+
+def _gather(tokens: torch.Tensor, positions: list[int], block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    starts = torch.tensor(positions, dtype=torch.long).unsqueeze(1)
+    offsets = torch.arange(block_size + 1, dtype=torch.long).unsqueeze(0)
+    window = tokens[starts + offsets].long()
+    return window[:, :-1].contiguous(), window[:, 1:].contiguous()
+
+
+def get_train_batch(
+    dataset: TokenDataset,
+    run_seed: Hash32,
+    round_index: int,
+    solver: str,
+    step: int,
+    batch_size: int,
+    block_size: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, targets) of shape (batch_size, block_size) for one inner step of one solver."""
+    domain = b"train" + struct.pack("<Q", round_index) + _solver_bytes(solver) + struct.pack("<Q", step)
+    positions = get_batch_positions(run_seed, domain, batch_size, dataset.train.numel() - block_size - 1)
+    return _gather(dataset.train, positions, block_size)
+
+
+def get_eval_batch(
+    dataset: TokenDataset, run_seed: Hash32, index: int, batch_size: int, block_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The `index`-th held-out batch: the same for every party and every round."""
+    positions = get_batch_positions(
+        run_seed, b"eval" + struct.pack("<Q", index), batch_size, dataset.eval.numel() - block_size - 1
+    )
+    return _gather(dataset.eval, positions, block_size)

@@ -1,0 +1,294 @@
+"""The inner loop: the one implementation of a training step, used by every role.
+
+A solver trains H inner AdamW steps from θ_r, checkpointing (parameters *and* optimizer
+state) every k steps; a verifier, juror or auditor replays any k-step segment from its start
+checkpoint with the very same `run_inner_steps`. Under the pinned execution profile the
+replay is bit-identical, so honest work hashes to exactly what the solver committed.
+
+Checkpoint names: "param/<name>" for parameters, "adam/<name>/exp_avg",
+"adam/<name>/exp_avg_sq" and "adam/step" for the inner optimizer. Each round starts from a
+fresh optimizer (zero moments, step 0), so the start checkpoint c_0 is a pure function of θ_r
+that every party can recompute (docs/training.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from protocol.config import RunConfig, TrainConfig
+from protocol.data import TokenDataset, get_eval_batch, get_train_batch
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32
+from protocol.merkle import SegmentLeaf
+from protocol.model import build_model
+from protocol.sketch import UpdateSketch, compute_sketch_hash, compute_update_sketch
+from protocol.state import compute_state_hash
+
+PARAM = "param/"
+ADAM = "adam/"
+ADAM_STEP = "adam/step"
+
+State = dict[str, torch.Tensor]
+
+
+class CheckpointError(GradledgerError):
+    """A checkpoint does not fit the run's model (other model, missing or extra tensors)."""
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    """What a solver commits for one segment (the fields of its Merkle leaf)."""
+
+    index: int
+    start_hash: Hash32
+    end_hash: Hash32
+    sketch: UpdateSketch
+    sketch_hash: Hash32
+    tokens: int
+    mean_loss: float
+
+    def to_leaf(self, run_id: int, round_index: int, solver: str) -> SegmentLeaf:
+        return SegmentLeaf(
+            run_id=run_id,
+            round=round_index,
+            solver=solver,
+            index=self.index,
+            start_hash=self.start_hash,
+            end_hash=self.end_hash,
+            sketch_hash=self.sketch_hash,
+            tokens=self.tokens,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Model, optimizer and checkpoints
+
+
+def build_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with decay on matrices only (nanoGPT); foreach/fused off: one pinned kernel path."""
+    params = sorted(model.named_parameters())
+    decay = [p for _, p in params if p.dim() >= 2]
+    no_decay = [p for _, p in params if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": train.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        groups,
+        lr=train.inner_lr,
+        betas=(train.beta1, train.beta2),
+        eps=train.adam_eps,
+        foreach=False,
+        fused=False,
+    )
+
+
+def get_param_state(model: nn.Module) -> State:
+    """The parameters as a state: {"param/<name>": tensor} (copies)."""
+    return {PARAM + name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def get_fresh_optimizer_state(params: Mapping[str, torch.Tensor]) -> State:
+    """AdamW state before its first step: zero moments, step 0 (what AdamW itself creates)."""
+    state: State = {ADAM_STEP: torch.tensor(0.0)}
+    for key, value in params.items():
+        name = key.removeprefix(PARAM)
+        state[f"{ADAM}{name}/exp_avg"] = torch.zeros_like(value)
+        state[f"{ADAM}{name}/exp_avg_sq"] = torch.zeros_like(value)
+    return state
+
+
+def make_start_checkpoint(params: Mapping[str, torch.Tensor]) -> State:
+    """c_0 of a round: θ_r's parameters plus a fresh optimizer state."""
+    return {**{k: v.clone() for k, v in params.items()}, **get_fresh_optimizer_state(params)}
+
+
+def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW) -> State:
+    """Parameters and AdamW state as one flat state (copies), ready to hash or store."""
+    state = get_param_state(model)
+    steps = set()
+    for name, param in model.named_parameters():
+        slot = optimizer.state.get(param, {})
+        if slot:
+            state[f"{ADAM}{name}/exp_avg"] = slot["exp_avg"].detach().clone()
+            state[f"{ADAM}{name}/exp_avg_sq"] = slot["exp_avg_sq"].detach().clone()
+            steps.add(float(slot["step"]))
+        else:
+            state[f"{ADAM}{name}/exp_avg"] = torch.zeros_like(param)
+            state[f"{ADAM}{name}/exp_avg_sq"] = torch.zeros_like(param)
+            steps.add(0.0)
+    if len(steps) != 1:
+        raise CheckpointError(
+            f"optimizer state is inconsistent: parameters at different steps {sorted(steps)}"
+        )
+    state[ADAM_STEP] = torch.tensor(steps.pop())
+    return state
+
+
+def load_checkpoint_state(
+    model: nn.Module, optimizer: torch.optim.AdamW, state: Mapping[str, torch.Tensor]
+) -> None:
+    """Load a checkpoint into a model and its optimizer; CheckpointError on any mismatch."""
+    expected = get_checkpoint_state(model, optimizer)
+    missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or extra:
+        raise CheckpointError(
+            f"checkpoint does not fit this run's model: missing {missing[:3]}, unexpected {extra[:3]} "
+            "(is it a checkpoint of another model or config?)"
+        )
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise CheckpointError(f"checkpoint entry {key!r} is not a tensor")
+        if value.shape != expected[key].shape or value.dtype != expected[key].dtype:
+            raise CheckpointError(
+                f"checkpoint entry {key!r} has shape {tuple(value.shape)} {value.dtype}, the run's model "
+                f"needs {tuple(expected[key].shape)} {expected[key].dtype}"
+            )
+    step = state[ADAM_STEP].detach().clone()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            param.copy_(state[PARAM + name])
+            optimizer.state[param] = {
+                "step": step.clone(),
+                "exp_avg": state[f"{ADAM}{name}/exp_avg"].detach().clone(),
+                "exp_avg_sq": state[f"{ADAM}{name}/exp_avg_sq"].detach().clone(),
+            }
+
+
+def get_params(state: Mapping[str, torch.Tensor]) -> State:
+    """The "param/..." entries of a checkpoint or global state."""
+    return {k: v for k, v in state.items() if k.startswith(PARAM)}
+
+
+# ---------------------------------------------------------------------------------------
+# The training step
+
+
+def get_inner_lr(train: TrainConfig, global_step: int) -> float:
+    """Linear warmup over the first `warmup_steps` global inner steps, then constant."""
+    if train.warmup_steps and global_step < train.warmup_steps:
+        return train.inner_lr * (global_step + 1) / train.warmup_steps
+    return train.inner_lr
+
+
+def run_inner_steps(
+    model: nn.Module,
+    optimizer: torch.optim.AdamW,
+    dataset: TokenDataset,
+    config: RunConfig,
+    round_index: int,
+    solver: str,
+    first_step: int,
+    num_steps: int,
+) -> list[float]:
+    """Steps [first_step, first_step + num_steps) of `solver`'s round; returns their losses.
+
+    INVARIANT: this is the only code that advances training. Solvers, verifiers, jurors and
+    auditors all call it, so an honest replay repeats the solver's arithmetic exactly.
+    """
+    train = config.train
+    losses = []
+    model.train()
+    for step in range(first_step, first_step + num_steps):
+        x, y = get_train_batch(
+            dataset, config.seed_bytes, round_index, solver, step, train.batch_size, config.model.block_size
+        )
+        lr = get_inner_lr(train, round_index * train.inner_steps + step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def get_segment_tokens(config: RunConfig) -> int:
+    """Tokens one segment trains on: k steps x batch x context (the leaf's `tokens`)."""
+    return config.train.steps_per_segment * config.train.batch_size * config.model.block_size
+
+
+def train_round(
+    config: RunConfig,
+    dataset: TokenDataset,
+    theta_params: Mapping[str, torch.Tensor],
+    round_index: int,
+    solver: str,
+    on_checkpoint: Callable[[int, State], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> tuple[list[SegmentRecord], State]:
+    """Train one round from θ_r; return the segment records and the final checkpoint c_H.
+
+    `on_checkpoint(i, c_i)` receives every checkpoint c_0 .. c_(H/k) as it is made (the solver
+    stores them to serve verifiers); `on_step(n)` reports progress.
+    """
+    model = build_model(config.model, config.profile, config.seed_bytes)
+    optimizer = build_optimizer(model, config.train)
+    checkpoint = make_start_checkpoint(theta_params)
+    load_checkpoint_state(model, optimizer, checkpoint)
+    if on_checkpoint:
+        on_checkpoint(0, checkpoint)
+    spec = config.get_sketch_spec()
+    k = config.train.steps_per_segment
+    start_hash = compute_state_hash(checkpoint)
+    records = []
+    for index in range(config.train.num_segments):
+        before = get_params(checkpoint)
+        losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k)
+        checkpoint = get_checkpoint_state(model, optimizer)
+        end_hash = compute_state_hash(checkpoint)
+        sketch = compute_update_sketch(compute_param_update(before, checkpoint), spec)
+        records.append(
+            SegmentRecord(
+                index=index,
+                start_hash=start_hash,
+                end_hash=end_hash,
+                sketch=sketch,
+                sketch_hash=compute_sketch_hash(sketch),
+                tokens=get_segment_tokens(config),
+                mean_loss=sum(losses) / len(losses),
+            )
+        )
+        if on_checkpoint:
+            on_checkpoint(index + 1, checkpoint)
+        if on_step:
+            on_step((index + 1) * k)
+        start_hash = end_hash
+    return records, checkpoint
+
+
+def compute_param_update(before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor]) -> State:
+    """after - before over the parameters only (the update a segment sketch describes)."""
+    return {k: after[k] - v for k, v in get_params(before).items()}
+
+
+def compute_pseudo_gradient(
+    theta_params: Mapping[str, torch.Tensor], end_checkpoint: Mapping[str, torch.Tensor]
+) -> State:
+    """Δ = θ_r - c_H over the parameters: what a solver contributes to the outer step."""
+    return {k: v - end_checkpoint[k] for k, v in get_params(theta_params).items()}
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, dataset: TokenDataset, config: RunConfig) -> float:
+    """Mean loss over the run's held-out batches (the same batches for every party)."""
+    model.eval()
+    total = 0.0
+    for i in range(config.data.eval_batches):
+        x, y = get_eval_batch(dataset, config.seed_bytes, i, config.train.batch_size, config.model.block_size)
+        total += model(x, y).item()
+    return total / config.data.eval_batches
+
+
+def evaluate_params(params: Mapping[str, torch.Tensor], dataset: TokenDataset, config: RunConfig) -> float:
+    """Held-out loss of a parameter state (e.g. θ_r)."""
+    model = build_model(config.model, config.profile, config.seed_bytes)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            param.copy_(params[PARAM + name])
+    return evaluate(model, dataset, config)
