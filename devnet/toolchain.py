@@ -47,9 +47,7 @@ def find_tool(name: str) -> Path:
     suffix = _PLATFORMS.get((platform.system(), platform.machine()))
     if suffix is not None:
         try:
-            candidate = (
-                get_contracts_dir() / "node_modules" / "@foundry-rs" / f"{name}-{suffix}" / "bin" / name
-            )
+            candidate = get_contracts_dir() / "node_modules" / "@foundry-rs" / f"{name}-{suffix}" / "bin" / name
         except ToolchainError:
             candidate = None
         if candidate is not None and candidate.is_file():

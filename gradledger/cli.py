@@ -40,13 +40,9 @@ def simulate(
     rounds: int = typer.Option(20, min=1, help="DiLoCo rounds to run"),
     steps_per_segment: int = typer.Option(5, min=1, help="k: inner steps per checkpointed segment"),
     preset: str = typer.Option("default", help="config preset: tiny, default or large"),
-    data: Path | None = typer.Option(
-        None, help="directory of text files (default: the Python stdlib sources)"
-    ),
+    data: Path | None = typer.Option(None, help="directory of text files (default: the Python stdlib sources)"),
     seed: str = typer.Option("0x" + "00" * 31 + "01", help="run seed, 32 bytes as 0x-hex"),
-    json_out: Path = typer.Option(
-        Path("runs/simulate.json"), "--json", help="where to write the JSON summary"
-    ),
+    json_out: Path = typer.Option(Path("runs/simulate.json"), "--json", help="where to write the JSON summary"),
     plot: Path = typer.Option(Path("runs/simulate.png"), help="where to write the PNG loss plot"),
 ) -> None:
     """Train with DiLoCo locally (no chain): loss per round, bytes communicated, JSON + PNG."""
@@ -84,9 +80,7 @@ def simulate(
 
         result = run_simulation(config, manifest, shards, solvers, rounds, on_round)
     write_simulation_outputs(result, json_out, plot)
-    typer.echo(
-        f"eval loss: {result.eval_loss[0]:.4f} (θ0) -> {result.eval_loss[-1]:.4f} after {rounds} rounds"
-    )
+    typer.echo(f"eval loss: {result.eval_loss[0]:.4f} (θ0) -> {result.eval_loss[-1]:.4f} after {rounds} rounds")
     typer.echo(f"bytes communicated: {result.bytes_communicated:,} ({result.parameters:,} parameters)")
     typer.echo(f"wrote {json_out} and {plot}")
 

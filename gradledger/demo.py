@@ -33,16 +33,12 @@ def run_demo() -> int:
     states = [{"w": torch.randn(256, 128, generator=generator), "b": torch.zeros(128)}]
     for _ in range(4):
         prev = states[-1]
-        states.append(
-            {name: t - 0.01 * torch.randn(t.shape, generator=generator) for name, t in prev.items()}
-        )
+        states.append({name: t - 0.01 * torch.randn(t.shape, generator=generator) for name, t in prev.items()})
     hashes = [compute_state_hash(s) for s in states]
     leaves = []
     for i in range(4):
         sketch = compute_update_sketch(compute_update(states[i], states[i + 1]), spec)
-        leaves.append(
-            SegmentLeaf(1, 0, SOLVER, i, hashes[i], hashes[i + 1], compute_sketch_hash(sketch), 4096)
-        )
+        leaves.append(SegmentLeaf(1, 0, SOLVER, i, hashes[i], hashes[i + 1], compute_sketch_hash(sketch), 4096))
     tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in leaves])
     seed = compute_sampling_seed(keccak256(b"block after commit"), 1, 0, SOLVER)
     samples = compute_sampled_segments(seed, len(leaves), 2)
@@ -55,10 +51,7 @@ def run_demo() -> int:
         f"{len(hashes)} checkpoints, c0 {hash_to_hex(hashes[0])[:18]}...",
     )
     table.add_row("segment root (keccak sorted-pair tree)", hash_to_hex(tree.root))
-    ok = all(
-        verify_merkle_proof(get_merkle_proof_at(tree, i), tree.root, leaf)
-        for i, leaf in enumerate(tree.leaves)
-    )
+    ok = all(verify_merkle_proof(get_merkle_proof_at(tree, i), tree.root, leaf) for i, leaf in enumerate(tree.leaves))
     table.add_row("Merkle proofs verify", str(ok))
     table.add_row("sampled segments", str(list(samples)))
     table.add_row("P(catch 1 of 4 faked, 2 samples)", f"{float(compute_detection_probability(0.25, 2)):.4f}")

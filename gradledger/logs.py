@@ -34,8 +34,7 @@ class _Formatter(logging.Formatter):
                 default=str,
             )
         pairs = " ".join(
-            f"{k}={json.dumps(v, default=str) if isinstance(v, str) and ' ' in v else v}"
-            for k, v in fields.items()
+            f"{k}={json.dumps(v, default=str) if isinstance(v, str) and ' ' in v else v}" for k, v in fields.items()
         )
         return f"{stamp} {record.levelname.lower():<5} {record.name} {record.getMessage()} {pairs}".rstrip()
 

@@ -170,9 +170,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         merged[key] = (
-            _merge(merged[key], value)
-            if isinstance(value, dict) and isinstance(merged.get(key), dict)
-            else value
+            _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
         )
     return merged
 

@@ -104,9 +104,7 @@ class GPT(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         B, T = idx.shape
         if self.config.block_size < T:
-            raise ConfigError(
-                f"sequence of {T} tokens exceeds the model's block_size {self.config.block_size}"
-            )
+            raise ConfigError(f"sequence of {T} tokens exceeds the model's block_size {self.config.block_size}")
         pos = torch.arange(T, dtype=torch.long)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.h:

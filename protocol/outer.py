@@ -46,9 +46,7 @@ def compute_mean_pseudo_gradient(deltas: Mapping[str, Mapping[str, torch.Tensor]
     names = set(ordered[0])
     for delta in ordered[1:]:
         if set(delta) != names:
-            raise OuterStepError(
-                "pseudo-gradients cover different tensors; all must come from the run's model"
-            )
+            raise OuterStepError("pseudo-gradients cover different tensors; all must come from the run's model")
     mean = {}
     for name in sorted(names):
         total = ordered[0][name].clone()

@@ -75,9 +75,7 @@ def _precheck(
     config: RunConfig, leaf: SegmentLeaf, start_checkpoint: Mapping[str, torch.Tensor]
 ) -> ReplayVerdict | None:
     if compute_state_hash(start_checkpoint) != leaf.start_hash:
-        return ReplayVerdict(
-            False, "precheck", "served start checkpoint does not hash to the leaf's start hash"
-        )
+        return ReplayVerdict(False, "precheck", "served start checkpoint does not hash to the leaf's start hash")
     if leaf.tokens != get_segment_tokens(config):
         return ReplayVerdict(
             False,
@@ -99,9 +97,7 @@ def judge_exact(
         return failed
     if compute_state_hash(replayed_end) != leaf.end_hash:
         return ReplayVerdict(False, "exact", "replayed end state differs from the committed end hash")
-    sketch = compute_update_sketch(
-        compute_param_update(start_checkpoint, replayed_end), config.get_sketch_spec()
-    )
+    sketch = compute_update_sketch(compute_param_update(start_checkpoint, replayed_end), config.get_sketch_spec())
     if compute_sketch_hash(sketch) != leaf.sketch_hash:
         return ReplayVerdict(False, "exact", "end state matches but the committed sketch hash is wrong")
     return ReplayVerdict(True, "exact", "bit-identical replay")
@@ -143,9 +139,7 @@ def judge_tolerance(
     distance = compute_sketch_distance(
         committed_sketch, compute_update_sketch(replayed_update, config.get_sketch_spec())
     )
-    evidence = dict(
-        max_hamming_fraction=distance.max_hamming_fraction, max_log2_norm_diff=distance.max_log2_norm_diff
-    )
+    evidence = dict(max_hamming_fraction=distance.max_hamming_fraction, max_log2_norm_diff=distance.max_log2_norm_diff)
     if (
         distance.max_hamming_fraction > limits.max_hamming_fraction
         or distance.max_log2_norm_diff > limits.max_log2_norm_diff
@@ -165,19 +159,14 @@ def judge_tolerance(
             False, "distance", "served end checkpoint does not hash to the leaf's end hash", **evidence
         )
     committed_update = compute_param_update(start_checkpoint, committed_end)
-    if (
-        compute_sketch_hash(compute_update_sketch(committed_update, config.get_sketch_spec()))
-        != leaf.sketch_hash
-    ):
+    if compute_sketch_hash(compute_update_sketch(committed_update, config.get_sketch_spec())) != leaf.sketch_hash:
         return ReplayVerdict(
             False, "distance", "committed sketch is not the sketch of the committed update", **evidence
         )
     error, cosine = compute_update_distances(replayed_update, committed_update)
     accepted = error <= limits.max_relative_error and cosine >= limits.min_cosine
     reason = "within exact-distance tolerance" if accepted else "exact distances beyond tolerance"
-    return ReplayVerdict(
-        accepted, "distance", reason, max_relative_error=error, min_cosine=cosine, **evidence
-    )
+    return ReplayVerdict(accepted, "distance", reason, max_relative_error=error, min_cosine=cosine, **evidence)
 
 
 def verify_leaf_chain(

@@ -264,9 +264,7 @@ def compute_update_sketch(
     return UpdateSketch(spec=spec, tensors=tensors)
 
 
-def compute_update(
-    before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
+def compute_update(before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """after - before for every floating tensor of `after` (the segment's update)."""
     missing = sorted(set(after) - set(before))
     if missing:
@@ -312,9 +310,7 @@ def compute_sketch_distance(a: UpdateSketch, b: UpdateSketch) -> SketchDistance:
     per_tensor = []
     for ta, tb in zip(a.tensors, b.tensors, strict=True):
         if ta.numel != tb.numel:
-            raise SketchError(
-                f"tensor {ta.name!r} has {ta.numel} elements in one sketch, {tb.numel} in the other"
-            )
+            raise SketchError(f"tensor {ta.name!r} has {ta.numel} elements in one sketch, {tb.numel} in the other")
         per_tensor.append(
             (
                 ta.name,

@@ -162,9 +162,7 @@ def decode_state(data: bytes | bytearray | memoryview) -> dict[str, torch.Tensor
         if not raw_name:
             raise StateEncodingError(f"not a canonical state: entry {index} has an empty name")
         if previous is not None and raw_name <= previous:
-            raise StateEncodingError(
-                f"not a canonical state: entry names are not strictly increasing at {raw_name!r}"
-            )
+            raise StateEncodingError(f"not a canonical state: entry names are not strictly increasing at {raw_name!r}")
         previous = raw_name
         try:
             name = raw_name.decode("utf-8")

@@ -122,16 +122,12 @@ def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW) -> Stat
             state[f"{ADAM}{name}/exp_avg_sq"] = torch.zeros_like(param)
             steps.add(0.0)
     if len(steps) != 1:
-        raise CheckpointError(
-            f"optimizer state is inconsistent: parameters at different steps {sorted(steps)}"
-        )
+        raise CheckpointError(f"optimizer state is inconsistent: parameters at different steps {sorted(steps)}")
     state[ADAM_STEP] = torch.tensor(steps.pop())
     return state
 
 
-def load_checkpoint_state(
-    model: nn.Module, optimizer: torch.optim.AdamW, state: Mapping[str, torch.Tensor]
-) -> None:
+def load_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW, state: Mapping[str, torch.Tensor]) -> None:
     """Load a checkpoint into a model and its optimizer; CheckpointError on any mismatch."""
     expected = get_checkpoint_state(model, optimizer)
     missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))

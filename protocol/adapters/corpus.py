@@ -23,9 +23,7 @@ def get_stdlib_dir() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def list_corpus_files(
-    directory: Path, suffixes: tuple[str, ...], excluded: set[str] = frozenset()
-) -> list[Path]:
+def list_corpus_files(directory: Path, suffixes: tuple[str, ...], excluded: set[str] = frozenset()) -> list[Path]:
     """Files under `directory` with one of `suffixes`, sorted by their POSIX relative path."""
     if not directory.is_dir():
         raise DataError(f"corpus directory {directory} does not exist or is not a directory")
@@ -36,9 +34,7 @@ def list_corpus_files(
     return sorted(files, key=lambda p: p.relative_to(directory).as_posix())
 
 
-def read_corpus(
-    directory: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES, excluded: set[str] = frozenset()
-) -> bytes:
+def read_corpus(directory: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES, excluded: set[str] = frozenset()) -> bytes:
     """Concatenate the files (sorted by relative path), each followed by a newline."""
     files = list_corpus_files(directory, suffixes, excluded)
     if not files:

@@ -42,10 +42,7 @@ def test_samples_are_in_range_and_deterministic(seed, segments, samples):
     assert len(drawn) == samples
     assert all(0 <= s < segments for s in drawn)
     assert drawn == compute_sampled_segments(seed, segments, samples)
-    assert (
-        drawn[: samples // 2]
-        == compute_sampled_segments(seed, segments, max(1, samples // 2))[: samples // 2]
-    )
+    assert drawn[: samples // 2] == compute_sampled_segments(seed, segments, max(1, samples // 2))[: samples // 2]
 
 
 def test_samples_cover_segments_roughly_uniformly():

@@ -59,10 +59,7 @@ def test_sketch_is_identical_at_one_and_two_threads():
 def test_sketch_depends_on_the_projection_seed():
     update = {"w": _randn(5000)}
     other = SketchSpec(seed=keccak256(b"another run"))
-    assert (
-        compute_update_sketch(update, SPEC).tensors[0].bits
-        != compute_update_sketch(update, other).tensors[0].bits
-    )
+    assert compute_update_sketch(update, SPEC).tensors[0].bits != compute_update_sketch(update, other).tensors[0].bits
 
 
 @pytest.mark.parametrize("numel", [64, 4096, 20_000, BIG])
@@ -70,9 +67,7 @@ def test_sketch_depends_on_the_projection_seed():
 def test_hamming_fraction_estimates_the_angle(numel, angle):
     u = _randn(numel, seed=numel)
     v = _with_angle(u, angle, seed=7)
-    distance = compute_sketch_distance(
-        compute_update_sketch({"t": u}, SPEC), compute_update_sketch({"t": v}, SPEC)
-    )
+    distance = compute_sketch_distance(compute_update_sketch({"t": u}, SPEC), compute_update_sketch({"t": v}, SPEC))
     # SimHash: E[hamming / b] = angle / pi; 1024 bits give a standard deviation < 0.016.
     assert abs(distance.max_hamming_fraction - angle / math.pi) < 0.06
 
@@ -88,9 +83,7 @@ def test_power_of_two_scaling_keeps_bits_and_shifts_norm_exactly(numel):
 
 def test_scaled_update_is_seen_by_the_norm_not_the_bits():
     u = {"t": _randn(BIG, seed=4)}
-    distance = compute_sketch_distance(
-        compute_update_sketch(u, SPEC), compute_update_sketch({"t": u["t"] * 0.9}, SPEC)
-    )
+    distance = compute_sketch_distance(compute_update_sketch(u, SPEC), compute_update_sketch({"t": u["t"] * 0.9}, SPEC))
     assert distance.max_hamming_fraction < 0.01
     assert abs(distance.max_log2_norm_diff - abs(math.log2(0.9))) < 2 / SPEC.norm_scale
 
@@ -105,9 +98,7 @@ def test_change_in_one_tensor_is_not_diluted():
     update = {f"layer{i}": _randn(128, 128, seed=i) for i in range(8)}
     tampered = dict(update)
     tampered["layer5"] = _with_angle(update["layer5"], 0.4, seed=99).reshape(128, 128)
-    distance = compute_sketch_distance(
-        compute_update_sketch(update, SPEC), compute_update_sketch(tampered, SPEC)
-    )
+    distance = compute_sketch_distance(compute_update_sketch(update, SPEC), compute_update_sketch(tampered, SPEC))
     assert distance.worst_hamming_tensor == "layer5"
     assert distance.max_hamming_fraction > 0.08
     untouched = [row for row in distance.per_tensor if row[0] != "layer5"]

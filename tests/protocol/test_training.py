@@ -125,8 +125,7 @@ def test_a_cheating_segment_is_detected(tiny_config, dataset):
     _, records, _, checkpoints = _train_round(tiny_config, dataset)
     start, honest_end = checkpoints[1], checkpoints[2]
     forged = {
-        k: (start[k] + 0.9 * (honest_end[k] - start[k]) if k.startswith("param/") else v)
-        for k, v in honest_end.items()
+        k: (start[k] + 0.9 * (honest_end[k] - start[k]) if k.startswith("param/") else v) for k, v in honest_end.items()
     }
     leaf = records[1].to_leaf(1, 0, SOLVER_A)
     cheating_leaf = type(leaf)(**{**leaf.__dict__, "end_hash": compute_state_hash(forged)})
@@ -218,9 +217,7 @@ def test_checkpoint_of_another_model_is_a_clear_error(tiny_config):
         tiny_config.seed_bytes,
     )
     with pytest.raises(CheckpointError, match="has shape"):
-        load_checkpoint_state(
-            model, optimizer, get_checkpoint_state(wider, build_optimizer(wider, tiny_config.train))
-        )
+        load_checkpoint_state(model, optimizer, get_checkpoint_state(wider, build_optimizer(wider, tiny_config.train)))
 
 
 def test_a_file_that_is_not_a_checkpoint_is_a_clear_error(tmp_path: Path):

@@ -1,0 +1,159 @@
+"""Content-addressed artifact store: checkpoints, pseudo-gradients, leaves, sketches, shards.
+
+Every artifact is named by the SHA-256 of its bytes and the name is checked on every read,
+wherever the bytes came from (local disk or a peer over HTTP): a corrupt or substituted
+artifact is an `ArtifactCorruptError`, never silently used. Writes are atomic (temp file in
+the same directory, fsync, rename), so a crash never leaves a half-written artifact under a
+valid name.
+
+`ArtifactStore` is the interface; `LocalArtifactStore` (a directory) is the default backend.
+An object-store backend (S3-compatible) implements the same four methods. Nodes serve their
+store read-only over HTTP with `make_artifact_router`, and fetch from peers with
+`fetch_artifact`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import torch
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
+
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, to_hash32
+from protocol.state import decode_state, encode_state
+
+
+class ArtifactError(GradledgerError):
+    """An artifact cannot be stored or retrieved."""
+
+
+class ArtifactNotFoundError(ArtifactError):
+    """No artifact with that hash is available from this source."""
+
+
+class ArtifactCorruptError(ArtifactError):
+    """Bytes were found but do not hash to the requested name."""
+
+
+class ArtifactStore(Protocol):
+    """What every backend provides. Names are SHA-256 content hashes."""
+
+    def put(self, data: bytes) -> Hash32: ...
+    def get(self, digest: bytes) -> bytes: ...
+    def has(self, digest: bytes) -> bool: ...
+    def delete(self, digest: bytes) -> None: ...
+
+
+class LocalArtifactStore:
+    """Artifacts as files `<root>/<first 2 hex>/<64 hex>`, written atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, digest: bytes) -> Path:
+        name = to_hash32(digest, "artifact hash").hex()
+        return self.root / name[:2] / name
+
+    def put(self, data: bytes) -> Hash32:
+        digest = compute_content_hash(data)
+        path = self._path(digest)
+        if path.exists():
+            return digest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return digest
+
+    def get(self, digest: bytes) -> bytes:
+        path = self._path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} is not in the store at {self.root}") from None
+        if compute_content_hash(data) != to_hash32(digest):
+            raise ArtifactCorruptError(
+                f"artifact {hash_to_hex(digest)} at {path} does not match its hash (disk corruption or "
+                "tampering); delete the file and fetch it again from a peer"
+            )
+        return data
+
+    def has(self, digest: bytes) -> bool:
+        return self._path(digest).exists()
+
+    def delete(self, digest: bytes) -> None:
+        self._path(digest).unlink(missing_ok=True)
+
+
+def put_state(store: ArtifactStore, state: Mapping[str, torch.Tensor]) -> Hash32:
+    """Store a state under the hash of its canonical bytes (= its state hash)."""
+    return store.put(encode_state(state))
+
+
+def get_state(store: ArtifactStore, digest: bytes) -> dict[str, torch.Tensor]:
+    """Load a state by hash (checked), parsing only canonical bytes (never pickle)."""
+    return decode_state(store.get(digest))
+
+
+def fetch_artifact(
+    base_url: str, digest: bytes, *, timeout_s: float = 30.0, client: httpx.Client | None = None
+) -> bytes:
+    """GET an artifact from a peer's artifact API and check it against its hash."""
+    name = hash_to_hex(to_hash32(digest, "artifact hash"))
+    url = f"{base_url.rstrip('/')}/artifacts/{name}"
+    try:
+        response = (client or httpx).get(url, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ArtifactNotFoundError(f"cannot fetch {name} from {base_url}: {exc}") from exc
+    if response.status_code == 404:
+        raise ArtifactNotFoundError(f"peer {base_url} does not have artifact {name}")
+    if response.status_code != 200:
+        raise ArtifactNotFoundError(f"peer {base_url} answered {response.status_code} for artifact {name}")
+    if compute_content_hash(response.content) != to_hash32(digest):
+        raise ArtifactCorruptError(f"peer {base_url} served bytes for {name} that do not match the hash")
+    return response.content
+
+
+def fetch_into_store(store: ArtifactStore, base_url: str, digest: bytes, **kwargs) -> bytes:
+    """The artifact from the local store, or fetched from a peer, checked and cached."""
+    if store.has(digest):
+        return store.get(digest)
+    data = fetch_artifact(base_url, digest, **kwargs)
+    store.put(data)
+    return data
+
+
+def make_artifact_router(store: ArtifactStore) -> APIRouter:
+    """Read-only HTTP access to a store: GET /artifacts/{0x-hex sha256}."""
+    router = APIRouter()
+
+    @router.get("/artifacts/{digest}", response_class=Response)
+    def read_artifact(digest: str) -> Response:
+        try:
+            name = to_hash32(digest, "artifact hash")
+        except GradledgerError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from None
+        try:
+            data = store.get(name)
+        except ArtifactNotFoundError:
+            raise HTTPException(status_code=404, detail=f"no artifact {hash_to_hex(name)} here") from None
+        except ArtifactCorruptError as exc:
+            raise HTTPException(status_code=500, detail=str(exc)) from None
+        return Response(content=data, media_type="application/octet-stream")
+
+    return router

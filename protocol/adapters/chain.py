@@ -1,0 +1,373 @@
+"""The one chain client: a typed wrapper over web3.py that every role uses.
+
+What it adds to web3.py:
+- a clear error when the RPC is unreachable or serves another chain;
+- nonce management per account (a local counter, resynced from the node when it disagrees),
+  gas estimation with a margin, receipts waited for, and a failed transaction's custom error
+  decoded from the ABIs into `ContractRevertError("StakeTooLow", {...})`;
+- retries with backoff on connection loss; a signed transaction is re-sent byte for byte, so
+  a retry can never send a second, different transaction;
+- events of every manifest contract read in bounded block ranges, decoded and ordered, so a
+  node can resume from the last block it saved.
+Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import requests
+from eth_abi import decode as abi_decode
+from eth_account.signers.local import LocalAccount
+from eth_utils import function_abi_to_4byte_selector, to_checksum_address
+from hexbytes import HexBytes
+from web3 import HTTPProvider, Web3
+from web3.contract import Contract
+from web3.exceptions import (
+    ContractCustomError,
+    ContractLogicError,
+    ContractPanicError,
+    ProviderConnectionError,
+    TimeExhausted,
+    Web3RPCError,
+)
+
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.errors import GradledgerError
+
+T = TypeVar("T")
+
+
+class ChainError(GradledgerError):
+    """Something went wrong talking to the chain."""
+
+
+class ChainUnavailableError(ChainError):
+    """The RPC endpoint cannot be reached (after retries)."""
+
+
+class WrongChainError(ChainError):
+    """The RPC endpoint serves another chain than the manifest's."""
+
+
+class ContractRevertError(ChainError):
+    """A call or transaction reverted; `error` is the decoded custom error name."""
+
+    def __init__(self, error: str, args: dict[str, Any], detail: str) -> None:
+        super().__init__(detail)
+        self.error = error
+        self.args_ = args
+
+
+@dataclass(frozen=True)
+class ChainEvent:
+    """A decoded event of a manifest contract, with where it happened."""
+
+    contract: str
+    name: str
+    args: dict[str, Any]
+    block_number: int
+    transaction_hash: str
+    log_index: int
+
+
+@dataclass(frozen=True)
+class TxResult:
+    """A mined, successful transaction."""
+
+    transaction_hash: str
+    block_number: int
+    gas_used: int
+    events: tuple[ChainEvent, ...]
+    contract_address: str | None = None
+
+
+_CONNECTION_ERRORS = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    ProviderConnectionError,
+    ConnectionError,
+)
+
+
+class ChainClient:
+    """Read from and write to the contracts of one deployment (or bare RPC before deploy)."""
+
+    def __init__(
+        self,
+        rpc_url: str,
+        manifest: DeploymentManifest | None = None,
+        *,
+        expected_chain_id: int | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 6,
+    ) -> None:
+        self.rpc_url = rpc_url
+        self.manifest = manifest
+        self.max_retries = max_retries
+        self.w3 = Web3(HTTPProvider(rpc_url, request_kwargs={"timeout": timeout_s}))
+        self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
+        wanted = expected_chain_id if expected_chain_id is not None else (manifest.chain_id if manifest else None)
+        if wanted is not None and self.chain_id != wanted:
+            raise WrongChainError(
+                f"RPC {rpc_url} serves chain id {self.chain_id}, expected {wanted}: wrong endpoint or manifest"
+            )
+        self._nonces: dict[str, int] = {}
+        self._nonce_lock = threading.Lock()
+        self._contracts: dict[str, Contract] = {}
+        self._errors: dict[bytes, tuple[str, list[dict[str, Any]]]] = {}
+        self._events: dict[tuple[str, bytes], tuple[str, Any]] = {}
+        if manifest is not None:
+            for name, record in manifest.contracts.items():
+                self._register(name, record.address, record.abi)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _register(self, name: str, address: str, abi: list[dict[str, Any]]) -> None:
+        contract = self.w3.eth.contract(address=to_checksum_address(address), abi=abi)
+        self._contracts[name] = contract
+        for item in abi:
+            if item.get("type") == "error":
+                self._errors[function_abi_to_4byte_selector(item)] = (item["name"], item.get("inputs", []))
+            elif item.get("type") == "event" and not item.get("anonymous"):
+                event = contract.events[item["name"]]()
+                self._events[(contract.address.lower(), bytes(HexBytes(event.topic)))] = (name, event)
+
+    def _retry(self, fn: Callable[[], T], *, what: str) -> T:
+        delay = 0.2
+        for attempt in range(self.max_retries + 1):
+            try:
+                return fn()
+            except _CONNECTION_ERRORS as exc:
+                if attempt == self.max_retries:
+                    raise ChainUnavailableError(
+                        f"cannot reach the chain RPC at {self.rpc_url} ({what}: {type(exc).__name__}); is the node "
+                        "running? Start the devnet with `gradledger devnet up` or pass the right --rpc-url"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
+
+    def contract(self, name: str) -> Contract:
+        try:
+            return self._contracts[name]
+        except KeyError:
+            raise ChainError(
+                f"contract {name!r} is not in the deployment manifest ({sorted(self._contracts)})"
+            ) from None
+
+    def decode_revert(self, data: Any, context: str) -> ContractRevertError:
+        """Turn revert data into a ContractRevertError naming the custom error and its args."""
+        raw = bytes(HexBytes(data)) if data else b""
+        if len(raw) >= 4 and raw[:4] in self._errors:
+            name, inputs = self._errors[raw[:4]]
+            values = abi_decode([i["type"] for i in inputs], raw[4:]) if inputs else ()
+            args = {i["name"] or f"arg{n}": v for n, (i, v) in enumerate(zip(inputs, values, strict=True))}
+            shown = ", ".join(f"{k}={v.hex() if isinstance(v, bytes) else v}" for k, v in args.items())
+            return ContractRevertError(name, args, f"{context} reverted with {name}({shown})")
+        return ContractRevertError("Unknown", {"data": raw.hex()}, f"{context} reverted (data 0x{raw.hex()})")
+
+    def _revert_from(self, exc: Exception, context: str) -> ContractRevertError:
+        if isinstance(exc, ContractCustomError):
+            return self.decode_revert(exc.data, context)
+        if isinstance(exc, ContractPanicError):
+            return ContractRevertError("Panic", {}, f"{context} panicked: {exc}")
+        if isinstance(exc, ContractLogicError):
+            if exc.data and isinstance(exc.data, str) and exc.data.startswith("0x") and len(exc.data) >= 10:
+                return self.decode_revert(exc.data, context)
+            return ContractRevertError("Revert", {}, f"{context} reverted: {exc}")
+        return ContractRevertError("Revert", {}, f"{context} failed: {exc}")
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def call(self, contract: str, function: str, *args: Any, block: int | str = "latest") -> Any:
+        """Call a view function; reverts become ContractRevertError."""
+        fn = getattr(self.contract(contract).functions, function)(*args)
+        try:
+            return self._retry(lambda: fn.call(block_identifier=block), what=f"{contract}.{function}")
+        except (ContractLogicError, Web3RPCError) as exc:
+            raise self._revert_from(exc, f"{contract}.{function}") from None
+
+    def block_number(self) -> int:
+        return self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber")
+
+    def get_block(self, block: int | str = "latest") -> Any:
+        return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
+
+    def get_balance(self, address: str, block: int | str = "latest") -> int:
+        return self._retry(
+            lambda: self.w3.eth.get_balance(to_checksum_address(address), block_identifier=block),
+            what="eth_getBalance",
+        )
+
+    def get_events(
+        self,
+        from_block: int,
+        to_block: int | None = None,
+        *,
+        chunk: int = 2000,
+        names: Iterable[str] | None = None,
+    ) -> list[ChainEvent]:
+        """Decoded events of every manifest contract in [from_block, to_block], in chain order."""
+        last = self.block_number() if to_block is None else to_block
+        wanted = set(names) if names is not None else None
+        addresses = [c.address for c in self._contracts.values()]
+        events: list[ChainEvent] = []
+        start = from_block
+        while start <= last:
+            end = min(start + chunk - 1, last)
+            logs = self._retry(
+                lambda s=start, e=end: self.w3.eth.get_logs({"fromBlock": s, "toBlock": e, "address": addresses}),
+                what="eth_getLogs",
+            )
+            for log in logs:
+                key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
+                if key not in self._events:
+                    continue
+                contract_name, event = self._events[key]
+                if wanted is not None and event.event_name not in wanted:
+                    continue
+                decoded = event.process_log(log)
+                events.append(
+                    ChainEvent(
+                        contract=contract_name,
+                        name=decoded["event"],
+                        args=dict(decoded["args"]),
+                        block_number=decoded["blockNumber"],
+                        transaction_hash=decoded["transactionHash"].to_0x_hex(),
+                        log_index=decoded["logIndex"],
+                    )
+                )
+            start = end + 1
+        events.sort(key=lambda e: (e.block_number, e.log_index))
+        return events
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _next_nonce(self, address: str) -> int:
+        with self._nonce_lock:
+            if address not in self._nonces:
+                self._nonces[address] = self._retry(
+                    lambda: self.w3.eth.get_transaction_count(address, "pending"),
+                    what="eth_getTransactionCount",
+                )
+            nonce = self._nonces[address]
+            self._nonces[address] = nonce + 1
+            return nonce
+
+    def _forget_nonce(self, address: str) -> None:
+        with self._nonce_lock:
+            self._nonces.pop(address, None)
+
+    def send(
+        self,
+        account: LocalAccount,
+        contract: str,
+        function: str,
+        *args: Any,
+        value: int = 0,
+        gas: int | None = None,
+    ) -> TxResult:
+        """Estimate, sign, send and wait; reverts (at estimation or mined) become ContractRevertError."""
+        fn = getattr(self.contract(contract).functions, function)(*args)
+        return self._transact(account, fn.build_transaction, f"{contract}.{function}", value, gas)
+
+    def deploy(self, account: LocalAccount, abi: list[dict[str, Any]], bytecode: str, *args: Any) -> TxResult:
+        """Deploy a contract; the new address is `result.contract_address`."""
+        factory = self.w3.eth.contract(abi=abi, bytecode=bytecode)
+        return self._transact(account, factory.constructor(*args).build_transaction, "deploy", 0, None)
+
+    def _transact(
+        self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
+    ) -> TxResult:
+        address = account.address
+        base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
+        if gas is None:
+            try:
+                estimate = self._retry(lambda: build(base)["gas"], what=f"estimate {context}")
+            except (ContractLogicError, Web3RPCError) as exc:
+                raise self._revert_from(exc, context) from None
+            gas = estimate * 12 // 10 + 10_000
+        for _attempt in range(3):
+            nonce = self._next_nonce(address)
+            tx = build({**base, "gas": gas, "nonce": nonce})
+            raw = account.sign_transaction(tx).raw_transaction
+            try:
+                tx_hash = self._retry(lambda raw=raw: self.w3.eth.send_raw_transaction(raw), what=f"send {context}")
+                break
+            except Web3RPCError as exc:
+                message = str(exc).lower()
+                if "nonce" in message or "already known" in message or "replacement" in message:
+                    self._forget_nonce(address)  # another process used this account; resync
+                    continue
+                raise self._revert_from(exc, context) from None
+        else:
+            raise ChainError(f"{context}: could not find a free nonce for {address} after 3 attempts")
+        try:
+            receipt = self._retry(
+                lambda: self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120, poll_latency=0.05),
+                what=f"receipt of {context}",
+            )
+        except TimeExhausted:
+            self._forget_nonce(address)
+            raise ChainError(f"{context}: transaction {tx_hash.to_0x_hex()} not mined within 120 s") from None
+        if receipt["status"] != 1:
+            raise self._mined_revert(tx, receipt, context)
+        return TxResult(
+            transaction_hash=receipt["transactionHash"].to_0x_hex(),
+            block_number=receipt["blockNumber"],
+            gas_used=receipt["gasUsed"],
+            events=tuple(self._decode_receipt_events(receipt)),
+            contract_address=receipt.get("contractAddress"),
+        )
+
+    def _fees(self) -> dict[str, int]:
+        """EIP-1559 fees: twice the current base fee plus a 1 gwei tip (ample on a devnet)."""
+        base_fee = self.get_block("latest").get("baseFeePerGas", 0)
+        tip = 10**9
+        return {"maxFeePerGas": 2 * base_fee + tip, "maxPriorityFeePerGas": tip}
+
+    def _mined_revert(self, tx: dict, receipt: Any, context: str) -> ContractRevertError:
+        call = {k: tx[k] for k in ("from", "to", "value", "data") if k in tx}
+        try:
+            self.w3.eth.call(call, block_identifier=receipt["blockNumber"] - 1)
+        except (ContractLogicError, Web3RPCError) as exc:
+            return self._revert_from(exc, context)
+        return ContractRevertError(
+            "Revert", {}, f"{context} reverted on-chain (tx {receipt['transactionHash'].to_0x_hex()})"
+        )
+
+    def _decode_receipt_events(self, receipt: Any) -> list[ChainEvent]:
+        out = []
+        for log in receipt["logs"]:
+            key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
+            if key in self._events:
+                contract_name, event = self._events[key]
+                decoded = event.process_log(log)
+                out.append(
+                    ChainEvent(contract_name, decoded["event"], dict(decoded["args"]), decoded["blockNumber"],
+                               decoded["transactionHash"].to_0x_hex(), decoded["logIndex"])
+                )  # fmt: skip
+        return out
+
+    def transfer(self, account: LocalAccount, to: str, value: int) -> TxResult:
+        """Plain ETH transfer (devnet funding)."""
+        recipient = to_checksum_address(to)
+        return self._transact(
+            account, lambda base: {**base, "to": recipient}, f"transfer to {recipient}", value, 21_000
+        )
+
+    # -- devnet helpers (anvil) ------------------------------------------------------------
+
+    def increase_time(self, seconds: int) -> None:
+        """Advance the devnet clock and mine a block (anvil only; tests and demos)."""
+        self._retry(lambda: self.w3.provider.make_request("evm_increaseTime", [seconds]), what="evm_increaseTime")
+        self.mine()
+
+    def mine(self, blocks: int = 1) -> None:
+        for _ in range(blocks):
+            self._retry(lambda: self.w3.provider.make_request("evm_mine", []), what="evm_mine")
