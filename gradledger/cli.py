@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from devnet import cli as devnet_cli
 from gradledger import __version__
 from gradledger.logs import configure_logging, get_logger, log_event
 from protocol.errors import ConfigError, GradledgerError
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(devnet_cli.app, name="devnet")
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 
