@@ -42,7 +42,9 @@ class NodeState:
             for statement in _SCHEMA:
                 self._db.execute(statement)
         except sqlite3.DatabaseError as exc:
-            raise NodeStateError(f"cannot open node state {self.path}: {exc}; move the file away to start fresh") from exc
+            raise NodeStateError(
+                f"cannot open node state {self.path}: {exc}; move the file away to start fresh"
+            ) from exc
         self._lock = threading.Lock()
         self._counter = self._db.execute("SELECT COALESCE(MAX(updated), 0) FROM records").fetchone()[0]
 
@@ -63,7 +65,9 @@ class NodeState:
     def list(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
         """All records of a kind, oldest write first."""
         with self._lock:
-            rows = self._db.execute("SELECT key, value FROM records WHERE kind = ? ORDER BY updated", (kind,)).fetchall()
+            rows = self._db.execute(
+                "SELECT key, value FROM records WHERE kind = ? ORDER BY updated", (kind,)
+            ).fetchall()
         return [(key, json.loads(value)) for key, value in rows]
 
     def get_cursor(self, name: str, default: int) -> int:
