@@ -13,9 +13,12 @@ import typer
 from rich.console import Console
 
 from devnet import cli as devnet_cli
+from devnet import commands as devnet_commands
 from gradledger import __version__
 from gradledger.logs import configure_logging, get_logger, log_event
 from protocol.errors import ConfigError, GradledgerError
+from solver import cli as solver_cli
+from verifier import cli as verifier_cli
 
 app = typer.Typer(
     name="gradledger",
@@ -25,6 +28,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(devnet_cli.app, name="devnet")
+app.command("deploy")(devnet_commands.deploy_command)
+app.add_typer(devnet_commands.run_app, name="run")
+app.add_typer(devnet_commands.artifacts_app, name="artifacts")
+app.add_typer(solver_cli.app, name="solver")
+app.add_typer(verifier_cli.app, name="verifier")
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 

@@ -65,12 +65,32 @@ def split_into_shards(corpus: bytes, shard_bytes: int = SHARD_BYTES) -> list[byt
     return [corpus[i : i + shard_bytes] for i in range(0, len(corpus), shard_bytes)]
 
 
-def compute_dataset_root(shards: Sequence[ShardRef]) -> Hash32:
-    """SHA-256 over magic, count and (hash, size) of every shard, in order."""
+def encode_manifest(shards: Sequence[ShardRef]) -> bytes:
+    """Canonical manifest bytes: magic, u32 count, then (32-byte hash, u64 size) per shard."""
     parts = [DATASET_MAGIC, struct.pack("<I", len(shards))]
     for shard in shards:
         parts.append(shard.hash + struct.pack("<Q", shard.size))
-    return compute_content_hash(*parts)
+    return b"".join(parts)
+
+
+def compute_dataset_root(shards: Sequence[ShardRef]) -> Hash32:
+    """SHA-256 of the canonical manifest bytes, so the manifest artifact is named by the root."""
+    return compute_content_hash(encode_manifest(shards))
+
+
+def decode_manifest(data: bytes) -> DatasetManifest:
+    """Parse manifest bytes (e.g. fetched from a peer by the dataset root)."""
+    if len(data) < 12 or data[:8] != DATASET_MAGIC:
+        raise DataError("not a dataset manifest: missing the GLDATA1 header")
+    (count,) = struct.unpack("<I", data[8:12])
+    if len(data) != 12 + 40 * count:
+        raise DataError(f"dataset manifest of {count} shards has {len(data)} bytes, expected {12 + 40 * count}")
+    shards = []
+    for i in range(count):
+        offset = 12 + 40 * i
+        (size,) = struct.unpack("<Q", data[offset + 32 : offset + 40])
+        shards.append(ShardRef(Hash32(data[offset : offset + 32]), size))
+    return DatasetManifest(shards=tuple(shards), root=compute_content_hash(data))
 
 
 def build_manifest(shards: Sequence[bytes]) -> DatasetManifest:

@@ -287,8 +287,11 @@ class ChainClient:
         address = account.address
         base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
         if gas is None:
+            # Estimate against the pending block: its timestamp is "now", while the latest block's may be
+            # minutes old on a quiet chain, and window checks depend on block.timestamp.
+            draft = {k: v for k, v in build({**base, "gas": 30_000_000}).items() if k not in ("gas", "nonce")}
             try:
-                estimate = self._retry(lambda: build(base)["gas"], what=f"estimate {context}")
+                estimate = self._retry(lambda: self.w3.eth.estimate_gas(draft, "pending"), what=f"estimate {context}")
             except (ContractLogicError, Web3RPCError) as exc:
                 raise self._revert_from(exc, context) from None
             gas = estimate * 12 // 10 + 10_000

@@ -1,0 +1,114 @@
+"""`gradledger deploy`: build the contracts with forge and deploy them with web3.py.
+
+The five protocol contracts hold each other's addresses as immutables (no initializer, no
+proxy), so their addresses are predicted from the deployer's next five CREATE nonces and the
+contracts are deployed in that fixed order -- the same scheme as
+contracts/script/ProtocolDeployer.sol. The manifest records every address and ABI (plus the
+ABI of the per-run share token `RunShares`, whose address comes from each `RunCreated` event).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import rlp
+from eth_account.signers.local import LocalAccount
+from eth_utils import to_canonical_address, to_checksum_address
+
+from devnet.toolchain import ToolchainError, find_tool, get_contracts_dir
+from protocol.adapters.chain import ChainClient
+from protocol.adapters.manifest import ContractRecord, DeploymentManifest, compute_abis_hash, write_manifest
+from protocol.hashing import keccak256
+
+DEPLOY_ORDER = ("StakeManager", "RunRegistry", "Verification", "Disputes", "ModelShares")
+TEMPLATES = ("RunShares",)
+ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+DEFAULT_UNBONDING_DELAY_S = 7 * 24 * 3600
+
+
+def get_create_address(deployer: str, nonce: int) -> str:
+    """Address of the contract `deployer` creates with `nonce`: keccak256(rlp([sender, nonce]))[12:]."""
+    return to_checksum_address(keccak256(rlp.encode([to_canonical_address(deployer), nonce]))[12:])
+
+
+def build_contracts(contracts_dir: Path | None = None) -> Path:
+    """`forge build` (offline, npm compiler); returns the artifacts directory."""
+    root = contracts_dir or get_contracts_dir()
+    result = subprocess.run([str(find_tool("forge")), "build"], cwd=root, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise ToolchainError(f"forge build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return root / "out"
+
+
+def load_artifact(out_dir: Path, name: str) -> tuple[list[dict], str]:
+    """(abi, creation bytecode) of a compiled contract."""
+    path = out_dir / f"{name}.sol" / f"{name}.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ToolchainError(f"no compiled artifact {path}; did `forge build` run?") from None
+    return data["abi"], data["bytecode"]["object"]
+
+
+def deploy_protocol(
+    client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
+) -> DeploymentManifest:
+    """Deploy the five contracts with predicted peer addresses; return the manifest."""
+    artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
+    nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
+    predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
+    constructor_args = {
+        "StakeManager": (unbonding_delay_s, predicted["RunRegistry"], predicted["Verification"], predicted["Disputes"]),
+        "RunRegistry": (
+            predicted["StakeManager"],
+            predicted["Verification"],
+            predicted["Disputes"],
+            predicted["ModelShares"],
+        ),
+        "Verification": (
+            predicted["StakeManager"],
+            predicted["RunRegistry"],
+            predicted["Disputes"],
+            predicted["ModelShares"],
+        ),
+        "Disputes": (
+            predicted["StakeManager"],
+            predicted["RunRegistry"],
+            predicted["Verification"],
+            predicted["ModelShares"],
+        ),
+        "ModelShares": (predicted["RunRegistry"], predicted["Verification"], predicted["Disputes"]),
+    }
+    first_block = None
+    for name in DEPLOY_ORDER:
+        abi, bytecode = artifacts[name]
+        result = client.deploy(deployer, abi, bytecode, *constructor_args[name])
+        if to_checksum_address(result.contract_address) != predicted[name]:
+            raise ToolchainError(
+                f"{name} deployed at {result.contract_address}, expected {predicted[name]}: another transaction "
+                f"from {deployer.address} interleaved with the deployment; deploy again from an idle account"
+            )
+        first_block = first_block if first_block is not None else result.block_number
+    contracts = {name: ContractRecord(address=predicted[name], abi=artifacts[name][0]) for name in DEPLOY_ORDER}
+    contracts.update({name: ContractRecord(address=ZERO_ADDRESS, abi=artifacts[name][0]) for name in TEMPLATES})
+    return DeploymentManifest(
+        chain_id=client.chain_id,
+        rpc_url=client.rpc_url,
+        deployed_block=first_block,
+        deployer=deployer.address,
+        contracts=contracts,
+        abis_hash=compute_abis_hash(contracts),
+    )
+
+
+def deploy(
+    rpc_url: str, deployer: LocalAccount, manifest_path: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
+) -> DeploymentManifest:
+    """Build, deploy and write the manifest (atomically)."""
+    out_dir = build_contracts()
+    client = ChainClient(rpc_url)
+    manifest = deploy_protocol(client, deployer, out_dir, unbonding_delay_s)
+    write_manifest(manifest_path, manifest)
+    return manifest

@@ -1,0 +1,92 @@
+"""Creating a run: publish its artifacts, then `createRun` on-chain with its rules.
+
+The run creator stores the canonical config, the dataset manifest and shards, and θ0 in its
+artifact store (served to peers over HTTP), and sends the hashes plus the on-chain rules
+(windows, stakes, bonds, share split, rounds, reward pool) to RunRegistry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eth_account.signers.local import LocalAccount
+
+from protocol.adapters.artifacts import ArtifactStore
+from protocol.adapters.contracts import ProtocolClient, RunTerms
+from protocol.adapters.runs import publish_run_artifacts
+from protocol.config import RunConfig
+from protocol.data import DatasetManifest
+from protocol.outer import get_initial_global_state
+
+ETH = 10**18
+
+
+@dataclass(frozen=True)
+class RunRules:
+    """The on-chain rules of a run (everything in RunTerms that is not a hash or H/k)."""
+
+    rounds: int = 3
+    samples_per_commitment: int = 2
+    verifiers_per_commitment: int = 1
+    jury_size: int = 3
+    commit_window_s: int = 20
+    attest_window_s: int = 15
+    challenge_window_s: int = 6
+    dispute_timeout_s: int = 60
+    solver_min_stake_wei: int = 10 * ETH
+    verifier_min_stake_wei: int = 10 * ETH
+    attestation_bond_wei: int = ETH
+    challenge_bond_wei: int = 2 * ETH
+    solver_share_bps: int = 8000
+    verifier_share_bps: int = 1500
+    juror_share_bps: int = 500
+    shares_per_round: int = 1000 * ETH
+    revenue_release_period_s: int = 3600
+
+
+def build_run_terms(
+    config_hash: bytes, dataset_root: bytes, theta0: bytes, config: RunConfig, rules: RunRules
+) -> RunTerms:
+    return RunTerms(
+        config_hash=config_hash,
+        dataset_root=dataset_root,
+        theta0_hash=theta0,
+        inner_steps=config.train.inner_steps,
+        steps_per_segment=config.train.steps_per_segment,
+        samples_per_commitment=rules.samples_per_commitment,
+        verifiers_per_commitment=rules.verifiers_per_commitment,
+        jury_size=rules.jury_size,
+        commit_window=rules.commit_window_s,
+        attest_window=rules.attest_window_s,
+        challenge_window=rules.challenge_window_s,
+        dispute_timeout=rules.dispute_timeout_s,
+        solver_min_stake=rules.solver_min_stake_wei,
+        verifier_min_stake=rules.verifier_min_stake_wei,
+        attestation_bond=rules.attestation_bond_wei,
+        challenge_bond=rules.challenge_bond_wei,
+        solver_share_bps=rules.solver_share_bps,
+        verifier_share_bps=rules.verifier_share_bps,
+        juror_share_bps=rules.juror_share_bps,
+        shares_per_round=rules.shares_per_round,
+        revenue_release_period=rules.revenue_release_period_s,
+        max_rounds=rules.rounds,
+    )
+
+
+def create_run(
+    protocol: ProtocolClient,
+    creator: LocalAccount,
+    store: ArtifactStore,
+    config: RunConfig,
+    manifest: DatasetManifest,
+    shards: dict[bytes, bytes],
+    rules: RunRules,
+    reward_pool_wei: int,
+) -> tuple[int, RunTerms]:
+    """Publish the run's artifacts and create it on-chain; returns (run id, terms)."""
+    config_hash, dataset_root, theta0 = publish_run_artifacts(
+        store, config, manifest, shards, get_initial_global_state(config)
+    )
+    terms = build_run_terms(config_hash, dataset_root, theta0, config, rules)
+    run_id, _ = protocol.create_run(creator, terms, reward_pool_wei)
+    return run_id, terms

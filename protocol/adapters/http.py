@@ -1,0 +1,114 @@
+"""HTTP plumbing shared by every node: the app skeleton, serving it, and talking to peers.
+
+Every node (solver, verifier, whistleblower) answers `GET /health`, `GET /identity` (its role
+and address, so peers can map chain addresses to URLs) and serves its artifact store at
+`GET /artifacts/{hash}`. `serve_in_thread` runs uvicorn in a background thread on a given or
+free port and returns once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+from protocol.adapters.artifacts import (
+    ArtifactError,
+    ArtifactNotFoundError,
+    ArtifactStore,
+    fetch_artifact,
+    make_artifact_router,
+)
+from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex
+
+
+class PeerError(GradledgerError):
+    """No peer could provide what was asked."""
+
+
+def make_node_app(role: str, address: str, store: ArtifactStore, health: Callable[[], dict] | None = None) -> FastAPI:
+    """The FastAPI app every node starts from."""
+    app = FastAPI(title=f"gradledger {role}", version="1")
+
+    @app.get("/health")
+    def get_health() -> dict:
+        return {"status": "ok", "role": role, "address": address, **(health() if health else {})}
+
+    @app.get("/identity")
+    def get_identity() -> dict:
+        return {"role": role, "address": address}
+
+    app.include_router(make_artifact_router(store))
+    return app
+
+
+@dataclass
+class ServerHandle:
+    server: uvicorn.Server
+    thread: threading.Thread
+    url: str
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> ServerHandle:
+    """Run `app` with uvicorn in a daemon thread; return when it is listening."""
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, name="http", daemon=True)
+    thread.start()
+    started = threading.Event()
+    while not server.started:
+        if not thread.is_alive():
+            raise GradledgerError(f"HTTP server failed to start on {host}:{port} (port taken?)")
+        started.wait(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    return ServerHandle(server, thread, f"http://{host}:{bound}")
+
+
+class PeerSet:
+    """The peers a node knows (base URLs), their identities, and artifact fetching across them."""
+
+    def __init__(self, urls: Sequence[str], timeout_s: float = 30.0) -> None:
+        self.urls = [u.rstrip("/") for u in urls]
+        self.client = httpx.Client(timeout=timeout_s)
+        self._by_address: dict[str, str] = {}
+
+    def url_of(self, address: str) -> str | None:
+        """The URL of the peer with this chain address (identities are fetched lazily)."""
+        key = address.lower()
+        if key not in self._by_address:
+            for url in self.urls:
+                try:
+                    identity = self.client.get(f"{url}/identity", timeout=5).json()
+                except (httpx.HTTPError, ValueError):
+                    continue
+                self._by_address[str(identity.get("address", "")).lower()] = url
+        return self._by_address.get(key)
+
+    def fetch(self, digest: bytes, prefer: str | None = None) -> bytes:
+        """The artifact from the preferred peer first, then any other; checked against its hash."""
+        order = ([prefer] if prefer else []) + [u for u in self.urls if u != prefer]
+        errors = []
+        for url in order:
+            try:
+                return fetch_artifact(url, digest, client=self.client)
+            except ArtifactError as exc:
+                errors.append(str(exc))
+        detail = "; ".join(errors) or "no peers configured"
+        raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} unavailable from every peer: {detail}")
+
+    def get_json(self, url: str, path: str) -> dict:
+        try:
+            response = self.client.get(f"{url}{path}")
+        except httpx.HTTPError as exc:
+            raise PeerError(f"peer {url} unreachable: {exc}") from exc
+        if response.status_code != 200:
+            raise PeerError(f"peer {url}{path} answered {response.status_code}: {response.text[:200]}")
+        return response.json()

@@ -1,0 +1,100 @@
+"""`gradledger solver stake|run`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+import typer
+
+from gradledger.context import (
+    DevnetAccountOption,
+    HomeOption,
+    KeystoreOption,
+    ManifestOption,
+    PeerOption,
+    RpcOption,
+    eth_to_wei,
+    resolve_account,
+    resolve_home,
+    resolve_manifest,
+    resolve_peers,
+    resolve_rpc_url,
+)
+from gradledger.logs import configure_logging
+
+app = typer.Typer(help="Stake as a solver and run a solver node.", no_args_is_help=True)
+
+
+@app.command()
+def stake(
+    amount: float = typer.Option(..., min=0, help="ETH to deposit as solver stake"),
+    run: int | None = typer.Option(None, "--run", help="also join this run (needs at least its min stake)"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = DevnetAccountOption,
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Deposit solver stake (and join a run). Exit 0 only when both succeeded."""
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.contracts import ROLE_SOLVER, ProtocolClient
+
+    configure_logging()
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
+    account = resolve_account(keystore, devnet_account, client.chain.chain_id)
+    wei = eth_to_wei(amount)
+    if wei:
+        client.deposit_stake(account, ROLE_SOLVER, wei)
+    if run is not None and not client.has_joined(run, account.address):
+        client.join_run(account, run)
+    bonded = client.bonded_of(account.address, ROLE_SOLVER)
+    result = {"address": account.address, "bonded_wei": bonded, "run": run}
+    typer.echo(json.dumps(result) if json_out else f"{account.address}: {bonded / 1e18:g} ETH bonded as solver")
+
+
+@app.command("run")
+def run_node(
+    run: int = typer.Option(..., "--run", help="run id to train in"),
+    coordinator: bool = typer.Option(False, help="also finalize attestations, post θ(r+1) claims and settle rounds"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = DevnetAccountOption,
+    peer: list[str] = PeerOption,
+    host: str = typer.Option("127.0.0.1", help="interface the artifact API listens on"),
+    port: int = typer.Option(0, min=0, max=65535, help="artifact API port (0 = any free port)"),
+    threads: int = typer.Option(1, min=1, help="torch threads for training (results do not depend on it)"),
+    progress: bool = typer.Option(True, help="show a progress bar while training"),
+) -> None:
+    """Train every round of a run, commit, serve checkpoints; resumes after a crash."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from protocol.profile import apply_execution_profile
+    from solver.node import SolverNode, SolverSettings
+
+    configure_logging()
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    url = resolve_rpc_url(root, rpc_url, deployment)
+    account = resolve_account(keystore, devnet_account, deployment.chain_id)
+    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port)
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
+    task = bar.add_task("waiting", total=1)
+    node = SolverNode(
+        settings, account, url, deployment,
+        on_progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
+    )  # fmt: skip
+    apply_execution_profile(node.load().config.profile, threads)
+    served = node.start_server()
+    typer.echo(json.dumps({"event": "serving", "url": served, "address": account.address}), err=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with bar:
+        node.run(stop)

@@ -1,0 +1,280 @@
+"""The solver node: train rounds, commit, serve checkpoints, and (as coordinator) settle.
+
+A thin loop: read the chain and the node's SQLite state into a `SolverView`, ask
+`decide_solver_action` what to do, do it. Crash safety comes from the order of writes:
+checkpoints and the commitment document are stored (atomically, by hash) before the round is
+recorded as trained; the chain is asked whether this solver already committed before a commit
+is sent. Killed at any instant and restarted, the node retrains deterministically (same hashes)
+or resumes, and never commits twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from eth_account.signers.local import LocalAccount
+from fastapi import HTTPException
+
+from gradledger.logs import get_logger, log_event
+from protocol.adapters.artifacts import LocalArtifactStore, put_state
+from protocol.adapters.chain import ChainClient, ContractRevertError
+from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, ProtocolClient
+from protocol.adapters.http import PeerSet, make_node_app
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.nodestate import NodeState
+from protocol.adapters.runs import RunContext, get_global_state, load_run_context
+from protocol.commitment import CommitmentDoc, encode_commitment_doc
+from protocol.hashing import hash_to_hex, to_hash32
+from protocol.outer import compute_outer_step
+from protocol.sketch import encode_sketch
+from protocol.state import compute_state_hash
+from protocol.training import compute_pseudo_gradient, get_params, train_round
+from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
+
+logger = get_logger("solver")
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    run_id: int
+    home: Path
+    coordinator: bool = False
+    peers: tuple[str, ...] = ()
+    host: str = "127.0.0.1"
+    port: int = 0
+
+
+class SolverNode:
+    """One solver in one run."""
+
+    def __init__(
+        self,
+        settings: SolverSettings,
+        account: LocalAccount,
+        rpc_url: str,
+        manifest: DeploymentManifest,
+        on_progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.account = account
+        self.address = account.address
+        self.chain = ChainClient(rpc_url, manifest)
+        self.protocol = ProtocolClient(self.chain)
+        node_dir = settings.home / "solvers" / self.address.lower()
+        self.store = LocalArtifactStore(node_dir / "artifacts")
+        self.state = NodeState(node_dir / "state.sqlite")
+        self.peers = PeerSet(settings.peers)
+        self.on_progress = on_progress
+        self.ctx: RunContext | None = None
+        self.server = None
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    def start_server(self) -> str:
+        from protocol.adapters.http import serve_in_thread
+
+        app = make_node_app("solver", self.address, self.store)
+
+        @app.get("/commitments/{run_id}/{round_index}")
+        def get_commitment(run_id: int, round_index: int) -> dict:
+            record = self._record(run_id, round_index)
+            if record is None or not record.doc_hash:
+                raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
+            return {"document": self.store.get(to_hash32(record.doc_hash)).decode()}
+
+        self.server = serve_in_thread(app, self.settings.host, self.settings.port)
+        return self.server.url
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _record(self, run_id: int, round_index: int) -> RoundRecord | None:
+        raw = self.state.get("round", f"{run_id}:{round_index}")
+        return RoundRecord(**raw) if raw else None
+
+    def _save(self, record: RoundRecord) -> None:
+        self.state.put("round", f"{record.run_id}:{record.round}", asdict(record))
+
+    def load(self) -> RunContext:
+        if self.ctx is None:
+            self.ctx = load_run_context(self.protocol, self.store, self.peers, self.settings.run_id)
+        return self.ctx
+
+    # -- read ------------------------------------------------------------------------------
+
+    def read_view(self) -> SolverView:
+        ctx, run = self.load(), self.settings.run_id
+        times = self.protocol.round_times(run)
+        now = max(int(time.time()), self.chain.get_block("latest")["timestamp"])
+        record = self._record(run, times.round)
+        committed = False
+        if record is not None and record.status == "trained":
+            committed = self.address in self.protocol.get_commitments(run, times.round, ctx.created_block)
+        claim_status, window_end, disputes, unfinalized = 0, 0, 0, 0
+        if self.settings.coordinator and not times.finished and now >= times.challenge_end:
+            claim = self.protocol.claim_of(run, times.round)
+            claim_status, window_end = claim.status, claim.window_end
+            disputes = self.protocol.open_disputes(run)
+            unfinalized = len(self._unfinalized(times.round))
+        return SolverView(
+            now=now,
+            times=times,
+            record=record,
+            committed_on_chain=committed,
+            coordinator=self.settings.coordinator,
+            claim_status=claim_status,
+            claim_window_end=window_end,
+            open_disputes=disputes,
+            unfinalized=unfinalized,
+            unclaimed_rounds=self._unclaimed_rounds(times.round),
+        )
+
+    def _unclaimed_rounds(self, current: int) -> tuple[int, ...]:
+        out = []
+        for key, raw in self.state.list("round"):
+            record = RoundRecord(**raw)
+            if record.run_id != self.settings.run_id or record.status != "committed" or record.round >= current:
+                continue
+            if self.state.get("shares", key) is None and self.protocol.is_settled(record.run_id, record.round):
+                out.append(record.round)
+        return tuple(sorted(out))
+
+    def _unfinalized(self, round_index: int) -> list[AttestationRef]:
+        ctx = self.load()
+        refs = []
+        for solver in self.protocol.get_commitments(ctx.run_id, round_index, ctx.created_block):
+            for slot in range(ctx.terms.verifiers_per_commitment):
+                ref = AttestationRef(ctx.run_id, round_index, solver, slot)
+                if self.protocol.attestation_of(ref).state == AttestationState.ATTESTED:
+                    refs.append(ref)
+        return refs
+
+    # -- act -------------------------------------------------------------------------------
+
+    def act(self, action: Action) -> None:
+        handler = getattr(self, f"_do_{action.kind}")
+        handler(action)
+
+    def _do_train(self, action: Action) -> None:
+        ctx, r = self.load(), action.round
+        theta_hash = self.protocol.theta_of(ctx.run_id, r)
+        theta = get_params(get_global_state(self.store, self.peers, theta_hash))
+        log_event(logger, "train", run=ctx.run_id, round=r, theta=hash_to_hex(theta_hash)[:18])
+        total = ctx.config.train.inner_steps
+
+        def on_step(done: int) -> None:
+            if self.on_progress:
+                self.on_progress(f"round {r}", done, total)
+
+        records, end = train_round(
+            ctx.config, ctx.dataset, theta, r, self.address,
+            on_checkpoint=lambda _i, state: put_state(self.store, state), on_step=on_step,
+        )  # fmt: skip
+        for record in records:
+            self.store.put(encode_sketch(record.sketch))
+        delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
+        doc = CommitmentDoc(
+            ctx.run_id,
+            r,
+            self.address,
+            theta_hash,
+            delta_hash,
+            tuple(rec.to_leaf(ctx.run_id, r, self.address) for rec in records),
+        )
+        doc_hash = self.store.put(encode_commitment_doc(doc))
+        self._save(
+            RoundRecord(
+                ctx.run_id, r, "trained", hash_to_hex(theta_hash), hash_to_hex(doc.root), hash_to_hex(delta_hash),
+                doc.tokens, hash_to_hex(doc_hash),
+            )
+        )  # fmt: skip
+        log_event(
+            logger,
+            "trained",
+            run=ctx.run_id,
+            round=r,
+            root=hash_to_hex(doc.root)[:18],
+            loss=round(records[-1].mean_loss, 4),
+        )
+
+    def _do_commit(self, action: Action) -> None:
+        record = self._record(self.settings.run_id, action.round)
+        commitment = Commitment(to_hash32(record.root), to_hash32(record.delta_hash), record.tokens)
+        try:
+            result = self.protocol.commit(self.account, record.run_id, record.round, commitment)
+        except ContractRevertError as exc:
+            if exc.error != "AlreadyCommitted":
+                raise
+            result = None
+        self._save(
+            RoundRecord(
+                **{**asdict(record), "status": "committed", "commit_tx": result.transaction_hash if result else ""}
+            )
+        )
+        log_event(
+            logger, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
+        )
+
+    def _do_mark_committed(self, action: Action) -> None:
+        record = self._record(self.settings.run_id, action.round)
+        self._save(RoundRecord(**{**asdict(record), "status": "committed"}))
+
+    def _do_mark_missed(self, action: Action) -> None:
+        record = self._record(self.settings.run_id, action.round)
+        base = asdict(record) if record else {"run_id": self.settings.run_id, "round": action.round}
+        self._save(RoundRecord(**{**base, "status": "missed"}))
+        log_event(logger, "missed round", run=self.settings.run_id, round=action.round)
+
+    def _do_finalize(self, action: Action) -> None:
+        for ref in self._unfinalized(action.round):
+            self.protocol.finalize(self.account, ref)
+
+    def _do_post_claim(self, action: Action) -> None:
+        ctx, r = self.load(), action.round
+        theta_hash = self.protocol.theta_of(ctx.run_id, r)
+        global_state = get_global_state(self.store, self.peers, theta_hash)
+        deltas = {}
+        for solver, commitment in sorted(self.protocol.get_commitments(ctx.run_id, r, ctx.created_block).items()):
+            if self.protocol.is_accepted(ctx.run_id, r, solver):
+                deltas[solver] = get_global_state(
+                    self.store, self.peers, commitment.delta_hash, self.peers.url_of(solver)
+                )
+        next_state = compute_outer_step(global_state, deltas, ctx.config.train)
+        next_hash = put_state(self.store, next_state)
+        if next_hash != compute_state_hash(next_state):
+            raise AssertionError("artifact name differs from the state hash")
+        self.protocol.post_claim(self.account, ctx.run_id, r, next_hash, self.protocol.challenge_bond(ctx.run_id))
+        log_event(logger, "claimed", run=ctx.run_id, round=r, accepted=len(deltas), theta=hash_to_hex(next_hash)[:18])
+
+    def _do_settle(self, action: Action) -> None:
+        self.protocol.settle(self.account, self.settings.run_id, action.round)
+        log_event(logger, "settled", run=self.settings.run_id, round=action.round)
+
+    def _do_claim_shares(self, action: Action) -> None:
+        run, r = self.settings.run_id, action.round
+        if self.protocol.is_accepted(run, r, self.address):
+            try:
+                self.protocol.claim_solver_shares(self.account, run, r, self.address)
+            except ContractRevertError as exc:
+                if exc.error != "AlreadyMinted":
+                    raise
+        self.state.put("shares", f"{run}:{r}", {"claimed": True})
+        log_event(logger, "shares claimed", run=run, round=r)
+
+    def _do_wait(self, action: Action) -> None:
+        self._stop.wait(min(action.seconds, 1.0))
+
+    def _do_done(self, action: Action) -> None:
+        self._stop.set()
+
+    # -- loop ------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Loop until the run is finished (or `stop` is set)."""
+        self._stop = stop or threading.Event()
+        self.load()
+        while not self._stop.is_set():
+            self.act(decide_solver_action(self.read_view()))

@@ -1,0 +1,101 @@
+"""`gradledger verifier stake|serve`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+import typer
+
+from gradledger.context import (
+    DevnetAccountOption,
+    HomeOption,
+    KeystoreOption,
+    ManifestOption,
+    PeerOption,
+    RpcOption,
+    eth_to_wei,
+    resolve_account,
+    resolve_home,
+    resolve_manifest,
+    resolve_peers,
+    resolve_rpc_url,
+)
+from gradledger.logs import configure_logging
+
+app = typer.Typer(help="Stake as a verifier and run the verifier service.", no_args_is_help=True)
+
+
+@app.command()
+def stake(
+    amount: float = typer.Option(..., min=0, help="ETH to deposit as verifier stake"),
+    run: int | None = typer.Option(None, "--run", help="also register for this run"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = DevnetAccountOption,
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Deposit verifier stake and register for a run's verifier list."""
+    from protocol.adapters.chain import ChainClient, ContractRevertError
+    from protocol.adapters.contracts import ROLE_VERIFIER, ProtocolClient
+
+    configure_logging()
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
+    account = resolve_account(keystore, devnet_account, client.chain.chain_id)
+    wei = eth_to_wei(amount)
+    if wei:
+        client.deposit_stake(account, ROLE_VERIFIER, wei)
+    if run is not None:
+        try:
+            client.register_verifier(account, run)
+        except ContractRevertError as exc:
+            if exc.error != "AlreadyRegistered":
+                raise
+    bonded = client.bonded_of(account.address, ROLE_VERIFIER)
+    result = {"address": account.address, "bonded_wei": bonded, "run": run}
+    typer.echo(json.dumps(result) if json_out else f"{account.address}: {bonded / 1e18:g} ETH bonded as verifier")
+
+
+@app.command()
+def serve(
+    run: int = typer.Option(..., "--run", help="run id to verify"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = DevnetAccountOption,
+    peer: list[str] = PeerOption,
+    host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
+    port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
+    threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
+    exit_when_done: bool = typer.Option(False, help="stop once the run is finished and every share is claimed"),
+) -> None:
+    """Watch commitments, replay sampled segments, attest; API: /health /attestations /metrics."""
+    from protocol.profile import apply_execution_profile
+    from verifier.metrics import VerifierMetrics
+    from verifier.service import start_verifier_service
+    from verifier.worker import VerifierWorker
+
+    configure_logging()
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    url = resolve_rpc_url(root, rpc_url, deployment)
+    account = resolve_account(keystore, devnet_account, deployment.chain_id)
+    worker = VerifierWorker(run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics())
+    apply_execution_profile(worker.load().config.profile, threads)
+    handle, thread = start_verifier_service(worker, host, port)
+    typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.is_set() and (thread.is_alive() or not exit_when_done):
+        stop.wait(0.5)
+    worker.stop.set()
+    thread.join(timeout=30)
+    handle.stop()

@@ -1,0 +1,64 @@
+"""`gradledger verifier serve`: the HTTP API and the background worker of a verifier.
+
+The worker (verifier/worker.py) runs in its own thread, so replays never block the event loop.
+The API serves health, the attestations this verifier made, Prometheus metrics and its artifact
+store. Bad input gets a 4xx that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from fastapi import HTTPException
+from fastapi.responses import Response
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
+from verifier.worker import VerifierWorker
+
+_ID = re.compile(r"^(\d+):(\d+):(0x[0-9a-fA-F]{40}):(\d+)$")
+
+
+def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | None = None):
+    def health() -> dict:
+        return {
+            "run_id": worker.run_id,
+            "worker_alive": bool(worker_thread and worker_thread.is_alive()),
+            "attestations": len(worker.list_attestations()),
+            "last_error": worker.last_error,
+        }
+
+    app = make_node_app("verifier", worker.address, worker.store, health)
+
+    @app.get("/attestations")
+    def list_attestations() -> list[dict]:
+        return worker.list_attestations()
+
+    @app.get("/attestations/{identifier}")
+    def get_attestation(identifier: str) -> dict:
+        match = _ID.match(identifier)
+        if not match:
+            raise HTTPException(
+                400, f"attestation id must be RUN:ROUND:SOLVER_ADDRESS:SLOT (e.g. 1:0:0xabc...:0), got {identifier!r}"
+            )
+        run_id, round_index, solver, slot = match.groups()
+        record = worker.get_attestation(f"{int(run_id)}:{int(round_index)}:{solver.lower()}:{int(slot)}")
+        if record is None:
+            raise HTTPException(404, f"this verifier made no attestation {identifier}")
+        return record
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(worker.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def start_verifier_service(worker: VerifierWorker, host: str, port: int) -> tuple[ServerHandle, threading.Thread]:
+    """Start the worker thread and the HTTP API; returns both handles."""
+    thread = threading.Thread(target=worker.run, name="verifier-worker", daemon=True)
+    handle = serve_in_thread(make_verifier_app(worker, thread), host, port)
+    thread.start()
+    return handle, thread
