@@ -96,11 +96,17 @@ def simulate(
 
 
 @app.command()
-def demo() -> None:
-    """Run the main job end to end (grows as the protocol is built; see the README)."""
+def demo(
+    home: Path | None = typer.Option(None, "--home", help="data directory (default $GRADLEDGER_HOME or ./.gradledger)"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the summary as JSON to this file"),
+) -> None:
+    """Train, verify, settle and pay a 3-round run on a local chain; print the summary."""
     from gradledger.demo import run_demo
 
-    raise typer.Exit(run_demo())
+    configure_logging()
+    summary = run_demo(home, json_out, err_console)
+    if summary["contract_balance_wei"] != summary["owed_wei"] or summary["rounds_settled"] < 3:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -1,59 +1,253 @@
-"""`gradledger demo`: what the project can do so far, exercised for real.
+"""`gradledger demo`: a real training run, verified and paid for on a local chain.
 
-Until the DiLoCo engine lands this demo exercises the protocol's hashing core on a small
-random model update -- state hash, update sketch, segment leaves, Merkle proof, sampling --
-prints what it computed and exits 0.
+Starts anvil (state kept in <home>/devnet), deploys the contracts, creates a run, stakes 3
+solvers and 2 verifiers from devnet accounts, runs them as separate processes for 3 rounds end
+to end (train, commit, replay, attest, claim θ(r+1), settle, mint shares), prints a summary and
+stops everything it started. The chain's state stays on disk: `gradledger devnet up` brings the
+same chain back for inspection or audit.
 """
 
 from __future__ import annotations
 
-import torch
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from protocol.hashing import hash_to_hex, keccak256
-from protocol.merkle import (
-    SegmentLeaf,
-    build_merkle_tree,
-    compute_leaf_hash,
-    get_merkle_proof_at,
-    verify_merkle_proof,
+from devnet.lifecycle import get_home, start_devnet, stop_devnet
+from devnet.runs import ETH, RunRules
+from protocol.errors import GradledgerError
+
+DEMO_MARKER = ".gradledger-demo"
+
+
+class DemoError(GradledgerError):
+    """The demo could not run to completion."""
+
+
+@dataclass(frozen=True)
+class Participant:
+    label: str
+    account: int
+    role: str
+    honest: bool = True
+
+
+PARTICIPANTS = (
+    Participant("solver-1", 1, "solver"),
+    Participant("solver-2", 2, "solver"),
+    Participant("solver-3", 3, "solver"),
+    Participant("verifier-1", 4, "verifier"),
+    Participant("verifier-2", 5, "verifier"),
 )
-from protocol.sampling import compute_detection_probability, compute_sampled_segments, compute_sampling_seed
-from protocol.sketch import SketchSpec, compute_sketch_hash, compute_update, compute_update_sketch
-from protocol.state import compute_state_hash
-
-SOLVER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+DEMO_RULES = RunRules(rounds=3, commit_window_s=30, attest_window_s=15, challenge_window_s=4, dispute_timeout_s=60)
+DEMO_INNER_STEPS = 20
 
 
-def run_demo() -> int:
-    console = Console()
-    generator = torch.Generator().manual_seed(0)
-    spec = SketchSpec(seed=keccak256(b"gradledger demo projection"))
-    states = [{"w": torch.randn(256, 128, generator=generator), "b": torch.zeros(128)}]
-    for _ in range(4):
-        prev = states[-1]
-        states.append({name: t - 0.01 * torch.randn(t.shape, generator=generator) for name, t in prev.items()})
-    hashes = [compute_state_hash(s) for s in states]
-    leaves = []
-    for i in range(4):
-        sketch = compute_update_sketch(compute_update(states[i], states[i + 1]), spec)
-        leaves.append(SegmentLeaf(1, 0, SOLVER, i, hashes[i], hashes[i + 1], compute_sketch_hash(sketch), 4096))
-    tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in leaves])
-    seed = compute_sampling_seed(keccak256(b"block after commit"), 1, 0, SOLVER)
-    samples = compute_sampled_segments(seed, len(leaves), 2)
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
 
-    table = Table(title="gradledger protocol core (training, contracts and nodes land in later issues)")
-    table.add_column("step")
-    table.add_column("result")
-    table.add_row(
-        "state hashes (SHA-256 of canonical bytes)",
-        f"{len(hashes)} checkpoints, c0 {hash_to_hex(hashes[0])[:18]}...",
+
+def prepare_home(home: Path) -> None:
+    """Start from a clean demo home; refuse to wipe a home that holds a non-demo deployment."""
+    if (home / "manifest.json").exists() and not (home / DEMO_MARKER).exists():
+        raise DemoError(
+            f"{home} holds a deployment that the demo did not create; run the demo with another --home "
+            "(or GRADLEDGER_HOME) or move that directory away"
+        )
+    stop_devnet(home)
+    for name in ("devnet", "solvers", "verifiers", "creator", "logs"):
+        shutil.rmtree(home / name, ignore_errors=True)
+    for name in ("manifest.json", "peers.txt", "demo.json"):
+        (home / name).unlink(missing_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / DEMO_MARKER).write_text("this directory was created by `gradledger demo`\n")
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gradledger", *args]
+
+
+def run_demo(home: Path | None = None, json_path: Path | None = None, console: Console | None = None) -> dict:
+    """Run the whole demo; returns the summary (also written to `json_path`)."""
+    from devnet.deploy import deploy
+    from devnet.runs import create_run
+    from protocol.adapters.artifacts import LocalArtifactStore
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+    from protocol.adapters.corpus import load_corpus_shards
+    from protocol.adapters.http import make_node_app, serve_in_thread
+    from protocol.adapters.keys import get_devnet_account
+    from protocol.config import build_run_config
+    from protocol.hashing import hash_to_hex
+
+    console = console or Console(stderr=True)
+    root = get_home(home)
+    started = time.monotonic()
+    prepare_home(root)
+    info, _ = start_devnet(root, port=0)
+    processes: list[tuple[Participant, subprocess.Popen]] = []
+    server = None
+    try:
+        console.print(f"devnet at {info.rpc_url}; deploying contracts")
+        manifest = deploy(info.rpc_url, get_devnet_account(0), root / "manifest.json")
+        protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
+        dataset_manifest, shards = load_corpus_shards()
+        config = build_run_config(
+            preset="default", run_seed="0x" + "00" * 31 + "2a", dataset_root=hash_to_hex(dataset_manifest.root),
+            overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
+        )  # fmt: skip
+        creator_store = LocalArtifactStore(root / "creator" / "artifacts")
+        run_id, _terms = create_run(
+            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, DEMO_RULES, 30 * ETH
+        )
+        for p in PARTICIPANTS:
+            account = get_devnet_account(p.account)
+            if p.role == "solver":
+                protocol.deposit_stake(account, ROLE_SOLVER, 2 * DEMO_RULES.solver_min_stake_wei)
+                protocol.join_run(account, run_id)
+            else:
+                protocol.deposit_stake(account, ROLE_VERIFIER, 2 * DEMO_RULES.verifier_min_stake_wei)
+                protocol.register_verifier(account, run_id)
+        console.print(f"run {run_id} created; 3 solvers and 2 verifiers staked")
+        ports = _free_ports(len(PARTICIPANTS))
+        server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
+        urls = [server.url] + [f"http://127.0.0.1:{port}" for port in ports]
+        (root / "peers.txt").write_text("\n".join(urls) + "\n")
+        logs = root / "logs"
+        logs.mkdir(exist_ok=True)
+        env = {**os.environ, "GRADLEDGER_HOME": str(root)}
+        for p, port in zip(PARTICIPANTS, ports, strict=True):
+            common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
+            if p.role == "solver":
+                args = _cli(
+                    "solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else [])
+                )
+            else:
+                args = _cli("verifier", "serve", *common, "--exit-when-done")
+            log = open(logs / f"{p.label}.log", "wb")  # noqa: SIM115 (closed when the process ends)
+            processes.append((p, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)))
+        _wait_for_run(protocol, run_id, processes, console)
+        summary = build_summary(protocol, run_id, config, creator_store, root, processes)
+        summary["seconds"] = round(time.monotonic() - started, 1)
+    finally:
+        for _, process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for _, process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if server is not None:
+            server.stop()
+        stop_devnet(root)
+    _print_summary(summary, console)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = json_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(summary, indent=1) + "\n")
+        tmp.replace(json_path)
+    return summary
+
+
+def _wait_for_run(protocol, run_id: int, processes, console: Console, timeout_s: float = 900) -> None:
+    deadline = time.monotonic() + timeout_s
+    with Progress(
+        TextColumn("[bold]rounds settled"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("run", total=DEMO_RULES.rounds)
+        while time.monotonic() < deadline:
+            times = protocol.round_times(run_id)
+            progress.update(task, completed=times.round)
+            failed = [(p, proc.returncode) for p, proc in processes if proc.poll() not in (None, 0)]
+            if failed:
+                label, code = failed[0][0].label, failed[0][1]
+                raise DemoError(f"{label} exited with status {code}; see its log under <home>/logs/{label}.log")
+            if times.finished and all(proc.poll() == 0 for _, proc in processes):
+                return
+            time.sleep(0.5)
+    raise DemoError(f"the run did not finish within {timeout_s:.0f} s; see the logs under <home>/logs")
+
+
+def build_summary(protocol, run_id: int, config, store, root: Path, processes) -> dict:
+    """Loss per round, attestations, participants, shares and balances, read from chain + artifacts."""
+    from protocol.adapters.keys import get_devnet_account
+    from protocol.adapters.runs import get_global_state, load_run_context
+    from protocol.training import evaluate_params, get_params
+
+    ctx = load_run_context(protocol, store, None, run_id)
+    losses = []
+    solver_store_dirs = sorted((root / "solvers").iterdir())
+    from protocol.adapters.artifacts import LocalArtifactStore
+
+    stores = [store] + [LocalArtifactStore(d / "artifacts") for d in solver_store_dirs]
+    for r in range(DEMO_RULES.rounds + 1):
+        theta_hash = protocol.theta_of(run_id, r)
+        source = next(s for s in stores if s.has(theta_hash))
+        losses.append(
+            round(evaluate_params(get_params(get_global_state(source, None, theta_hash)), ctx.dataset, config), 5)
+        )
+    protocol.chain.add_contract(
+        f"RunShares#{run_id}", ctx.share_token, protocol.chain.manifest.contracts["RunShares"].abi
     )
-    table.add_row("segment root (keccak sorted-pair tree)", hash_to_hex(tree.root))
-    ok = all(verify_merkle_proof(get_merkle_proof_at(tree, i), tree.root, leaf) for i, leaf in enumerate(tree.leaves))
-    table.add_row("Merkle proofs verify", str(ok))
-    table.add_row("sampled segments", str(list(samples)))
-    table.add_row("P(catch 1 of 4 faked, 2 samples)", f"{float(compute_detection_probability(0.25, 2)):.4f}")
+    events = protocol.chain.get_events(protocol.chain.manifest.deployed_block)
+    attestations = sum(1 for e in events if e.name in ("PassAttested", "FailAttested"))
+    participants = [
+        {"label": p.label, "address": get_devnet_account(p.account).address, "role": p.role, "honest": p.honest}
+        for p, _ in processes
+    ]
+    shares = {entry["address"]: protocol.shares_of(run_id, entry["address"]) for entry in participants}
+    shares = {address: amount for address, amount in shares.items() if amount}
+    contracts = [rec.address for name, rec in protocol.chain.manifest.contracts.items() if name != "RunShares"]
+    balance = sum(protocol.chain.get_balance(a) for a in [*contracts, ctx.share_token])
+    from protocol.ledger import compute_ledger
+
+    return {
+        "run_id": run_id,
+        "rounds_settled": protocol.round_times(run_id).round,
+        "loss": losses,
+        "attestations": attestations,
+        "participants": participants,
+        "shares": shares,
+        "contract_balance_wei": balance,
+        "owed_wei": compute_ledger(events).implied_balance,
+    }
+
+
+def _print_summary(summary: dict, console: Console) -> None:
+    table = Table(
+        title=f"run {summary['run_id']}: {summary['rounds_settled']} rounds settled in {summary['seconds']} s"
+    )
+    table.add_column("round")
+    table.add_column("held-out loss of θ_r", justify="right")
+    for r, loss in enumerate(summary["loss"]):
+        table.add_row(str(r), f"{loss:.4f}")
     console.print(table)
-    return 0 if ok else 1
+    holders = Table(title=f"ownership shares ({summary['attestations']} attestations)")
+    holders.add_column("participant")
+    holders.add_column("address")
+    holders.add_column("shares", justify="right")
+    for p in summary["participants"]:
+        holders.add_row(p["label"], p["address"], f"{summary['shares'].get(p['address'], 0) / 1e18:,.2f}")
+    console.print(holders)
+    console.print(
+        f"contracts hold {summary['contract_balance_wei'] / 1e18:.6f} ETH; events say they owe "
+        f"{summary['owed_wei'] / 1e18:.6f} ETH"
+    )

@@ -10,6 +10,7 @@ or resumes, and never commits twice.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,8 +21,8 @@ from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
 from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import LocalArtifactStore, put_state
-from protocol.adapters.chain import ChainClient, ContractRevertError
+from protocol.adapters.artifacts import ArtifactError, LocalArtifactStore, put_state
+from protocol.adapters.chain import ChainClient, ChainError, ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, ProtocolClient
 from protocol.adapters.http import PeerSet, make_node_app
 from protocol.adapters.manifest import DeploymentManifest
@@ -230,7 +231,11 @@ class SolverNode:
 
     def _do_finalize(self, action: Action) -> None:
         for ref in self._unfinalized(action.round):
-            self.protocol.finalize(self.account, ref)
+            try:
+                self.protocol.finalize(self.account, ref)
+            except ContractRevertError as exc:
+                if exc.error != "WrongState":  # someone (e.g. the verifier) finalized it first
+                    raise
 
     def _do_post_claim(self, action: Action) -> None:
         ctx, r = self.load(), action.round
@@ -246,11 +251,20 @@ class SolverNode:
         next_hash = put_state(self.store, next_state)
         if next_hash != compute_state_hash(next_state):
             raise AssertionError("artifact name differs from the state hash")
-        self.protocol.post_claim(self.account, ctx.run_id, r, next_hash, self.protocol.challenge_bond(ctx.run_id))
+        try:
+            self.protocol.post_claim(self.account, ctx.run_id, r, next_hash, self.protocol.challenge_bond(ctx.run_id))
+        except ContractRevertError as exc:
+            if exc.error != "ClaimExists":  # another coordinator claimed first; its claim is checked by juries
+                raise
         log_event(logger, "claimed", run=ctx.run_id, round=r, accepted=len(deltas), theta=hash_to_hex(next_hash)[:18])
 
     def _do_settle(self, action: Action) -> None:
-        self.protocol.settle(self.account, self.settings.run_id, action.round)
+        try:
+            self.protocol.settle(self.account, self.settings.run_id, action.round)
+        except ContractRevertError as exc:
+            if exc.error != "WrongRound":  # settled by someone else meanwhile
+                raise
+            return
         log_event(logger, "settled", run=self.settings.run_id, round=action.round)
 
     def _do_claim_shares(self, action: Action) -> None:
@@ -277,4 +291,8 @@ class SolverNode:
         self._stop = stop or threading.Event()
         self.load()
         while not self._stop.is_set():
-            self.act(decide_solver_action(self.read_view()))
+            try:
+                self.act(decide_solver_action(self.read_view()))
+            except (ArtifactError, ChainError) as exc:  # a slow peer or a race with another node: retry
+                log_event(logger, "step failed, retrying", level=logging.WARNING, error=str(exc))
+                self._stop.wait(1.0)

@@ -152,6 +152,10 @@ class ChainClient:
                 delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
 
+    def add_contract(self, name: str, address: str, abi: list[dict[str, Any]]) -> None:
+        """Track another contract's events and errors (e.g. a run's share token)."""
+        self._register(name, address, abi)
+
     def contract(self, name: str) -> Contract:
         try:
             return self._contracts[name]
