@@ -113,18 +113,14 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
             overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
         )  # fmt: skip
         creator_store = LocalArtifactStore(root / "creator" / "artifacts")
-        run_id, _terms = create_run(
-            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, DEMO_RULES, 30 * ETH
-        )
-        for p in PARTICIPANTS:
-            account = get_devnet_account(p.account)
-            if p.role == "solver":
-                protocol.deposit_stake(account, ROLE_SOLVER, 2 * DEMO_RULES.solver_min_stake_wei)
-                protocol.join_run(account, run_id)
-            else:
-                protocol.deposit_stake(account, ROLE_VERIFIER, 2 * DEMO_RULES.verifier_min_stake_wei)
-                protocol.register_verifier(account, run_id)
-        console.print(f"run {run_id} created; 3 solvers and 2 verifiers staked")
+        for p in PARTICIPANTS:  # stake first; the nodes join (or register) themselves once the run exists
+            role, minimum = (
+                (ROLE_SOLVER, DEMO_RULES.solver_min_stake_wei)
+                if p.role == "solver"
+                else (ROLE_VERIFIER, DEMO_RULES.verifier_min_stake_wei)
+            )
+            protocol.deposit_stake(get_devnet_account(p.account), role, 2 * minimum)
+        run_id = protocol.chain.call("RunRegistry", "runCount") + 1
         ports = _free_ports(len(PARTICIPANTS))
         server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
         urls = [server.url] + [f"http://127.0.0.1:{port}" for port in ports]
@@ -142,6 +138,13 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
                 args = _cli("verifier", "serve", *common, "--exit-when-done")
             log = open(logs / f"{p.label}.log", "wb")  # noqa: SIM115 (closed when the process ends)
             processes.append((p, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)))
+        _wait_healthy(urls[1:], processes)
+        created, _terms = create_run(
+            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, DEMO_RULES, 30 * ETH
+        )
+        if created != run_id:
+            raise DemoError(f"expected to create run {run_id}, created {created}")
+        console.print(f"run {run_id} created; 3 solvers and 2 verifiers staked and running")
         _wait_for_run(protocol, run_id, processes, console)
         summary = build_summary(protocol, run_id, config, creator_store, root, processes)
         summary["seconds"] = round(time.monotonic() - started, 1)
@@ -164,6 +167,27 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
         tmp.write_text(json.dumps(summary, indent=1) + "\n")
         tmp.replace(json_path)
     return summary
+
+
+def _wait_healthy(urls: list[str], processes, timeout_s: float = 120) -> None:
+    """Wait until every node answers /health (imports done, waiting for the run)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    pending = list(urls)
+    while pending and time.monotonic() < deadline:
+        for p, proc in processes:
+            if proc.poll() is not None:
+                raise DemoError(f"{p.label} exited with status {proc.returncode} while starting")
+        try:
+            if httpx.get(f"{pending[0]}/health", timeout=2).status_code == 200:
+                pending.pop(0)
+                continue
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    if pending:
+        raise DemoError(f"nodes did not start within {timeout_s:.0f} s: {pending}")
 
 
 def _wait_for_run(protocol, run_id: int, processes, console: Console, timeout_s: float = 900) -> None:

@@ -76,7 +76,6 @@ def run_node(
     """Train every round of a run, commit, serve checkpoints; resumes after a crash."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from protocol.profile import apply_execution_profile
     from solver.node import SolverNode, SolverSettings
 
     configure_logging()
@@ -84,14 +83,13 @@ def run_node(
     deployment = resolve_manifest(root, manifest)
     url = resolve_rpc_url(root, rpc_url, deployment)
     account = resolve_account(keystore, devnet_account, deployment.chain_id)
-    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port)
+    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port, threads)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
     node = SolverNode(
         settings, account, url, deployment,
         on_progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
     )  # fmt: skip
-    apply_execution_profile(node.load().config.profile, threads)
     served = node.start_server()
     typer.echo(json.dumps({"event": "serving", "url": served, "address": account.address}), err=True)
     stop = threading.Event()

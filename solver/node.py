@@ -27,10 +27,11 @@ from protocol.adapters.contracts import AttestationRef, AttestationState, Commit
 from protocol.adapters.http import PeerSet, make_node_app
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import RunContext, get_global_state, load_run_context
+from protocol.adapters.runs import RunContext, RunNotFoundError, get_global_state, load_run_context, wait_for_run
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.hashing import hash_to_hex, to_hash32
 from protocol.outer import compute_outer_step
+from protocol.profile import apply_execution_profile
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import compute_pseudo_gradient, get_params, train_round
@@ -47,6 +48,7 @@ class SolverSettings:
     peers: tuple[str, ...] = ()
     host: str = "127.0.0.1"
     port: int = 0
+    threads: int = 1
 
 
 class SolverNode:
@@ -72,6 +74,7 @@ class SolverNode:
         self.on_progress = on_progress
         self.ctx: RunContext | None = None
         self.server = None
+        self._stop = threading.Event()
 
     # -- HTTP ------------------------------------------------------------------------------
 
@@ -100,9 +103,23 @@ class SolverNode:
         self.state.put("round", f"{record.run_id}:{record.round}", asdict(record))
 
     def load(self) -> RunContext:
+        """The run's context; waits for the run to be created if it does not exist yet."""
         if self.ctx is None:
+            if not wait_for_run(self.protocol, self.settings.run_id, self._stop):
+                raise RunNotFoundError(f"stopped before run {self.settings.run_id} was created")
             self.ctx = load_run_context(self.protocol, self.store, self.peers, self.settings.run_id)
+            apply_execution_profile(self.ctx.config.profile, self.settings.threads)
         return self.ctx
+
+    def ensure_joined(self) -> None:
+        """Join the run if this staked solver has not yet (idempotent)."""
+        if not self.protocol.has_joined(self.settings.run_id, self.address):
+            try:
+                self.protocol.join_run(self.account, self.settings.run_id)
+                log_event(logger, "joined", run=self.settings.run_id, solver=self.address)
+            except ContractRevertError as exc:
+                if exc.error != "AlreadyJoined":
+                    raise
 
     # -- read ------------------------------------------------------------------------------
 
@@ -288,8 +305,15 @@ class SolverNode:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Loop until the run is finished (or `stop` is set)."""
-        self._stop = stop or threading.Event()
-        self.load()
+        self._stop = stop or self._stop
+        while not self._stop.is_set():
+            try:
+                self.load()
+                self.ensure_joined()
+                break
+            except (ArtifactError, ChainError) as exc:  # run artifacts not reachable yet, RPC hiccup: retry
+                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
+                self._stop.wait(1.0)
         while not self._stop.is_set():
             try:
                 self.act(decide_solver_action(self.read_view()))

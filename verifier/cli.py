@@ -77,7 +77,6 @@ def serve(
     exit_when_done: bool = typer.Option(False, help="stop once the run is finished and every share is claimed"),
 ) -> None:
     """Watch commitments, replay sampled segments, attest; API: /health /attestations /metrics."""
-    from protocol.profile import apply_execution_profile
     from verifier.metrics import VerifierMetrics
     from verifier.service import start_verifier_service
     from verifier.worker import VerifierWorker
@@ -87,8 +86,7 @@ def serve(
     deployment = resolve_manifest(root, manifest)
     url = resolve_rpc_url(root, rpc_url, deployment)
     account = resolve_account(keystore, devnet_account, deployment.chain_id)
-    worker = VerifierWorker(run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics())
-    apply_execution_profile(worker.load().config.profile, threads)
+    worker = VerifierWorker(run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics(), threads)
     handle, thread = start_verifier_service(worker, host, port)
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
     stop = threading.Event()

@@ -26,10 +26,18 @@ from protocol.adapters.contracts import AttestationRef, AttestationState, Commit
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import RunContext, get_artifact, get_global_state, load_run_context
+from protocol.adapters.runs import (
+    RunContext,
+    RunNotFoundError,
+    get_artifact,
+    get_global_state,
+    load_run_context,
+    wait_for_run,
+)
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, verify_commitment_doc
 from protocol.errors import GradledgerError
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.profile import apply_execution_profile
 from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import compute_pseudo_gradient, get_params, make_start_checkpoint
@@ -70,8 +78,10 @@ class VerifierWorker:
         manifest: DeploymentManifest,
         peers: tuple[str, ...],
         metrics: VerifierMetrics,
+        threads: int = 1,
     ) -> None:
         self.run_id = run_id
+        self.threads = threads
         self.account = account
         self.address = account.address
         self.chain = ChainClient(rpc_url, manifest)
@@ -86,9 +96,22 @@ class VerifierWorker:
         self.last_error = ""
 
     def load(self) -> RunContext:
+        """The run's context; waits for the run to be created if it does not exist yet."""
         if self.ctx is None:
+            if not wait_for_run(self.protocol, self.run_id, self.stop):
+                raise RunNotFoundError(f"stopped before run {self.run_id} was created")
             self.ctx = load_run_context(self.protocol, self.store, self.peers, self.run_id)
+            apply_execution_profile(self.ctx.config.profile, self.threads)
         return self.ctx
+
+    def ensure_registered(self) -> None:
+        """Register in the run's verifier list if not yet (idempotent)."""
+        try:
+            self.protocol.register_verifier(self.account, self.run_id)
+            log_event(logger, "registered", run=self.run_id, verifier=self.address)
+        except ContractRevertError as exc:
+            if exc.error not in ("AlreadyRegistered", "RunIsFinished"):
+                raise
 
     # -- records -----------------------------------------------------------------------------
 
@@ -104,7 +127,17 @@ class VerifierWorker:
     # -- loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
-        ctx = self.load()
+        while not self.stop.is_set():
+            try:
+                ctx = self.load()
+                self.ensure_registered()
+                break
+            except GradledgerError as exc:  # run artifacts not reachable yet, RPC hiccup: retry
+                self.last_error = str(exc)
+                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
+                self.stop.wait(1.0)
+        else:
+            return
         log_event(logger, "watching", run=ctx.run_id, verifier=self.address)
         while not self.stop.is_set():
             try:

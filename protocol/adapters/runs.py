@@ -8,6 +8,7 @@ run from the chain plus any peer's artifact store, and every byte it loads is ch
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -82,6 +83,18 @@ def load_run_terms(protocol: ProtocolClient, run_id: int) -> tuple[RunTerms, str
             values = list(config.values()) if hasattr(config, "values") else list(config)
             return RunTerms(*values), event.args["shareToken"], event.block_number
     raise RunNotFoundError(f"run {run_id} does not exist in this deployment; list runs with `gradledger audit`")
+
+
+def wait_for_run(protocol: ProtocolClient, run_id: int, stop: threading.Event, poll_s: float = 0.5) -> bool:
+    """Block until run `run_id` exists on-chain (True) or `stop` is set (False).
+
+    Lets nodes start before their run is created and be ready the moment round 0 opens.
+    """
+    while not stop.is_set():
+        if protocol.chain.call("RunRegistry", "runCount") >= run_id:
+            return True
+        stop.wait(poll_s)
+    return False
 
 
 def load_run_context(protocol: ProtocolClient, store: ArtifactStore, peers: PeerSet | None, run_id: int) -> RunContext:

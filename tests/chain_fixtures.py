@@ -1,0 +1,172 @@
+"""Fixtures for tests that need a real chain with the contracts deployed, and node processes.
+
+One anvil and one deployment per test session (forge builds once); each test creates its own
+run with the tiny preset and short windows, and starts real node processes through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from devnet.anvil import AnvilProcess
+from devnet.deploy import build_contracts, deploy_protocol
+from devnet.runs import ETH, RunRules, create_run
+from protocol.adapters.artifacts import LocalArtifactStore
+from protocol.adapters.chain import ChainClient
+from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
+from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.manifest import write_manifest
+from protocol.config import build_run_config
+from protocol.hashing import hash_to_hex
+
+FAST_RULES = RunRules(
+    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=12, attest_window_s=10,
+    challenge_window_s=2, dispute_timeout_s=30,
+)  # fmt: skip
+
+
+@dataclass
+class Deployment:
+    anvil: AnvilProcess
+    manifest_path: Path
+    protocol: ProtocolClient
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory) -> Deployment:
+    out = build_contracts()
+    directory = tmp_path_factory.mktemp("deployment")
+    with AnvilProcess() as anvil:
+        chain = ChainClient(anvil.rpc_url)
+        manifest = deploy_protocol(chain, get_devnet_account(0), out)
+        write_manifest(directory / "manifest.json", manifest)
+        yield Deployment(anvil, directory / "manifest.json", ProtocolClient(ChainClient(anvil.rpc_url, manifest)))
+
+
+@dataclass
+class RunSetup:
+    """A run about to be created: stakes deposited, creator artifacts served, node home ready."""
+
+    run_id: int
+    home: Path
+    protocol: ProtocolClient
+    creator_server: ServerHandle
+    ports: dict[int, int]
+    config: object
+    corpus: tuple
+    rules: RunRules
+
+    def create(self, wait_for_nodes: bool = True) -> int:
+        """Create the run on-chain once every started node answers /health (so round 0 finds them warm)."""
+        if wait_for_nodes:
+            for port in self.ports.values():
+                wait_until(lambda p=port: _healthy(p), 120, f"the node on port {port} to answer /health")
+        manifest_data, shards = self.corpus
+        store = LocalArtifactStore(self.home / "creator" / "artifacts")
+        run_id, _ = create_run(
+            self.protocol, get_devnet_account(0), store, self.config, manifest_data, shards, self.rules, 10 * ETH
+        )
+        assert run_id == self.run_id, "another run was created concurrently"
+        return run_id
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare_run(
+    deployment: Deployment, corpus, home: Path, solvers: list[int], verifiers: list[int], rules: RunRules = FAST_RULES
+) -> RunSetup:
+    """Stake the given devnet accounts, serve the creator's store, write the node home.
+
+    Nodes started now wait for the run; `RunSetup.create()` then creates it, so round 0 opens
+    with every node warmed up.
+    """
+    manifest_data, _ = corpus
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "manifest.json").write_text(deployment.manifest_path.read_text())
+    protocol = deployment.protocol
+    config = build_run_config(
+        preset="tiny", run_seed="0x" + os.urandom(32).hex(), dataset_root=hash_to_hex(manifest_data.root)
+    )
+    for index, role, needed in [(i, ROLE_SOLVER, rules.solver_min_stake_wei) for i in solvers] + [
+        (i, ROLE_VERIFIER, rules.verifier_min_stake_wei) for i in verifiers
+    ]:
+        account = get_devnet_account(index)
+        bonded = protocol.bonded_of(account.address, role)
+        if bonded < needed:
+            protocol.deposit_stake(account, role, needed - bonded)
+    store = LocalArtifactStore(home / "creator" / "artifacts")
+    server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, store))
+    ports = {i: free_port() for i in [*solvers, *verifiers]}
+    urls = [server.url] + [f"http://127.0.0.1:{p}" for p in ports.values()]
+    (home / "peers.txt").write_text("\n".join(urls) + "\n")
+    run_id = protocol.chain.call("RunRegistry", "runCount") + 1
+    return RunSetup(run_id, home, protocol, server, ports, config, corpus, rules)
+
+
+def start_node(setup: RunSetup, role: str, account: int, *extra: str) -> subprocess.Popen:
+    """Start `gradledger solver run` or `gradledger verifier serve` as a real process."""
+    common = ["--run", str(setup.run_id), "--devnet-account", str(account), "--port", str(setup.ports[account])]
+    common += ["--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
+    args = ["solver", "run", *common, "--no-progress"] if role == "solver" else ["verifier", "serve", *common]
+    log = open(setup.home / f"{role}-{account}.log", "ab")  # noqa: SIM115 (the process owns it)
+    return subprocess.Popen([sys.executable, "-m", "gradledger", *args, *extra], stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_until(predicate, timeout_s: float, what: str, poll_s: float = 0.25):
+    """Poll `predicate` until it returns a truthy value; fail the test with `what` on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def events_of(protocol: ProtocolClient, name: str, run_id: int) -> list:
+    return [
+        e
+        for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=[name])
+        if e.args.get("runId") == run_id
+    ]
+
+
+def read_log(setup: RunSetup, role: str, account: int) -> str:
+    path = setup.home / f"{role}-{account}.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def dump(obj) -> str:
+    return json.dumps(obj, default=str)

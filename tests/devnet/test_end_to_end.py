@@ -1,0 +1,60 @@
+"""A real run on a real anvil: 2 solvers + 1 verifier as processes, 2 rounds, settled and paid."""
+
+from __future__ import annotations
+
+from protocol.adapters.contracts import ROLE_SOLVER
+from protocol.adapters.keys import get_devnet_account
+from protocol.ledger import compute_ledger
+from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
+
+SOLVERS, VERIFIER = [11, 12], 13
+
+
+def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
+    setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER])
+    protocol, run_id = setup.protocol, setup.run_id
+    processes = [
+        start_node(setup, "solver", SOLVERS[0], "--coordinator"),
+        start_node(setup, "solver", SOLVERS[1]),
+        start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
+    ]
+    try:
+        setup.create()
+        wait_until(lambda: protocol.round_times(run_id).finished, 240, "the run to finish")
+        wait_until(lambda: all(p.poll() is not None for p in processes), 90, "every node to exit")
+    finally:
+        for p in processes:
+            stop(p)
+    logs = {a: read_log(setup, r, a) for r, a in (("solver", 11), ("solver", 12), ("verifier", 13))}
+    assert all(p.returncode == 0 for p in processes), logs
+
+    solvers = {get_devnet_account(i).address for i in SOLVERS}
+    committed = events_of(protocol, "Committed", run_id)
+    assert {(e.args["round"], e.args["solver"]) for e in committed} == {(r, s) for r in (0, 1) for s in solvers}
+    assert len(committed) == 4, "exactly one commitment per solver and round"
+    passes = events_of(protocol, "PassAttested", run_id)
+    assert len(passes) == 4 and not events_of(protocol, "FailAttested", run_id)
+    assert {e.args["verifier"] for e in passes} == {get_devnet_account(VERIFIER).address}
+    settled = events_of(protocol, "RoundSettled", run_id)
+    assert [e.args["round"] for e in settled] == [0, 1]
+    assert all(protocol.is_settled(run_id, r) for r in (0, 1))
+    assert protocol.theta_of(run_id, 2) == settled[-1].args["thetaHash"]
+
+    minted = events_of(protocol, "SharesMinted", run_id)
+    per_round = 1000 * 10**18
+    solver_shares = sum(e.args["amount"] for e in minted if e.args["to"] in solvers)
+    assert solver_shares == 2 * per_round * 8000 // 10_000
+    holders = solvers | {get_devnet_account(VERIFIER).address}
+    assert sum(protocol.shares_of(run_id, h) for h in holders) == sum(e.args["amount"] for e in minted)
+    for solver in solvers:
+        assert protocol.shares_of(run_id, solver) == per_round * 8000 // 10_000  # equal tokens -> equal halves
+        assert protocol.bonded_of(solver, ROLE_SOLVER) == 10 * 10**18  # honest: nothing slashed
+
+    chain = protocol.chain
+    chain.add_contract("RunShares", protocol.share_token(run_id), chain.manifest.contracts["RunShares"].abi)
+    contracts = [rec.address for name, rec in chain.manifest.contracts.items() if name != "RunShares"]
+    tokens = [protocol.share_token(r) for r in range(1, chain.call("RunRegistry", "runCount") + 1)]
+    for r, token in enumerate(tokens, start=1):
+        chain.add_contract(f"RunShares#{r}", token, chain.manifest.contracts["RunShares"].abi)
+    balance = sum(chain.get_balance(a) for a in [*contracts, *tokens])
+    assert balance == compute_ledger(chain.get_events(chain.manifest.deployed_block)).implied_balance
