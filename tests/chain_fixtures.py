@@ -95,7 +95,13 @@ def free_port() -> int:
 
 
 def prepare_run(
-    deployment: Deployment, corpus, home: Path, solvers: list[int], verifiers: list[int], rules: RunRules = FAST_RULES
+    deployment: Deployment,
+    corpus,
+    home: Path,
+    solvers: list[int],
+    verifiers: list[int],
+    rules: RunRules = FAST_RULES,
+    overrides: dict | None = None,
 ) -> RunSetup:
     """Stake the given devnet accounts, serve the creator's store, write the node home.
 
@@ -107,8 +113,9 @@ def prepare_run(
     (home / "manifest.json").write_text(deployment.manifest_path.read_text())
     protocol = deployment.protocol
     config = build_run_config(
-        preset="tiny", run_seed="0x" + os.urandom(32).hex(), dataset_root=hash_to_hex(manifest_data.root)
-    )
+        preset="tiny", run_seed="0x" + os.urandom(32).hex(), dataset_root=hash_to_hex(manifest_data.root),
+        overrides=overrides,
+    )  # fmt: skip
     for index, role, needed in [(i, ROLE_SOLVER, rules.solver_min_stake_wei) for i in solvers] + [
         (i, ROLE_VERIFIER, rules.verifier_min_stake_wei) for i in verifiers
     ]:
