@@ -14,6 +14,7 @@ that every party can recompute (docs/training.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -215,47 +216,58 @@ def train_round(
     theta_params: Mapping[str, torch.Tensor],
     round_index: int,
     solver: str,
-    on_checkpoint: Callable[[int, State], None] | None = None,
+    save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
     on_step: Callable[[int], None] | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """Train one round from θ_r; return the segment records and the final checkpoint c_H.
 
-    `on_checkpoint(i, c_i)` receives every checkpoint c_0 .. c_(H/k) as it is made (the solver
-    stores them to serve verifiers); `on_step(n)` reports progress.
+    `save_checkpoint(i, c_i)` receives every checkpoint c_0 .. c_(H/k) as it is made and returns
+    its state hash, or a future of it: a solver stores each checkpoint by content hash in a
+    background writer (hashing and writing overlap the next segment's training), so each
+    checkpoint is hashed once. Without it the hash is computed here. `on_step(n)` reports
+    progress. The records are assembled once every hash is known.
     """
+    save = save_checkpoint or (lambda _index, state: compute_state_hash(state))
     model = build_model(config.model, config.profile, config.seed_bytes)
     optimizer = build_optimizer(model, config.train)
     checkpoint = make_start_checkpoint(theta_params)
     load_checkpoint_state(model, optimizer, checkpoint)
-    if on_checkpoint:
-        on_checkpoint(0, checkpoint)
+    hashes = [save(0, checkpoint)]
     spec = config.get_sketch_spec()
     k = config.train.steps_per_segment
-    start_hash = compute_state_hash(checkpoint)
-    records = []
+    sketches, losses = [], []
     for index in range(config.train.num_segments):
         before = get_params(checkpoint)
-        losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k)
+        losses.append(run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k))
         checkpoint = get_checkpoint_state(model, optimizer)
-        end_hash = compute_state_hash(checkpoint)
-        sketch = compute_update_sketch(compute_param_update(before, checkpoint), spec)
-        records.append(
-            SegmentRecord(
-                index=index,
-                start_hash=start_hash,
-                end_hash=end_hash,
-                sketch=sketch,
-                sketch_hash=compute_sketch_hash(sketch),
-                tokens=get_segment_tokens(config),
-                mean_loss=sum(losses) / len(losses),
-            )
-        )
-        if on_checkpoint:
-            on_checkpoint(index + 1, checkpoint)
+        hashes.append(save(index + 1, checkpoint))
+        sketches.append(compute_update_sketch(compute_param_update(before, checkpoint), spec))
         if on_step:
             on_step((index + 1) * k)
-        start_hash = end_hash
+    resolved = [h.result() if isinstance(h, Future) else h for h in hashes]
+    records = [
+        SegmentRecord(
+            index=index,
+            start_hash=resolved[index],
+            end_hash=resolved[index + 1],
+            sketch=sketch,
+            sketch_hash=compute_sketch_hash(sketch),
+            tokens=get_segment_tokens(config),
+            mean_loss=sum(segment_losses) / len(segment_losses),
+        )
+        for index, (sketch, segment_losses) in enumerate(zip(sketches, losses, strict=True))
+    ]
     return records, checkpoint
+
+
+def keep_checkpoints(into: dict[int, State]) -> Callable[[int, State], Hash32]:
+    """A `save_checkpoint` for `train_round` that keeps every checkpoint in memory (tests, benchmarks)."""
+
+    def save(index: int, state: State) -> Hash32:
+        into[index] = state
+        return compute_state_hash(state)
+
+    return save
 
 
 def compute_param_update(before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor]) -> State:

@@ -21,7 +21,7 @@ from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
 from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError, LocalArtifactStore, put_state
+from protocol.adapters.artifacts import ArtifactError, BackgroundStateWriter, LocalArtifactStore, put_state
 from protocol.adapters.chain import ChainClient, ChainError, ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, ProtocolClient
 from protocol.adapters.http import PeerSet, make_node_app
@@ -187,10 +187,10 @@ class SolverNode:
             if self.on_progress:
                 self.on_progress(f"round {r}", done, total)
 
-        records, end = train_round(
-            ctx.config, ctx.dataset, theta, r, self.address,
-            on_checkpoint=lambda _i, state: put_state(self.store, state), on_step=on_step,
-        )  # fmt: skip
+        with BackgroundStateWriter(self.store) as writer:
+            records, end = train_round(
+                ctx.config, ctx.dataset, theta, r, self.address, save_checkpoint=writer.save, on_step=on_step
+            )
         for record in records:
             self.store.put(encode_sketch(record.sketch))
         delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))

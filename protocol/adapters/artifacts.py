@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -26,8 +27,8 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
 from protocol.errors import GradledgerError
-from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, to_hash32
-from protocol.state import decode_state, encode_state
+from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, new_content_hasher, to_hash32
+from protocol.state import decode_state, encode_state, iter_state_chunks
 
 
 class ArtifactError(GradledgerError):
@@ -63,17 +64,30 @@ class LocalArtifactStore:
         return self.root / name[:2] / name
 
     def put(self, data: bytes) -> Hash32:
-        digest = compute_content_hash(data)
-        path = self._path(digest)
-        if path.exists():
-            return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        return self.put_stream([data])
+
+    def put_stream(self, chunks: Iterable[bytes | memoryview]) -> Hash32:
+        """Write chunks to a temp file while hashing them, then rename it to its hash.
+
+        One pass over the bytes (a multi-megabyte checkpoint is never assembled in memory);
+        fsync before the rename, so a name always holds complete bytes.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
         try:
+            hasher = new_content_hasher()
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                for chunk in chunks:
+                    hasher.update(chunk)
+                    handle.write(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
+            digest = Hash32(hasher.digest())
+            path = self._path(digest)
+            if path.exists():
+                Path(tmp).unlink()
+                return digest
+            path.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -101,8 +115,32 @@ class LocalArtifactStore:
 
 
 def put_state(store: ArtifactStore, state: Mapping[str, torch.Tensor]) -> Hash32:
-    """Store a state under the hash of its canonical bytes (= its state hash)."""
+    """Store a state under the hash of its canonical bytes, which is its state hash."""
+    if isinstance(store, LocalArtifactStore):
+        return store.put_stream(iter_state_chunks(state))
     return store.put(encode_state(state))
+
+
+class BackgroundStateWriter:
+    """Store states from a writer thread, so hashing and disk writes overlap training.
+
+    `save(index, state)` returns a future of the state hash; the caller must not mutate `state`
+    afterwards (training hands over fresh copies). One worker keeps writes in order. Use as a
+    context manager: leaving it waits for every write.
+    """
+
+    def __init__(self, store: ArtifactStore) -> None:
+        self.store = store
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
+
+    def save(self, _index: int, state: Mapping[str, torch.Tensor]) -> Future[Hash32]:
+        return self.pool.submit(put_state, self.store, state)
+
+    def __enter__(self) -> BackgroundStateWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True)
 
 
 def get_state(store: ArtifactStore, digest: bytes) -> dict[str, torch.Tensor]:

@@ -26,6 +26,7 @@ from protocol.training import (
     compute_pseudo_gradient,
     get_checkpoint_state,
     get_params,
+    keep_checkpoints,
     load_checkpoint_state,
     make_start_checkpoint,
     run_inner_steps,
@@ -47,7 +48,7 @@ def _train_round(config, dataset, solver=SOLVER_A, round_index=0):
     checkpoints = {}
     theta = get_params(get_initial_global_state(config))
     records, end = train_round(
-        config, dataset, theta, round_index, solver, on_checkpoint=lambda i, c: checkpoints.__setitem__(i, c)
+        config, dataset, theta, round_index, solver, save_checkpoint=keep_checkpoints(checkpoints)
     )
     return theta, records, end, checkpoints
 
