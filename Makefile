@@ -8,10 +8,12 @@ CONTRACTS := contracts
 FORGE := $(CONTRACTS)/node_modules/.bin/forge
 VENV_STAMP := $(VENV)/.installed
 NPM_STAMP := $(CONTRACTS)/node_modules/.installed
+BUILD_STAMP := $(CONTRACTS)/out/.built
+SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
 .PHONY: setup demo test lint pytest forge-test vectors bench clean
 
-setup: $(VENV_STAMP) $(NPM_STAMP)
+setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP)
 
 # torch is pinned to the CPU build (2.13.0) and installed first, so nothing pulls a CUDA build.
 $(VENV_STAMP): pyproject.toml
@@ -28,6 +30,11 @@ $(VENV_STAMP): pyproject.toml
 # refuses; `--no-save` still installs exactly the locked versions and never rewrites the lock.
 $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
 	cd $(CONTRACTS) && npm install --no-save --ignore-scripts --no-audit --no-fund
+	touch $@
+
+# Compile the contracts once (the npm compiler takes a while); forge's cache makes later builds instant.
+$(BUILD_STAMP): $(NPM_STAMP) $(SOLIDITY) $(CONTRACTS)/foundry.toml
+	cd $(CONTRACTS) && ./node_modules/.bin/forge build
 	touch $@
 
 demo: setup
