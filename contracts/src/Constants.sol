@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+/// @title Constants
+/// @notice Protocol constants shared by every gradledger contract. `protocol/constants.py` mirrors
+///         each one; tests/vectors/constants.json (written by Python) is checked against this file
+///         by `forge test` (test/Constants.t.sol), so the two languages cannot drift apart.
+library Constants {
+    // ---------------------------------------------------------------- roles
+    /// @notice Stake role of a solver (trains and commits).
+    uint8 internal constant ROLE_SOLVER = 1;
+    /// @notice Stake role of a verifier (replays, attests, sits on juries).
+    uint8 internal constant ROLE_VERIFIER = 2;
+
+    // ---------------------------------------------------------------- bounds (every loop is bounded by one of these)
+    /// @notice Denominator of every basis-point value.
+    uint256 internal constant BPS_DENOMINATOR = 10_000;
+    /// @notice Upper bound on samples per commitment (equal to protocol.sampling.MAX_SAMPLES).
+    uint256 internal constant MAX_SAMPLES = 1024;
+    /// @notice Upper bound on verifiers assigned to one commitment.
+    uint256 internal constant MAX_VERIFIERS_PER_COMMITMENT = 8;
+    /// @notice Upper bound on the verifier list of one run.
+    uint256 internal constant MAX_VERIFIERS_PER_RUN = 256;
+    /// @notice Upper bound on the juror registry.
+    uint256 internal constant MAX_JURORS = 4096;
+    /// @notice Upper bound on the jury size of a run.
+    uint256 internal constant MAX_JURY_SIZE = 21;
+    /// @notice Extra seats drawn so that parties to a dispute (at most 3) can be left out of the jury.
+    uint256 internal constant JURY_PARTY_SLACK = 3;
+    /// @notice Quorum = ceil(jurySize * QUORUM_NUMERATOR / QUORUM_DENOMINATOR) signers.
+    uint256 internal constant QUORUM_NUMERATOR = 2;
+    /// @notice See QUORUM_NUMERATOR.
+    uint256 internal constant QUORUM_DENOMINATOR = 3;
+
+    // ---------------------------------------------------------------- payouts
+    /// @notice Share of forfeited bonds and slashed stake paid to the winner of a dispute (or to the
+    ///         verifier whose unchallenged fail attestation caught a solver).
+    uint256 internal constant WINNER_REWARD_BPS = 5000;
+    /// @notice Share of forfeited bonds and slashed stake split equally among the signing jurors.
+    uint256 internal constant JUROR_REWARD_BPS = 2000;
+    /// @notice Verifier stake a juror must hold (and keeps locked) while registered.
+    uint256 internal constant JUROR_MIN_STAKE = 1 ether;
+
+    // ---------------------------------------------------------------- sampling domains
+    /// @notice Draw index (in `Sampling.sample`) of the verifier-list offset of a commitment; far above
+    ///         any segment sample index (< MAX_SAMPLES), so the two never share a draw.
+    uint256 internal constant VERIFIER_DRAW_INDEX = 2 ** 32;
+
+    // ---------------------------------------------------------------- ownership shares and revenue
+    /// @notice Fixed-point scale of the revenue-per-share accumulator. At least MAX_TOTAL_SHARES, so the
+    ///         remainder carried between releases is always below 1 wei.
+    uint256 internal constant REVENUE_PRECISION = 1e27;
+    /// @notice Upper bound on all shares a run can ever mint (sharesPerRound * maxRounds).
+    uint256 internal constant MAX_TOTAL_SHARES = 1e27;
+    /// @notice Revenue drips only while at least this many share units exist (1 whole share);
+    ///         before that the release clock is paused. Bounds the accumulator against overflow.
+    uint256 internal constant MIN_SUPPLY_FOR_RELEASE = 1e18;
+
+    // ---------------------------------------------------------------- BLS (py_ecc G2ProofOfPossession)
+    /// @notice Domain separation tag of signatures (RFC 9380 hash-to-G2, SHA-256, SSWU, RO, POP scheme).
+    string internal constant BLS_SIG_DST = "BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_";
+    /// @notice Domain separation tag of proofs of possession.
+    string internal constant BLS_POP_DST = "BLS_POP_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_";
+
+    // ---------------------------------------------------------------- fault keys (slash at most once per key)
+    /// @notice Fault domain of a solver's commitment: keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)).
+    bytes32 internal constant FAULT_SOLVER = keccak256("gradledger.fault.solver");
+    /// @notice Fault domain of an attestation: keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)).
+    bytes32 internal constant FAULT_ATTESTATION = keccak256("gradledger.fault.attestation");
+}

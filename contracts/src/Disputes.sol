@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Constants} from "./Constants.sol";
+import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
+import {IVerification} from "./interfaces/IVerification.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, JurorKey, LeafData, NonSigner} from "./interfaces/Types.sol";
+import {BLS} from "./libraries/BLS.sol";
+
+/// @title Disputes
+/// @notice Challenges of attestations and of theta_(r+1) claims, with bonds; a juror registry (BLS keys with
+///         proofs of possession, staked verifiers); jury drawing; jury verdicts carried by one aggregate BLS
+///         signature and a signer bitmap; resolution, slashing and exact payouts; the timeout path.
+/// @dev Dispute lifecycle: Open -(drawJury)-> JuryDrawn -(submitVerdict)-> Decided -(execute)-> Executed,
+///      or Open/JuryDrawn -(expire, after the dispute timeout)-> Expired. Every end state is final.
+///      Jury: seed = keccak256(abi.encode(blockhash(openedBlock + 1), disputeId)), fixed by the block after
+///      the challenge; the pool is the poolSize = min(jurySize + JURY_PARTY_SLACK, registrySize) consecutive
+///      registry entries from offset = uint256(seed) % registrySize. The jury is the first `jurySize` seats
+///      of the pool whose juror is active and not a party (challenger, defendant, solver); the slack seats
+///      only replace parties and inactive jurors. A verdict needs ceil(2 * jurySize / 3) signers among the
+///      jury. `drawJury` stores the hash of the sum of the jurors' keys; a verdict passes that sum and the
+///      keys of the jurors who did not sign, so the signers' aggregate key costs one G1 addition per
+///      non-signer (at most jurySize / 3).
+///      Payout of a decided dispute: total = the loser's bond + the stake slashed for the fault(s);
+///      WINNER_REWARD_BPS of it to the winner, JUROR_REWARD_BPS split equally among signers (claimed after
+///      settlement), the remainder (and the division dust) to the run's reward pool. The winner's own bond
+///      is returned. Timeout: nobody is slashed, every bond is returned, the disputed item stands.
+///      ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
+contract Disputes {
+    /// @notice Status of a dispute.
+    enum Status {
+        None,
+        Open,
+        JuryDrawn,
+        Decided,
+        Executed,
+        Expired
+    }
+
+    /// @notice A dispute: slot 0 written by the challenge, the rest by the jury draw, verdict and execution.
+    struct Dispute {
+        address challenger;
+        uint40 deadline; // challenge time + the run's dispute timeout
+        uint40 openedBlock;
+        Status status;
+        uint8 kind;
+        uint32 juryOffset;
+        uint32 registrySize;
+        uint8 poolSize;
+        uint8 jurySize;
+        uint32 eligible; // bitmap of the jury's seats (who may sign)
+        uint32 signers; // bitmap of seats that signed
+        uint32 claimed; // bitmap of signers that claimed their reward
+        bool challengerWins;
+        bytes32 aggregateHash; // keccak256 of the sum of the eligible seats' public keys
+        uint128 rewardPerJuror;
+    }
+
+    /// @notice A juror's registry entry: index + 1 (0 = never registered) and whether it is active.
+    struct Juror {
+        uint32 indexPlusOne;
+        bool active;
+    }
+
+    uint8 public constant KIND_ATTESTATION = 1;
+    uint8 public constant KIND_CLAIM = 2;
+
+    IStakeManager public immutable stakeManager;
+    IRunRegistry public immutable runRegistry;
+    IVerification public immutable verification;
+    IModelShares public immutable modelShares;
+
+    /// @notice Registry of jurors: keccak256(abi.encode(juror, publicKey)) per entry; entries never move.
+    bytes32[] public jurorKeyHashes;
+    /// @notice Registry entry of each juror.
+    mapping(address juror => Juror) public jurors;
+    mapping(bytes32 disputeId => Dispute) internal _disputes;
+    /// @notice Signatures of executed verdicts per round: the denominator of the jurors' share of the round.
+    mapping(uint256 runId => mapping(uint64 round => uint256)) public jurorVotes;
+    /// @notice Returned bonds, winner rewards and juror rewards owed (pull with `withdraw`).
+    mapping(address account => uint256) public credits;
+
+    /// @notice A juror registered (or returned) with a BLS key whose proof of possession verified.
+    event JurorRegistered(address indexed juror, uint256 index, bytes publicKey);
+    /// @notice A juror left the registry (its entry stays; its seats become ineligible).
+    event JurorDeregistered(address indexed juror, uint256 index);
+    /// @notice An attestation (seat `slot` of the solver's commitment; the attester is in its PassAttested or
+    ///         FailAttested event) was challenged with the run's challenge bond. `attestation` says whether it
+    ///         was a fail and names the disputed draw and segment; `leaf` is that segment's committed leaf,
+    ///         proven under the commitment root, so the disputed checkpoint hashes are on-chain. The
+    ///         attestation is Challenged and the round has one more open dispute until the deadline (this
+    ///         block's timestamp + the run's dispute timeout).
+    event AttestationChallenged(
+        bytes32 indexed disputeId,
+        uint256 indexed runId,
+        uint64 indexed round,
+        address solver,
+        uint8 slot,
+        address challenger,
+        IVerification.ChallengedAttestation attestation,
+        LeafData leaf
+    );
+    /// @notice A theta_(r+1) claim was challenged with the challenge bond; it is Challenged and the round has
+    ///         one more open dispute until the deadline (this block's timestamp + the dispute timeout).
+    event ClaimChallenged(
+        bytes32 indexed disputeId,
+        uint256 indexed runId,
+        uint64 indexed round,
+        uint16 claimNonce,
+        address claimer,
+        address challenger
+    );
+    /// @notice The jury of a dispute was drawn.
+    event JuryDrawn(
+        bytes32 indexed disputeId,
+        bytes32 seed,
+        uint256 offset,
+        uint256 registrySize,
+        uint256 poolSize,
+        uint256 jurySize,
+        uint256 eligible
+    );
+    /// @notice A verdict carried by an aggregate BLS signature of `signerCount` seats (bitmap `signers`).
+    event VerdictSubmitted(bytes32 indexed disputeId, bool challengerWins, uint256 signers, uint256 signerCount);
+    /// @notice A verdict was executed: `total` (forfeited bond + slashed stake) was split into `toWinner`,
+    ///         `rewardPerJuror` for each of `signerCount` signers, and `toPool` (the run's reward pool);
+    ///         `bondReturned` is the winner's own bond, returned.
+    event DisputeExecuted(
+        bytes32 indexed disputeId,
+        bool challengerWins,
+        address winner,
+        uint256 total,
+        uint256 toWinner,
+        uint256 bondReturned,
+        uint256 rewardPerJuror,
+        uint256 signerCount,
+        uint256 toPool
+    );
+    /// @notice A dispute expired without verdict: the challenger's bond was returned, nobody was slashed.
+    event DisputeExpired(bytes32 indexed disputeId, address challenger, uint256 bondReturned);
+    /// @notice A signing juror took its reward (ETH credit) and its shares.
+    event JurorRewardClaimed(
+        bytes32 indexed disputeId, address indexed juror, uint8 seat, uint256 reward, uint256 shares
+    );
+    /// @notice Credits left the contract.
+    event Withdrawn(address indexed account, uint256 amount);
+
+    error StakeTooLow(uint256 bonded, uint256 required);
+    error InvalidProofOfPossession();
+    error AlreadyRegistered(address juror);
+    error NotRegistered(address juror);
+    error KeyMismatch(address juror);
+    error RegistryFull();
+    error WrongBond(uint256 sent, uint256 required);
+    error DisputeExists(bytes32 disputeId);
+    error WrongStatus(Status status);
+    error DeadlinePassed(uint256 deadline);
+    error DeadlineNotReached(uint256 deadline);
+    error JurySeedNotReady(uint256 seedBlock);
+    error JurySeedUnavailable(uint256 seedBlock);
+    error NoJurors();
+    error WrongPoolSize(uint256 given, uint256 expected);
+    error JurorKeyMismatch(uint256 seat);
+    error NotEligible(uint256 signers, uint256 eligible);
+    error QuorumNotReached(uint256 signers, uint256 quorum);
+    error AggregateMismatch();
+    error WrongNonSigners();
+    error InvalidSignature();
+    error NotSettled(uint256 runId, uint64 round);
+    error NotASigner(uint8 seat);
+    error AlreadyClaimed(uint8 seat);
+    error UnexpectedEther(address from);
+    error NothingToWithdraw();
+    error TransferFailed(address to, uint256 amount);
+
+    /// @param stakeManager_ The StakeManager.
+    /// @param runRegistry_ The RunRegistry.
+    /// @param verification_ The Verification contract.
+    /// @param modelShares_ ModelShares (mints, reward pools).
+    constructor(
+        IStakeManager stakeManager_,
+        IRunRegistry runRegistry_,
+        IVerification verification_,
+        IModelShares modelShares_
+    ) {
+        stakeManager = stakeManager_;
+        runRegistry = runRegistry_;
+        verification = verification_;
+        modelShares = modelShares_;
+    }
+
+    /// @notice Slash proceeds and forfeited bonds from the protocol contracts only.
+    receive() external payable {
+        if (
+            msg.sender != address(stakeManager) && msg.sender != address(verification)
+                && msg.sender != address(runRegistry)
+        ) revert UnexpectedEther(msg.sender);
+    }
+
+    // ------------------------------------------------------------------ juror registry
+
+    /// @notice Register as a juror with a BLS public key and its proof of possession (py_ecc PopProve).
+    ///         Needs JUROR_MIN_STAKE of bonded verifier stake, which stays locked until `deregisterJuror`.
+    ///         A returning juror re-activates its entry with the same key.
+    /// @param publicKey G1 public key, 128-byte EIP-2537 encoding (not infinity).
+    /// @param proofOfPossession G2 signature of the compressed key under the PoP tag (256 bytes).
+    function registerJuror(bytes calldata publicKey, bytes calldata proofOfPossession) external {
+        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_VERIFIER);
+        if (bonded < Constants.JUROR_MIN_STAKE) revert StakeTooLow(bonded, Constants.JUROR_MIN_STAKE);
+        bytes32 keyHash = keccak256(abi.encode(msg.sender, publicKey));
+        Juror storage j = jurors[msg.sender];
+        uint256 index;
+        if (j.indexPlusOne == 0) {
+            if (jurorKeyHashes.length >= Constants.MAX_JURORS) revert RegistryFull();
+            if (!BLS.verifyProofOfPossession(publicKey, proofOfPossession, bytes(Constants.BLS_POP_DST))) {
+                revert InvalidProofOfPossession();
+            }
+            jurorKeyHashes.push(keyHash);
+            index = jurorKeyHashes.length - 1;
+            j.indexPlusOne = uint32(index + 1);
+        } else {
+            if (j.active) revert AlreadyRegistered(msg.sender);
+            index = j.indexPlusOne - 1;
+            if (jurorKeyHashes[index] != keyHash) revert KeyMismatch(msg.sender);
+        }
+        j.active = true;
+        emit JurorRegistered(msg.sender, index, publicKey);
+        stakeManager.lock(msg.sender, Constants.ROLE_VERIFIER);
+    }
+
+    /// @notice Leave the juror registry; seats drawn later are ineligible. Releases the stake lock.
+    function deregisterJuror() external {
+        Juror storage j = jurors[msg.sender];
+        if (!j.active) revert NotRegistered(msg.sender);
+        j.active = false;
+        emit JurorDeregistered(msg.sender, j.indexPlusOne - 1);
+        stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
+    }
+
+    // ------------------------------------------------------------------ challenges
+
+    /// @notice Challenge an attestation inside its challenge window, with the run's challenge bond: a pass
+    ///         (naming a sampled segment the challenger says is wrong) or a fail (the segment it named).
+    /// @param ref The attestation's seat.
+    /// @param commitment The commitment fields (checked against the stored hash).
+    /// @param sampleIndex The draw of the disputed segment (for a fail: the draw the fail named).
+    /// @param leaf The committed leaf of that segment.
+    /// @param proof Its Merkle proof under the commitment root.
+    /// @return disputeId keccak256(abi.encode(DisputeSubject(KIND_ATTESTATION, runId, round, solver, slot, 0))).
+    function challengeAttestation(
+        AttestationRef calldata ref,
+        CommitmentData calldata commitment,
+        uint16 sampleIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) external payable returns (bytes32 disputeId) {
+        disputeId = _id(DisputeSubject(KIND_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot, 0));
+        if (_disputes[disputeId].status != Status.None) revert DisputeExists(disputeId);
+        IVerification.ChallengedAttestation memory info =
+            verification.checkChallenge(ref, commitment.root, sampleIndex, leaf, proof);
+        IRunRegistry.DisputeTerms memory terms =
+            runRegistry.onDisputeOpened(ref.runId, ref.round, ref.solver, commitment);
+        if (msg.value != terms.challengeBond) revert WrongBond(msg.value, terms.challengeBond);
+        uint256 deadline = block.timestamp + terms.disputeTimeout;
+        _open(disputeId, KIND_ATTESTATION, deadline);
+        _emitChallenged(disputeId, ref, info, leaf);
+    }
+
+    /// @notice Challenge the current round's theta_(r+1) claim inside its window, with the challenge bond.
+    ///         A claim can be challenged once.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param claimNonce The claim's nonce (RunRegistry.claimOf).
+    /// @return disputeId keccak256(abi.encode(DisputeSubject(KIND_CLAIM, runId, round, 0, 0, claimNonce))).
+    function challengeClaim(uint256 runId, uint64 round, uint16 claimNonce)
+        external
+        payable
+        returns (bytes32 disputeId)
+    {
+        IRunRegistry.DisputeTerms memory terms = runRegistry.disputeTerms(runId);
+        if (msg.value != terms.challengeBond) revert WrongBond(msg.value, terms.challengeBond);
+        disputeId = _id(DisputeSubject(KIND_CLAIM, runId, round, address(0), 0, claimNonce));
+        if (_disputes[disputeId].status != Status.None) revert DisputeExists(disputeId);
+        address claimer = runRegistry.onClaimChallenged(runId, round, claimNonce);
+        uint256 deadline = block.timestamp + terms.disputeTimeout;
+        _open(disputeId, KIND_CLAIM, deadline);
+        emit ClaimChallenged(disputeId, runId, round, claimNonce, claimer, msg.sender);
+    }
+
+    // ------------------------------------------------------------------ jury and verdict
+
+    /// @notice Draw the jury of an open dispute (anyone) from the block after the challenge: checks the
+    ///         pool's keys against the registry, marks the eligible seats and stores the hash of the sum of
+    ///         their keys. Must happen within 256 blocks of the challenge (else the dispute can only expire).
+    /// @param subject What the dispute is about.
+    /// @param pool The (account, public key) of every pool seat, in seat order (from JurorRegistered events).
+    function drawJury(DisputeSubject calldata subject, JurorKey[] calldata pool) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        if (d.status != Status.Open) revert WrongStatus(d.status);
+        if (block.timestamp >= d.deadline) revert DeadlinePassed(d.deadline);
+        uint256 seedBlock = uint256(d.openedBlock) + 1;
+        if (block.number <= seedBlock) revert JurySeedNotReady(seedBlock);
+        bytes32 blockHash = blockhash(seedBlock);
+        if (blockHash == bytes32(0)) revert JurySeedUnavailable(seedBlock);
+        uint256 registrySize = jurorKeyHashes.length;
+        if (registrySize == 0) revert NoJurors();
+        bytes32 seed = keccak256(abi.encode(blockHash, disputeId));
+        uint256 jurySize = runRegistry.disputeTerms(subject.runId).jurySize;
+        d.juryOffset = uint32(uint256(seed) % registrySize);
+        d.registrySize = uint32(registrySize);
+        d.poolSize = uint8(_min(jurySize + Constants.JURY_PARTY_SLACK, registrySize));
+        d.jurySize = uint8(jurySize);
+        if (pool.length != d.poolSize) revert WrongPoolSize(pool.length, d.poolSize);
+        (uint256 eligible, bytes32 aggregateHash) = _eligibleSeats(subject, d, pool);
+        d.eligible = uint32(eligible);
+        d.aggregateHash = aggregateHash;
+        d.status = Status.JuryDrawn;
+        emit JuryDrawn(disputeId, seed, d.juryOffset, registrySize, d.poolSize, jurySize, eligible);
+    }
+
+    /// @notice Submit the jury's verdict before the deadline: one aggregate BLS signature by the seats in
+    ///         `signers` over abi.encode(address(this), block.chainid, disputeId, challengerWins).
+    /// @param subject What the dispute is about.
+    /// @param challengerWins The verdict: true when the challenged attestation or claim is wrong.
+    /// @param signers Bitmap of signing seats (a subset of the eligible seats, at least the quorum).
+    /// @param signature Aggregate G2 signature (256-byte EIP-2537 encoding).
+    /// @param eligibleAggregate Sum of the eligible seats' public keys (its hash was stored by drawJury).
+    /// @param nonSigners Every eligible seat not in `signers`, in increasing seat order, with its key.
+    function submitVerdict(
+        DisputeSubject calldata subject,
+        bool challengerWins,
+        uint32 signers,
+        bytes calldata signature,
+        bytes calldata eligibleAggregate,
+        NonSigner[] calldata nonSigners
+    ) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        uint256 count = _checkSigners(d, signers);
+        if (keccak256(eligibleAggregate) != d.aggregateHash) revert AggregateMismatch();
+        bytes memory signersKey = _subtractNonSigners(d, eligibleAggregate, d.eligible & ~signers, nonSigners);
+        if (!BLS.verify(signersKey, verdictMessage(disputeId, challengerWins), signature, bytes(Constants.BLS_SIG_DST)))
+        {
+            revert InvalidSignature();
+        }
+        d.signers = signers;
+        d.challengerWins = challengerWins;
+        d.status = Status.Decided;
+        emit VerdictSubmitted(disputeId, challengerWins, signers, count);
+    }
+
+    /// @notice Execute a decided verdict (anyone): resolve the attestation or claim, slash the loser, pay the
+    ///         winner and the pool, set the signing jurors' reward, close the dispute.
+    /// @param subject What the dispute is about.
+    function execute(DisputeSubject calldata subject) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        if (d.status != Status.Decided) revert WrongStatus(d.status);
+        d.status = Status.Executed;
+        uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
+        (address winner, uint256 total, uint256 bondReturned) =
+            subject.kind == KIND_ATTESTATION ? _resolveAttestation(subject, d, bond) : _resolveClaim(subject, d, bond);
+        uint256 signerCount = _popcount(d.signers);
+        uint256 toWinner = total * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
+        uint256 rewardPerJuror = total * Constants.JUROR_REWARD_BPS / Constants.BPS_DENOMINATOR / signerCount;
+        uint256 toPool = total - toWinner - rewardPerJuror * signerCount;
+        d.rewardPerJuror = uint128(rewardPerJuror);
+        credits[winner] += toWinner + bondReturned;
+        jurorVotes[subject.runId][subject.round] += signerCount;
+        emit DisputeExecuted(
+            disputeId, d.challengerWins, winner, total, toWinner, bondReturned, rewardPerJuror, signerCount, toPool
+        );
+        if (subject.kind == KIND_ATTESTATION) runRegistry.onDisputeClosed(subject.runId);
+        if (toPool > 0) modelShares.fundPool{value: toPool}(subject.runId);
+    }
+
+    /// @notice End a dispute that got no verdict by its deadline (anyone): the challenger's bond is returned,
+    ///         nobody is slashed and the attestation or claim stands.
+    /// @param subject What the dispute is about.
+    function expire(DisputeSubject calldata subject) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        if (d.status != Status.Open && d.status != Status.JuryDrawn) revert WrongStatus(d.status);
+        if (block.timestamp < d.deadline) revert DeadlineNotReached(d.deadline);
+        d.status = Status.Expired;
+        uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
+        credits[d.challenger] += bond;
+        emit DisputeExpired(disputeId, d.challenger, bond);
+        if (subject.kind == KIND_ATTESTATION) {
+            verification.onResolved(_ref(subject), IVerification.Resolution.Expired);
+            runRegistry.onDisputeClosed(subject.runId);
+        } else {
+            runRegistry.onClaimResolved(subject.runId, subject.round, IRunRegistry.ClaimOutcome.Expired);
+        }
+    }
+
+    /// @notice A signing juror claims its reward (ETH credit) and its shares once the round is settled:
+    ///         the round's juror share divided by all signatures of the round's executed verdicts.
+    /// @param subject What the dispute was about.
+    /// @param seat The caller's seat (a signer).
+    /// @param publicKey The caller's registered public key (checked against the seat's registry entry).
+    function claimJurorReward(DisputeSubject calldata subject, uint8 seat, bytes calldata publicKey) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        if (d.status != Status.Executed) revert WrongStatus(d.status);
+        if (!runRegistry.isSettled(subject.runId, subject.round)) revert NotSettled(subject.runId, subject.round);
+        uint32 bit = uint32(1) << seat;
+        if (seat >= 32 || d.signers & bit == 0) revert NotASigner(seat);
+        if (d.claimed & bit != 0) revert AlreadyClaimed(seat);
+        if (keccak256(abi.encode(msg.sender, publicKey)) != jurorKeyHashes[(d.juryOffset + seat) % d.registrySize]) {
+            revert JurorKeyMismatch(seat);
+        }
+        d.claimed |= bit;
+        uint256 reward = d.rewardPerJuror;
+        credits[msg.sender] += reward;
+        uint256 bucket = runRegistry.sharesPerRound(subject.runId)
+            * runRegistry.runEconomics(subject.runId).jurorShareBps / Constants.BPS_DENOMINATOR;
+        uint256 shares = bucket / jurorVotes[subject.runId][subject.round];
+        emit JurorRewardClaimed(disputeId, msg.sender, seat, reward, shares);
+        modelShares.mint(subject.runId, subject.round, msg.sender, shares, IModelShares.ShareKind.Juror);
+    }
+
+    /// @notice Withdraw the caller's credits.
+    function withdraw() external {
+        uint256 amount = credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw();
+        credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        (bool ok,) = msg.sender.call{value: amount}("");
+        if (!ok) revert TransferFailed(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @notice The id of a dispute subject.
+    /// @param subject The subject.
+    /// @return keccak256(abi.encode(subject)).
+    function disputeIdOf(DisputeSubject calldata subject) external pure returns (bytes32) {
+        return _id(subject);
+    }
+
+    /// @notice Whether the attestation of a seat has a dispute that is open, has a jury or has a verdict not
+    ///         yet executed (Verification's finalize waits for it).
+    /// @param ref The seat.
+    /// @return True while the dispute is unresolved.
+    function isAttestationDisputed(AttestationRef calldata ref) external view returns (bool) {
+        Status status =
+        _disputes[_id(DisputeSubject(KIND_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot, 0))].status;
+        return status == Status.Open || status == Status.JuryDrawn || status == Status.Decided;
+    }
+
+    /// @notice A dispute's full record.
+    /// @param disputeId The dispute.
+    /// @return The record.
+    function disputeOf(bytes32 disputeId) external view returns (Dispute memory) {
+        return _disputes[disputeId];
+    }
+
+    /// @notice Number of registry entries (active or not).
+    /// @return The registry size.
+    function jurorCount() external view returns (uint256) {
+        return jurorKeyHashes.length;
+    }
+
+    /// @notice The bytes jurors sign: abi.encode(address(this), block.chainid, disputeId, challengerWins).
+    /// @param disputeId The dispute.
+    /// @param challengerWins The verdict.
+    /// @return The message (protocol.bls.compute_verdict_message builds the same bytes).
+    function verdictMessage(bytes32 disputeId, bool challengerWins) public view returns (bytes memory) {
+        return abi.encode(address(this), block.chainid, disputeId, challengerWins);
+    }
+
+    /// @notice Signers a verdict needs for a jury of `jurySize`: ceil(jurySize * 2 / 3).
+    /// @param jurySize The run's jury size.
+    /// @return The quorum.
+    function quorum(uint256 jurySize) public pure returns (uint256) {
+        return (jurySize * Constants.QUORUM_NUMERATOR + Constants.QUORUM_DENOMINATOR - 1) / Constants.QUORUM_DENOMINATOR;
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    function _open(bytes32 disputeId, uint8 kind, uint256 deadline) internal {
+        Dispute storage d = _disputes[disputeId];
+        d.challenger = msg.sender;
+        d.deadline = uint40(deadline);
+        d.openedBlock = uint40(block.number);
+        d.status = Status.Open;
+        d.kind = kind;
+    }
+
+    function _emitChallenged(
+        bytes32 disputeId,
+        AttestationRef calldata ref,
+        IVerification.ChallengedAttestation memory info,
+        LeafData calldata leaf
+    ) internal {
+        emit AttestationChallenged(disputeId, ref.runId, ref.round, ref.solver, ref.slot, msg.sender, info, leaf);
+    }
+
+    function _resolveAttestation(DisputeSubject calldata subject, Dispute storage d, uint256 challengeBond)
+        internal
+        returns (address winner, uint256 total, uint256 bondReturned)
+    {
+        AttestationRef memory ref = _ref(subject);
+        if (d.challengerWins) {
+            (address attester, bool isFail, uint256 forfeited) =
+                verification.onResolved(ref, IVerification.Resolution.Overturned);
+            total = forfeited + _slashAttester(subject, attester);
+            if (!isFail) total += _slashSolver(subject);
+            return (d.challenger, total, challengeBond);
+        }
+        (address upheldAttester, bool upheldFail,) = verification.onResolved(ref, IVerification.Resolution.Upheld);
+        total = challengeBond;
+        if (upheldFail) total += _slashSolver(subject);
+        return (upheldAttester, total, 0);
+    }
+
+    function _resolveClaim(DisputeSubject calldata subject, Dispute storage d, uint256 challengeBond)
+        internal
+        returns (address winner, uint256 total, uint256 bondReturned)
+    {
+        if (d.challengerWins) {
+            total = runRegistry.onClaimResolved(subject.runId, subject.round, IRunRegistry.ClaimOutcome.Rejected);
+            return (d.challenger, total, challengeBond);
+        }
+        address claimer = runRegistry.claimerOf(subject.runId, subject.round);
+        runRegistry.onClaimResolved(subject.runId, subject.round, IRunRegistry.ClaimOutcome.Upheld);
+        return (claimer, challengeBond, 0);
+    }
+
+    function _slashAttester(DisputeSubject calldata subject, address attester) internal returns (uint256) {
+        bytes32 faultKey = keccak256(
+            abi.encode(Constants.FAULT_ATTESTATION, subject.runId, subject.round, subject.solver, subject.slot)
+        );
+        return stakeManager.slash(
+            attester, Constants.ROLE_VERIFIER, runRegistry.runEconomics(subject.runId).verifierMinStake, faultKey
+        );
+    }
+
+    function _slashSolver(DisputeSubject calldata subject) internal returns (uint256) {
+        bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, subject.runId, subject.round, subject.solver));
+        return
+            stakeManager.slash(
+                subject.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(subject.runId), faultKey
+            );
+    }
+
+    /// @dev Status, deadline, eligibility and quorum of a verdict's signer bitmap; returns the signer count.
+    function _checkSigners(Dispute storage d, uint32 signers) internal view returns (uint256 count) {
+        if (d.status != Status.JuryDrawn) revert WrongStatus(d.status);
+        if (block.timestamp >= d.deadline) revert DeadlinePassed(d.deadline);
+        if (signers & ~d.eligible != 0) revert NotEligible(signers, d.eligible);
+        count = _popcount(signers);
+        uint256 required = quorum(d.jurySize);
+        if (count < required) revert QuorumNotReached(count, required);
+    }
+
+    /// @dev Signers' aggregate key = eligible aggregate - sum of the non-signers' keys (checked against the
+    ///      registry). `expected` is the bitmap of eligible seats that did not sign.
+    function _subtractNonSigners(
+        Dispute storage d,
+        bytes calldata eligibleAggregate,
+        uint256 expected,
+        NonSigner[] calldata nonSigners
+    ) internal view returns (bytes memory key) {
+        key = eligibleAggregate;
+        uint256 offset = d.juryOffset;
+        uint256 registrySize = d.registrySize;
+        for (uint256 i; i < nonSigners.length; ++i) {
+            NonSigner calldata ns = nonSigners[i];
+            uint256 bit = uint256(1) << ns.seat;
+            if (expected & bit == 0) revert WrongNonSigners();
+            expected &= ~bit;
+            if (keccak256(abi.encode(ns.account, ns.publicKey)) != jurorKeyHashes[(offset + ns.seat) % registrySize]) {
+                revert JurorKeyMismatch(ns.seat);
+            }
+            key = BLS.g1Add(key, BLS.g1Negate(ns.publicKey));
+        }
+        if (expected != 0) revert WrongNonSigners();
+    }
+
+    /// @dev Check each pool seat's key against the registry; the jury is the first `jurySize` seats whose juror
+    ///      is active and not a party. Returns the jury bitmap and the hash of the sum of the jurors' keys.
+    function _eligibleSeats(DisputeSubject calldata subject, Dispute storage d, JurorKey[] calldata pool)
+        internal
+        view
+        returns (uint256 eligible, bytes32 aggregateHash)
+    {
+        (address defendant, address solver) = _parties(subject);
+        address challenger = d.challenger;
+        uint256 offset = d.juryOffset;
+        uint256 registrySize = d.registrySize;
+        uint256 seats = d.jurySize;
+        bytes memory aggregate;
+        for (uint256 seat; seat < pool.length; ++seat) {
+            JurorKey calldata key = pool[seat];
+            if (keccak256(abi.encode(key.account, key.publicKey)) != jurorKeyHashes[(offset + seat) % registrySize]) {
+                revert JurorKeyMismatch(seat);
+            }
+            address account = key.account;
+            if (seats == 0 || !jurors[account].active || account == challenger || account == defendant) continue;
+            if (account == solver) continue;
+            --seats;
+            eligible |= uint256(1) << seat;
+            aggregate = aggregate.length == 0 ? key.publicKey : BLS.g1Add(aggregate, key.publicKey);
+        }
+        aggregateHash = eligible == 0 ? bytes32(0) : keccak256(aggregate);
+    }
+
+    function _parties(DisputeSubject calldata subject) internal view returns (address defendant, address solver) {
+        // an existing dispute's subject is an attestation or a claim (its id commits to the kind)
+        if (subject.kind == KIND_ATTESTATION) return (verification.attesterOf(_ref(subject)), subject.solver);
+        return (runRegistry.claimerOf(subject.runId, subject.round), address(0));
+    }
+
+    function _ref(DisputeSubject calldata subject) internal pure returns (AttestationRef memory) {
+        return AttestationRef({runId: subject.runId, round: subject.round, solver: subject.solver, slot: subject.slot});
+    }
+
+    function _id(DisputeSubject memory subject) internal pure returns (bytes32) {
+        return keccak256(abi.encode(subject));
+    }
+
+    function _popcount(uint256 bits) internal pure returns (uint256 count) {
+        // bounded: bitmaps have at most MAX_JURY_SIZE + JURY_PARTY_SLACK bits set
+        while (bits != 0) {
+            bits &= bits - 1;
+            ++count;
+        }
+    }
+
+    function _min(uint256 a, uint256 b) internal pure returns (uint256) {
+        return a < b ? a : b;
+    }
+}

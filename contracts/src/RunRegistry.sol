@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Constants} from "./Constants.sol";
+import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
+import {IVerification} from "./interfaces/IVerification.sol";
+import {CommitmentData, RunConfig} from "./interfaces/Types.sol";
+
+/// @title RunRegistry
+/// @notice Runs, their rounds, solver commitments, theta_(r+1) claims and round settlement.
+/// @dev One round of a run is open at a time. Round r starts at `roundStart` (run creation for round 0,
+///      the settlement of round r-1 afterwards) and runs through fixed windows:
+///        [start, commitEnd)            solvers commit (one commitment per solver and round)
+///        [commitEnd, attestEnd)        the seed is drawn and verifiers attest (Verification)
+///        [attest time, challengeEnd)   attestations can be challenged (Disputes)
+///        challengeEnd + no open dispute: anyone posts the theta_(r+1) claim with a bond
+///        [claim time, + challengeWindow) the claim can be challenged once
+///        then `settle` closes the round in O(1) and opens round r+1.
+///      A commitment is one storage write: the slot of (run, solver) holds the round and the first 28
+///      bytes of keccak256(abi.encode(root, deltaHash, tokens)); joining the run creates that slot,
+///      so every commit rewrites a warm-able non-zero slot. The fields go into the `Committed` event.
+///      ETH held: the bonds of claims that are posted, challenged, upheld, or settled and not yet withdrawn.
+contract RunRegistry is IRunRegistry {
+    /// @notice Hot state of a run: everything `commit` and `settle` read, in one slot. The run is finished
+    ///         once `round` reaches `maxRounds`.
+    struct RunState {
+        uint40 roundStart;
+        uint32 round;
+        uint32 commitWindow;
+        uint96 solverMinStake;
+        uint16 openDisputes;
+        uint16 numSegments;
+        uint24 maxRounds;
+    }
+
+    /// @notice The rest of a run's configuration.
+    struct RunInfo {
+        uint128 sharesPerRound;
+        uint32 innerSteps;
+        uint32 stepsPerSegment;
+        uint32 maxRounds;
+        uint32 revenueReleasePeriod;
+    }
+
+    /// @notice A solver's latest commitment in a run: round + 1 (0 = joined, never committed) and hash.
+    struct Commitment {
+        uint32 roundPlusOne;
+        bytes28 hash;
+    }
+
+    /// @notice Status of a round's theta_(r+1) claim.
+    enum ClaimStatus {
+        None, // no claim (or the last one was rejected)
+        Posted, // claimed, challengeable until windowEnd = claim time + challengeWindow
+        Challenged, // a dispute is open over it
+        Upheld, // survived its dispute (or the dispute expired)
+        Settled // the round is settled with it
+    }
+
+    /// @notice The claim of a round (thetaHash is theta_(r+1) once settled). The bond stays here until
+    ///         the claimer withdraws it after settlement (`bondPaid`) or a jury rejects the claim.
+    struct Claim {
+        bytes32 thetaHash;
+        address claimer;
+        uint40 windowEnd;
+        uint16 nonce;
+        ClaimStatus status;
+        bool bondPaid;
+    }
+
+    bytes28 internal constant JOINED = bytes28(uint224(1));
+
+    IStakeManager public immutable stakeManager;
+    IVerification public immutable verification;
+    address public immutable disputes;
+    IModelShares public immutable modelShares;
+
+    /// @notice Number of runs created; run ids are 1..runCount.
+    uint256 public runCount;
+    mapping(uint256 runId => RunState) internal _state;
+    mapping(uint256 runId => RunParams) internal _params;
+    mapping(uint256 runId => RunEconomics) internal _economics;
+    mapping(uint256 runId => DisputeTerms) internal _terms;
+    mapping(uint256 runId => RunInfo) internal _info;
+    /// @notice theta_0 state hash of each run.
+    mapping(uint256 runId => bytes32) public theta0Hash;
+    /// @notice Run creator.
+    mapping(uint256 runId => address) public creatorOf;
+    mapping(uint256 runId => mapping(address solver => Commitment)) internal _commitments;
+    mapping(uint256 runId => mapping(uint64 round => Claim)) internal _claims;
+
+    /// @notice A run was created; `config` is everything it was created with, `rewardPool` the ETH sent.
+    event RunCreated(
+        uint256 indexed runId, address indexed creator, RunConfig config, address shareToken, uint256 rewardPool
+    );
+    /// @notice Round `round` of a run opened at `start`, training from `thetaHash`.
+    event RoundStarted(uint256 indexed runId, uint64 indexed round, uint256 start, bytes32 thetaHash);
+    /// @notice A solver joined a run (created its commitment slot).
+    event SolverJoined(uint256 indexed runId, address indexed solver);
+    /// @notice A solver committed for a round. Everything a verifier and an auditor need is here.
+    event Committed(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        bytes32 root,
+        bytes32 deltaHash,
+        uint32 numSegments,
+        uint64 tokens
+    );
+    /// @notice A theta_(r+1) claim was posted with a bond.
+    event ThetaClaimed(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed claimer,
+        bytes32 thetaHash,
+        uint16 nonce,
+        uint256 bond
+    );
+    /// @notice A claim's dispute ended: Upheld (it stands; also after a timeout) or None (rejected by a
+    ///         jury: removed, its bond sent to the Disputes contract for payout, a new claim may be posted).
+    ///         Its challenge is recorded by Disputes' ClaimChallenged event.
+    event ClaimResolved(
+        uint256 indexed runId, uint64 indexed round, uint16 nonce, ClaimStatus status, uint256 bondForfeited
+    );
+    /// @notice A round was settled: theta_(r+1) is `thetaHash` (the claim with `nonce`).
+    event RoundSettled(uint256 indexed runId, uint64 indexed round, bytes32 thetaHash, address claimer, uint16 nonce);
+    /// @notice The last round of a run was settled; nothing more can be committed.
+    event RunFinished(uint256 indexed runId, uint64 rounds);
+    /// @notice A settled claim's bond went back to its claimer.
+    event ClaimBondWithdrawn(uint256 indexed runId, uint64 indexed round, address indexed claimer, uint256 amount);
+
+    error InvalidConfig(string reason);
+    error UnknownRun(uint256 runId);
+    error RunIsFinished(uint256 runId);
+    error WrongRound(uint64 given, uint64 current);
+    error CommitWindowClosed(uint256 commitEnd);
+    error NotJoined(uint256 runId, address solver);
+    error AlreadyJoined(uint256 runId, address solver);
+    error AlreadyCommitted(uint256 runId, uint64 round, address solver);
+    error StakeTooLow(uint256 bonded, uint256 required);
+    error EmptyCommitment();
+    error CommitmentMismatch(uint256 runId, uint64 round, address solver);
+    error ChallengeWindowOpen(uint256 challengeEnd);
+    error DisputesOpen(uint256 openDisputes);
+    error ClaimExists(ClaimStatus status);
+    error NoClaim();
+    error WrongBond(uint256 sent, uint256 required);
+    error ClaimNotChallengeable(ClaimStatus status);
+    error WrongClaimNonce(uint16 given, uint16 current);
+    error ClaimWindowClosed(uint256 windowEnd);
+    error ClaimWindowOpen(uint256 windowEnd);
+    error NotDisputes(address caller);
+    error NotClaimer(address caller);
+    error NotSettledClaim(ClaimStatus status);
+    error BondAlreadyPaid();
+    error TransferFailed(address to, uint256 amount);
+
+    modifier onlyDisputes() {
+        if (msg.sender != disputes) revert NotDisputes(msg.sender);
+        _;
+    }
+
+    /// @param stakeManager_ The StakeManager.
+    /// @param verification_ The Verification contract (told when a solver joins, to create its status slot).
+    /// @param disputes_ The Disputes contract (the only caller of the dispute hooks).
+    /// @param modelShares_ ModelShares (share tokens and reward pools).
+    constructor(
+        IStakeManager stakeManager_,
+        IVerification verification_,
+        address disputes_,
+        IModelShares modelShares_
+    ) {
+        stakeManager = stakeManager_;
+        verification = verification_;
+        disputes = disputes_;
+        modelShares = modelShares_;
+    }
+
+    // ------------------------------------------------------------------ runs
+
+    /// @notice Create a run; `msg.value` is its reward pool, paid out to share holders as rounds settle.
+    /// @param config The run's configuration (see RunConfig); validated here.
+    /// @return runId The new run's id (1, 2, ...).
+    function createRun(RunConfig calldata config) external payable returns (uint256 runId) {
+        _validate(config);
+        runId = ++runCount;
+        _state[runId] = RunState({
+            roundStart: uint40(block.timestamp),
+            round: 0,
+            commitWindow: config.commitWindow,
+            solverMinStake: config.solverMinStake,
+            openDisputes: 0,
+            numSegments: uint16(config.innerSteps / config.stepsPerSegment),
+            maxRounds: uint24(config.maxRounds)
+        });
+        _params[runId] = RunParams({
+            attestWindow: config.attestWindow,
+            challengeWindow: config.challengeWindow,
+            disputeTimeout: config.disputeTimeout,
+            numSegments: config.innerSteps / config.stepsPerSegment,
+            samples: config.samplesPerCommitment,
+            verifiers: config.verifiersPerCommitment,
+            jurySize: config.jurySize,
+            attestationBond: config.attestationBond
+        });
+        _economics[runId] = RunEconomics({
+            challengeBond: config.challengeBond,
+            verifierMinStake: config.verifierMinStake,
+            solverShareBps: config.solverShareBps,
+            verifierShareBps: config.verifierShareBps,
+            jurorShareBps: config.jurorShareBps
+        });
+        _terms[runId] = DisputeTerms({
+            challengeBond: config.challengeBond, disputeTimeout: config.disputeTimeout, jurySize: config.jurySize
+        });
+        _info[runId] = RunInfo({
+            sharesPerRound: config.sharesPerRound,
+            innerSteps: config.innerSteps,
+            stepsPerSegment: config.stepsPerSegment,
+            maxRounds: config.maxRounds,
+            revenueReleasePeriod: config.revenueReleasePeriod
+        });
+        theta0Hash[runId] = config.theta0Hash;
+        creatorOf[runId] = msg.sender;
+        address token = modelShares.createRunShares{value: msg.value}(runId, config.revenueReleasePeriod);
+        emit RunCreated(runId, msg.sender, config, token, msg.value);
+        emit RoundStarted(runId, 0, block.timestamp, config.theta0Hash);
+    }
+
+    /// @notice Join a run as a solver: creates the caller's commitment slot (so each commit is one
+    ///         rewrite of it). Needs the run's solver stake.
+    /// @param runId The run.
+    function join(uint256 runId) external {
+        RunState memory state = _existing(runId);
+        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
+        if (_commitments[runId][msg.sender].hash != bytes28(0)) revert AlreadyJoined(runId, msg.sender);
+        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
+        if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
+        _commitments[runId][msg.sender] = Commitment({roundPlusOne: 0, hash: JOINED});
+        emit SolverJoined(runId, msg.sender);
+        verification.onSolverJoined(runId, msg.sender);
+    }
+
+    /// @notice Commit to this round's training: the Merkle root of the segment leaves, the pseudo-
+    ///         gradient's state hash and the tokens trained on. One per solver and round, inside the
+    ///         commit window, with bonded solver stake of at least the run's minimum.
+    /// @param runId The run.
+    /// @param round The current round of the run.
+    /// @param root Merkle root of the segment leaves (protocol.merkle).
+    /// @param deltaHash State hash of the pseudo-gradient theta_r - c_H.
+    /// @param tokens Tokens trained on this round (the sum over the leaves).
+    function commit(uint256 runId, uint64 round, bytes32 root, bytes32 deltaHash, uint64 tokens) external {
+        RunState memory state = _state[runId];
+        if (state.roundStart == 0) revert UnknownRun(runId);
+        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
+        if (round != state.round) revert WrongRound(round, state.round);
+        uint256 commitEnd = uint256(state.roundStart) + state.commitWindow;
+        if (block.timestamp >= commitEnd) revert CommitWindowClosed(commitEnd);
+        if (root == bytes32(0) || tokens == 0) revert EmptyCommitment();
+        Commitment memory previous = _commitments[runId][msg.sender];
+        if (previous.hash == bytes28(0)) revert NotJoined(runId, msg.sender);
+        if (previous.roundPlusOne == round + 1) revert AlreadyCommitted(runId, round, msg.sender);
+        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
+        if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
+        _commitments[runId][msg.sender] =
+            Commitment({roundPlusOne: uint32(round + 1), hash: _commitmentHash(root, deltaHash, tokens)});
+        emit Committed(runId, round, msg.sender, root, deltaHash, state.numSegments, tokens);
+    }
+
+    // ------------------------------------------------------------------ claims and settlement
+
+    /// @notice Post the claimed theta_(r+1) state hash of the current round, with a bond equal to the run's
+    ///         challenge bond. Allowed once the attestation challenge window has closed and every dispute
+    ///         of the round is resolved (the accepted pseudo-gradients are then final).
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param thetaHash State hash of theta_(r+1) = outer step over the accepted pseudo-gradients.
+    function postClaim(uint256 runId, uint64 round, bytes32 thetaHash) external payable {
+        RunState memory state = _existing(runId);
+        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
+        if (round != state.round) revert WrongRound(round, state.round);
+        RunParams memory p = _params[runId];
+        uint256 challengeEnd = uint256(state.roundStart) + state.commitWindow + p.attestWindow + p.challengeWindow;
+        if (block.timestamp < challengeEnd) revert ChallengeWindowOpen(challengeEnd);
+        if (state.openDisputes != 0) revert DisputesOpen(state.openDisputes);
+        Claim storage claim = _claims[runId][round];
+        if (claim.status != ClaimStatus.None) revert ClaimExists(claim.status);
+        uint256 bond = _terms[runId].challengeBond;
+        if (msg.value != bond) revert WrongBond(msg.value, bond);
+        claim.thetaHash = thetaHash;
+        claim.claimer = msg.sender;
+        claim.windowEnd = uint40(block.timestamp + p.challengeWindow);
+        claim.status = ClaimStatus.Posted;
+        emit ThetaClaimed(runId, round, msg.sender, thetaHash, claim.nonce, bond);
+    }
+
+    /// @notice Settle the current round with its claim: sets theta_(r+1), releases this round's part of the
+    ///         reward pool into the share token and opens the next round. O(1): shares are minted afterwards
+    ///         by each contributor (Verification, Disputes); the claimer withdraws its bond.
+    /// @param runId The run.
+    /// @param round The current round.
+    function settle(uint256 runId, uint64 round) external {
+        RunState memory state = _state[runId];
+        if (state.roundStart == 0) revert UnknownRun(runId);
+        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
+        if (round != state.round) revert WrongRound(round, state.round);
+        if (state.openDisputes != 0) revert DisputesOpen(state.openDisputes);
+        Claim storage claim = _claims[runId][round];
+        Claim memory c = claim;
+        if (c.status == ClaimStatus.Posted) {
+            if (block.timestamp < c.windowEnd) revert ClaimWindowOpen(c.windowEnd);
+        } else if (c.status != ClaimStatus.Upheld) {
+            revert NoClaim();
+        }
+        claim.status = ClaimStatus.Settled;
+        uint64 next = round + 1;
+        state.round = uint32(next);
+        state.roundStart = uint40(block.timestamp);
+        _state[runId] = state;
+        emit RoundSettled(runId, round, c.thetaHash, c.claimer, c.nonce);
+        if (next >= state.maxRounds) emit RunFinished(runId, next);
+        else emit RoundStarted(runId, next, block.timestamp, c.thetaHash);
+        modelShares.releasePool(runId, round, uint256(state.maxRounds) - round);
+    }
+
+    /// @notice Withdraw the bond of a settled claim (the claimer only, once).
+    /// @param runId The run.
+    /// @param round The settled round.
+    function withdrawClaimBond(uint256 runId, uint64 round) external {
+        Claim storage claim = _claims[runId][round];
+        if (claim.claimer != msg.sender) revert NotClaimer(msg.sender);
+        if (claim.status != ClaimStatus.Settled) revert NotSettledClaim(claim.status);
+        if (claim.bondPaid) revert BondAlreadyPaid();
+        claim.bondPaid = true;
+        uint256 amount = _terms[runId].challengeBond;
+        emit ClaimBondWithdrawn(runId, round, msg.sender, amount);
+        (bool ok,) = msg.sender.call{value: amount}("");
+        if (!ok) revert TransferFailed(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ hooks for Disputes
+
+    /// @notice A dispute over an attestation of the current round opened (Disputes only): checks the
+    ///         challenged commitment's fields against the stored hash and counts one more open dispute.
+    /// @param runId The run.
+    /// @param round The attestation's round (must be current).
+    /// @param solver The committing solver.
+    /// @param commitment The commitment fields the challenger passed.
+    /// @return The run's dispute terms (bond, timeout, jury size).
+    function onDisputeOpened(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        external
+        onlyDisputes
+        returns (DisputeTerms memory)
+    {
+        RunState storage state = _state[runId];
+        if (round != state.round) revert WrongRound(round, state.round);
+        _checkCommitment(runId, round, solver, commitment);
+        state.openDisputes += 1;
+        return _terms[runId];
+    }
+
+    /// @notice A dispute of the current round was executed or expired (Disputes only).
+    /// @param runId The run.
+    function onDisputeClosed(uint256 runId) external onlyDisputes {
+        _state[runId].openDisputes -= 1;
+    }
+
+    /// @notice The current round's claim is challenged (Disputes only); it can be challenged once,
+    ///         inside its challenge window. Counts as an open dispute (recorded by Disputes' event).
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param claimNonce The claim's nonce (bumped each time a claim is rejected).
+    /// @return claimer Who posted the claim.
+    function onClaimChallenged(uint256 runId, uint64 round, uint16 claimNonce)
+        external
+        onlyDisputes
+        returns (address claimer)
+    {
+        RunState storage state = _state[runId];
+        if (round != state.round) revert WrongRound(round, state.round);
+        Claim storage claim = _claims[runId][round];
+        if (claim.status != ClaimStatus.Posted) revert ClaimNotChallengeable(claim.status);
+        if (claimNonce != claim.nonce) revert WrongClaimNonce(claimNonce, claim.nonce);
+        if (block.timestamp >= claim.windowEnd) revert ClaimWindowClosed(claim.windowEnd);
+        claim.status = ClaimStatus.Challenged;
+        state.openDisputes += 1;
+        return claim.claimer;
+    }
+
+    /// @notice The dispute over the current round's claim ended (Disputes only). A rejected claim is
+    ///         removed (a new one can be posted) and its bond sent to Disputes for payout.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param outcome Rejected, Upheld or Expired (the claim stands).
+    /// @return forfeited The claim bond sent to Disputes (0 unless rejected).
+    function onClaimResolved(uint256 runId, uint64 round, ClaimOutcome outcome)
+        external
+        onlyDisputes
+        returns (uint256 forfeited)
+    {
+        RunState storage state = _state[runId];
+        Claim storage claim = _claims[runId][round];
+        if (round != state.round || claim.status != ClaimStatus.Challenged) revert ClaimNotChallengeable(claim.status);
+        state.openDisputes -= 1;
+        uint16 nonce = claim.nonce;
+        if (outcome != ClaimOutcome.Rejected) {
+            claim.status = ClaimStatus.Upheld;
+            emit ClaimResolved(runId, round, nonce, ClaimStatus.Upheld, 0);
+            return 0;
+        }
+        forfeited = _terms[runId].challengeBond;
+        delete _claims[runId][round];
+        _claims[runId][round].nonce = nonce + 1;
+        emit ClaimResolved(runId, round, nonce, ClaimStatus.None, forfeited);
+        (bool ok,) = msg.sender.call{value: forfeited}("");
+        if (!ok) revert TransferFailed(msg.sender, forfeited);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IRunRegistry
+    function checkCommitment(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        external
+        view
+    {
+        _checkCommitment(runId, round, solver, commitment);
+    }
+
+    /// @notice A solver's latest commitment slot in a run.
+    /// @param runId The run.
+    /// @param solver The solver.
+    /// @return round The round of the latest commitment (meaningful only if `committed`).
+    /// @return committed Whether the solver ever committed in this run.
+    /// @return hash First 28 bytes of keccak256(abi.encode(root, deltaHash, tokens)); JOINED marker before.
+    function commitmentOf(uint256 runId, address solver)
+        external
+        view
+        returns (uint64 round, bool committed, bytes28 hash)
+    {
+        Commitment memory c = _commitments[runId][solver];
+        committed = c.roundPlusOne != 0;
+        round = committed ? c.roundPlusOne - 1 : 0;
+        hash = c.hash;
+    }
+
+    /// @notice Whether a solver joined a run.
+    /// @param runId The run.
+    /// @param solver The solver.
+    /// @return True after `join`.
+    function hasJoined(uint256 runId, address solver) external view returns (bool) {
+        return _commitments[runId][solver].hash != bytes28(0);
+    }
+
+    /// @inheritdoc IRunRegistry
+    function runParams(uint256 runId) external view returns (RunParams memory) {
+        _existing(runId);
+        return _params[runId];
+    }
+
+    /// @inheritdoc IRunRegistry
+    function runEconomics(uint256 runId) external view returns (RunEconomics memory) {
+        _existing(runId);
+        return _economics[runId];
+    }
+
+    /// @notice Shares per round, H, k, rounds and the revenue release period of a run.
+    /// @param runId The run.
+    /// @return The run's RunInfo.
+    function runInfo(uint256 runId) external view returns (RunInfo memory) {
+        _existing(runId);
+        return _info[runId];
+    }
+
+    /// @notice The hot state of a run (round, round start, open disputes, ...).
+    /// @param runId The run.
+    /// @return The run's RunState.
+    function runState(uint256 runId) external view returns (RunState memory) {
+        return _existing(runId);
+    }
+
+    /// @inheritdoc IRunRegistry
+    function disputeTerms(uint256 runId) external view returns (DisputeTerms memory) {
+        _existing(runId);
+        return _terms[runId];
+    }
+
+    /// @inheritdoc IRunRegistry
+    function roundTimes(uint256 runId) external view returns (RoundTimes memory t) {
+        RunState memory state = _existing(runId);
+        RunParams memory p = _params[runId];
+        t.round = state.round;
+        t.start = state.roundStart;
+        t.commitEnd = t.start + state.commitWindow;
+        t.attestEnd = t.commitEnd + p.attestWindow;
+        t.challengeEnd = t.attestEnd + p.challengeWindow;
+        t.finished = state.round >= state.maxRounds;
+    }
+
+    /// @inheritdoc IRunRegistry
+    function solverMinStake(uint256 runId) external view returns (uint256) {
+        return _existing(runId).solverMinStake;
+    }
+
+    /// @inheritdoc IRunRegistry
+    function sharesPerRound(uint256 runId) external view returns (uint256) {
+        _existing(runId);
+        return _info[runId].sharesPerRound;
+    }
+
+    /// @inheritdoc IRunRegistry
+    function isSettled(uint256 runId, uint64 round) external view returns (bool) {
+        RunState memory state = _state[runId];
+        return state.roundStart != 0 && round < state.round;
+    }
+
+    /// @notice The claim of a round (theta_(r+1) once its status is Settled).
+    /// @param runId The run.
+    /// @param round The round.
+    /// @return The claim.
+    function claimOf(uint256 runId, uint64 round) external view returns (Claim memory) {
+        return _claims[runId][round];
+    }
+
+    /// @inheritdoc IRunRegistry
+    function claimerOf(uint256 runId, uint64 round) external view returns (address) {
+        return _claims[runId][round].claimer;
+    }
+
+    /// @notice theta_r, the state a round trains from: theta_0, then each settled claim.
+    /// @param runId The run.
+    /// @param round The round (at most the current one).
+    /// @return The state hash.
+    function thetaOf(uint256 runId, uint64 round) external view returns (bytes32) {
+        RunState memory state = _existing(runId);
+        if (round > state.round) revert WrongRound(round, state.round);
+        return round == 0 ? theta0Hash[runId] : _claims[runId][round - 1].thetaHash;
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    function _existing(uint256 runId) internal view returns (RunState memory state) {
+        state = _state[runId];
+        if (state.roundStart == 0) revert UnknownRun(runId);
+    }
+
+    function _checkCommitment(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        internal
+        view
+    {
+        Commitment memory c = _commitments[runId][solver];
+        if (
+            c.roundPlusOne != round + 1
+                || c.hash != _commitmentHash(commitment.root, commitment.deltaHash, commitment.tokens)
+        ) revert CommitmentMismatch(runId, round, solver);
+    }
+
+    function _commitmentHash(bytes32 root, bytes32 deltaHash, uint64 tokens) internal pure returns (bytes28) {
+        return bytes28(keccak256(abi.encode(root, deltaHash, tokens)));
+    }
+
+    function _validate(RunConfig calldata c) internal view {
+        if (c.innerSteps == 0 || c.stepsPerSegment == 0 || c.innerSteps % c.stepsPerSegment != 0) {
+            revert InvalidConfig("innerSteps must be a positive multiple of stepsPerSegment");
+        }
+        if (c.samplesPerCommitment == 0 || c.samplesPerCommitment > Constants.MAX_SAMPLES) {
+            revert InvalidConfig("samplesPerCommitment must be in [1, MAX_SAMPLES]");
+        }
+        if (c.verifiersPerCommitment == 0 || c.verifiersPerCommitment > Constants.MAX_VERIFIERS_PER_COMMITMENT) {
+            revert InvalidConfig("verifiersPerCommitment must be in [1, MAX_VERIFIERS_PER_COMMITMENT]");
+        }
+        if (c.jurySize == 0 || c.jurySize > Constants.MAX_JURY_SIZE) {
+            revert InvalidConfig("jurySize must be in [1, MAX_JURY_SIZE]");
+        }
+        if (c.commitWindow == 0 || c.attestWindow == 0 || c.challengeWindow == 0 || c.disputeTimeout == 0) {
+            revert InvalidConfig("every window must be positive");
+        }
+        uint256 lifetime =
+            uint256(c.commitWindow) + c.attestWindow + 2 * (uint256(c.challengeWindow) + c.disputeTimeout);
+        if (lifetime > stakeManager.unbondingDelay()) {
+            revert InvalidConfig("commit + attest + 2 * (challenge + dispute) windows exceed the unbonding delay");
+        }
+        if (c.solverMinStake == 0 || c.verifierMinStake == 0 || c.attestationBond == 0 || c.challengeBond == 0) {
+            revert InvalidConfig("stakes and bonds must be positive");
+        }
+        if (uint256(c.solverShareBps) + c.verifierShareBps + c.jurorShareBps != Constants.BPS_DENOMINATOR) {
+            revert InvalidConfig("share split must sum to BPS_DENOMINATOR");
+        }
+        if (c.innerSteps / c.stepsPerSegment > type(uint16).max) {
+            revert InvalidConfig("a commitment has at most 65535 segments");
+        }
+        if (c.maxRounds == 0 || c.maxRounds > type(uint24).max || c.revenueReleasePeriod == 0) {
+            revert InvalidConfig("maxRounds must be in [1, 2^24) and revenueReleasePeriod positive");
+        }
+        if (c.sharesPerRound < Constants.MIN_SUPPLY_FOR_RELEASE) {
+            revert InvalidConfig("sharesPerRound must be at least one whole share");
+        }
+        if (uint256(c.sharesPerRound) * c.maxRounds > Constants.MAX_TOTAL_SHARES) {
+            revert InvalidConfig("sharesPerRound * maxRounds exceeds MAX_TOTAL_SHARES");
+        }
+    }
+}

@@ -1,0 +1,740 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Constants} from "./Constants.sol";
+import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
+import {IVerification} from "./interfaces/IVerification.sol";
+import {AttestationRef, CommitmentData, LeafData} from "./interfaces/Types.sol";
+
+/// @notice The one thing Verification asks Disputes: whether a seat's attestation is under dispute.
+interface IDisputeStatus {
+    /// @notice Whether the seat's attestation has an unresolved dispute.
+    function isAttestationDisputed(AttestationRef calldata ref) external view returns (bool);
+}
+import {Sampling} from "./libraries/Sampling.sol";
+import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
+
+/// @title Verification
+/// @notice Verifier registration per run, the sampling seed of each round, verifier assignment and segment
+///         sampling, attestations with bonds, their finalization, and the per-round totals that shares are
+///         minted against.
+/// @dev Seed: after the commit window the first `drawSeed` of a round stores the first 12 bytes of
+///      blockhash(block.number - 1) as the round's seed base; the parent block already contains every
+///      commitment of the round, so no solver knew it when committing. `seedBase(run, round)` returns it as
+///      bytes32 (12 bytes, zero-padded), which is the `blockHash` input of Sampling.seed / protocol.sampling.
+///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); sampled segment j =
+///      Sampling.sample(seed, j, numSegments); verifier of seat q = list[(offset + q) % count] with
+///      offset = Sampling.sample(seed, VERIFIER_DRAW_INDEX, count) over the run's verifier list as it was
+///      when the seed was drawn (distinct verifiers for distinct seats).
+///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned.
+///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
+///      attestation or overturned pass stands. Per round, the tokens of accepted commitments and the number
+///      of standing attestations are kept current in O(1) as attestations are made and disputes end.
+///      Storage: the status of a solver's commitment lives in one slot per (run, solver), created when the
+///      solver joins and rewritten by the first attestation of each round, so no attestation pays for a
+///      fresh slot. If the previous round's status still has something to pay out (a bond to return, shares
+///      to mint), that attestation first copies it to a per-(run, round, solver) archive, where finalize and
+///      the share claims find it; nothing is ever dropped.
+///      ETH held: bonds of attestations in Attested or Challenged state + credits.
+contract Verification is IVerification {
+    /// @notice One entry of a run's verifier list; entries never move (assignment indexes into the list).
+    struct VerifierEntry {
+        address account;
+        bool active;
+    }
+
+    /// @notice Per (run, round), fixed by `drawSeed` (one slot, read by every attestation and challenge).
+    struct RoundSeed {
+        bytes12 seed;
+        uint40 attestEnd;
+        uint40 challengeEnd;
+        uint16 verifierCount;
+        uint8 verifiers;
+        uint16 samples;
+        uint16 numSegments;
+    }
+
+    /// @notice Per (run, round): running totals and the attestation bond (one slot).
+    struct RoundTally {
+        uint32 totalChecks; // standing attestations (not overturned)
+        uint96 totalTokens; // tokens of accepted commitments
+        uint128 attestationBond;
+    }
+
+    /// @notice A commitment's status: its round + 1, tokens, standing passes and faults, whether the solver's
+    ///         shares were minted, and the 16-bit state of each verifier seat (bits 0-2 state, 3 fail,
+    ///         4 shares minted, 5-15 the sample a fail named). `live` keeps the slot non-zero.
+    struct CommitmentStatus {
+        uint32 roundPlusOne;
+        uint64 tokens;
+        uint8 passes;
+        uint8 faults;
+        bool solverMinted;
+        bool live;
+        uint128 seats;
+    }
+
+    /// @notice State of one attestation (Challenged is held by Disputes while a dispute runs).
+    enum AttestationState {
+        None,
+        Attested,
+        Challenged,
+        Finalized,
+        Upheld,
+        Overturned
+    }
+
+    IStakeManager public immutable stakeManager;
+    IRunRegistry public immutable runRegistry;
+    address public immutable disputes;
+    IModelShares public immutable modelShares;
+
+    mapping(uint256 runId => mapping(uint256 index => VerifierEntry)) internal _verifiers;
+    /// @notice Length of each run's verifier list (entries are never removed, only deactivated).
+    mapping(uint256 runId => uint256) public verifierCount;
+    mapping(uint256 runId => mapping(address verifier => uint256)) internal _indexPlusOne;
+    mapping(uint256 runId => mapping(uint64 round => RoundSeed)) internal _seeds;
+    mapping(uint256 runId => mapping(uint64 round => RoundTally)) internal _tallies;
+    mapping(uint256 runId => mapping(address solver => CommitmentStatus)) internal _live;
+    mapping(uint256 runId => mapping(uint64 round => mapping(address solver => CommitmentStatus))) internal _archive;
+    /// @notice Returned bonds and fault rewards owed (pull with `withdraw`).
+    mapping(address account => uint256) public credits;
+
+    /// @notice A verifier registered in (or returned to) a run's list at `index`; its stake is locked.
+    event VerifierRegistered(uint256 indexed runId, address indexed verifier, uint256 index);
+    /// @notice A verifier left a run's list (`slashed`: removed after an overturned attestation).
+    event VerifierDeregistered(uint256 indexed runId, address indexed verifier, uint256 index, bool slashed);
+    /// @notice The seed of a round was fixed from the hash of block `blockNumber`; `seedBase` is its first
+    ///         12 bytes, the input of every sampling seed of the round. `verifierCount` is the list snapshot.
+    event SeedDrawn(
+        uint256 indexed runId,
+        uint64 indexed round,
+        bytes32 seedBase,
+        uint256 blockNumber,
+        bytes32 blockHash,
+        uint256 verifierCount
+    );
+    /// @notice A verifier attested (with the run's attestation bond) that every sampled segment of a
+    ///         commitment replays correctly.
+    event PassAttested(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, address verifier, uint8 slot
+    );
+    /// @notice A verifier attested (with the bond) that sampled segment `segmentIndex` (draw `sampleIndex`)
+    ///         is wrong; `leaf` is the committed leaf, proven against the root, naming the disputed checkpoints.
+    event FailAttested(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        address verifier,
+        uint8 slot,
+        uint16 sampleIndex,
+        uint32 segmentIndex,
+        LeafData leaf
+    );
+    /// @notice An unchallenged attestation was finalized; its bond was credited back to the verifier.
+    event AttestationFinalized(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, uint8 slot, address verifier, uint256 bond
+    );
+    /// @notice A challenged attestation's dispute ended. Upheld (also after a timeout): the bond was credited
+    ///         back. Overturned: it stopped counting and its bond went to Disputes for payout.
+    event AttestationResolved(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        uint8 slot,
+        address verifier,
+        AttestationState state,
+        uint256 bond
+    );
+    /// @notice A finalized fail attestation slashed the solver; `taken` was split between the verifier
+    ///         (`toVerifier`, credited) and the run's reward pool (`toPool`).
+    event SolverFaultPaid(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        bytes32 faultKey,
+        uint256 taken,
+        address verifier,
+        uint256 toVerifier,
+        uint256 toPool
+    );
+    /// @notice A finished round's commitment status still owed something and moved to the archive.
+    event StatusArchived(uint256 indexed runId, uint64 indexed round, address indexed solver);
+    /// @notice Shares were minted for a standing attestation.
+    event VerifierSharesClaimed(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        uint8 slot,
+        address verifier,
+        uint256 shares
+    );
+    /// @notice Shares were minted for an accepted commitment.
+    event SolverSharesClaimed(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 shares);
+    /// @notice Credits left the contract.
+    event Withdrawn(address indexed account, uint256 amount);
+
+    error RunIsFinished(uint256 runId);
+    error StakeTooLow(uint256 bonded, uint256 required);
+    error AlreadyRegistered(uint256 runId, address verifier);
+    error NotRegistered(uint256 runId, address verifier);
+    error VerifierListFull(uint256 runId);
+    error WrongRound(uint64 given, uint64 current);
+    error OutsideAttestWindow(uint256 opensAt, uint256 closesAt);
+    error SeedAlreadyDrawn(uint256 runId, uint64 round);
+    error SeedNotDrawn(uint256 runId, uint64 round);
+    error SeatVoid(uint8 slot);
+    error NotAssignedVerifier(address caller, address assigned);
+    error WrongBond(uint256 sent, uint256 required);
+    error AlreadyAttested(uint8 slot);
+    error BadSampleIndex(uint16 sampleIndex, uint16 limit);
+    error InvalidLeafProof();
+    error WrongState(AttestationState state);
+    error ChallengeWindowOpen(uint256 challengeEnd);
+    error ChallengeWindowClosed(uint256 challengeEnd);
+    error NotSettled(uint256 runId, uint64 round);
+    error NotAccepted(uint256 runId, uint64 round, address solver);
+    error AlreadyMinted();
+    error NotDisputes(address caller);
+    error NotRunRegistry(address caller);
+    error UnexpectedEther(address from);
+    error NothingToWithdraw();
+    error TransferFailed(address to, uint256 amount);
+
+    modifier onlyDisputes() {
+        if (msg.sender != disputes) revert NotDisputes(msg.sender);
+        _;
+    }
+
+    /// @param stakeManager_ The StakeManager.
+    /// @param runRegistry_ The RunRegistry.
+    /// @param disputes_ The Disputes contract (the only caller of the dispute hooks).
+    /// @param modelShares_ ModelShares (mints, reward pools).
+    constructor(IStakeManager stakeManager_, IRunRegistry runRegistry_, address disputes_, IModelShares modelShares_) {
+        stakeManager = stakeManager_;
+        runRegistry = runRegistry_;
+        disputes = disputes_;
+        modelShares = modelShares_;
+    }
+
+    /// @notice Slash proceeds from the StakeManager; nothing else may send ETH without a function.
+    receive() external payable {
+        if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
+    }
+
+    // ------------------------------------------------------------------ registration
+
+    /// @notice Join a run's verifier list (or return to it). Needs bonded verifier stake of at least the
+    ///         run's minimum; locks the caller's verifier stake against unbonding until `deregister`.
+    /// @param runId The run.
+    function register(uint256 runId) external {
+        if (runRegistry.roundTimes(runId).finished) revert RunIsFinished(runId);
+        uint256 required = runRegistry.runEconomics(runId).verifierMinStake;
+        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_VERIFIER);
+        if (bonded < required) revert StakeTooLow(bonded, required);
+        uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
+        if (indexPlusOne == 0) {
+            uint256 count = verifierCount[runId];
+            if (count >= Constants.MAX_VERIFIERS_PER_RUN) revert VerifierListFull(runId);
+            _verifiers[runId][count] = VerifierEntry({account: msg.sender, active: true});
+            verifierCount[runId] = count + 1;
+            indexPlusOne = count + 1;
+            _indexPlusOne[runId][msg.sender] = indexPlusOne;
+        } else {
+            VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
+            if (entry.active) revert AlreadyRegistered(runId, msg.sender);
+            entry.active = true;
+        }
+        emit VerifierRegistered(runId, msg.sender, indexPlusOne - 1);
+        stakeManager.lock(msg.sender, Constants.ROLE_VERIFIER);
+    }
+
+    /// @notice Leave a run's verifier list: the caller's seats become void and one stake lock is released.
+    ///         Attestations already made stay slashable (the unbonding delay outlasts their disputes).
+    /// @param runId The run.
+    function deregister(uint256 runId) external {
+        uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
+        if (indexPlusOne == 0 || !_verifiers[runId][indexPlusOne - 1].active) revert NotRegistered(runId, msg.sender);
+        _verifiers[runId][indexPlusOne - 1].active = false;
+        emit VerifierDeregistered(runId, msg.sender, indexPlusOne - 1, false);
+        stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
+    }
+
+    // ------------------------------------------------------------------ seed
+
+    /// @notice Fix the current round's seed (anyone, once, inside the attestation window) from the hash of the
+    ///         parent block, mined after every commitment of the round. Also snapshots the size of the verifier
+    ///         list, so later registrations cannot change assignments, and the round's parameters.
+    /// @param runId The run.
+    /// @param round The current round.
+    function drawSeed(uint256 runId, uint64 round) external {
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        if (t.finished) revert RunIsFinished(runId);
+        if (round != t.round) revert WrongRound(round, t.round);
+        if (block.timestamp < t.commitEnd || block.timestamp >= t.attestEnd) {
+            revert OutsideAttestWindow(t.commitEnd, t.attestEnd);
+        }
+        if (_seeds[runId][round].attestEnd != 0) revert SeedAlreadyDrawn(runId, round);
+        IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
+        bytes32 blockHash = blockhash(block.number - 1);
+        uint256 count = verifierCount[runId];
+        _seeds[runId][round] = RoundSeed({
+            seed: bytes12(blockHash),
+            attestEnd: uint40(t.attestEnd),
+            challengeEnd: uint40(t.challengeEnd),
+            verifierCount: uint16(count),
+            verifiers: p.verifiers,
+            samples: p.samples,
+            numSegments: uint16(p.numSegments)
+        });
+        _tallies[runId][round] = RoundTally({totalChecks: 0, totalTokens: 0, attestationBond: p.attestationBond});
+        emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), block.number - 1, blockHash, count);
+    }
+
+    // ------------------------------------------------------------------ attestations
+
+    /// @notice Attest that every sampled segment of a commitment replays correctly, with the run's
+    ///         attestation bond. Only the verifier assigned to `ref.slot`, inside the attestation window.
+    /// @param ref The seat: run, round, solver, slot.
+    /// @param commitment The solver's commitment fields (checked against the stored hash).
+    function attestPass(AttestationRef calldata ref, CommitmentData calldata commitment) external payable {
+        _attestContext(ref);
+        runRegistry.checkCommitment(ref.runId, ref.round, ref.solver, commitment);
+        _record(ref, commitment.tokens, false, 0);
+        emit PassAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot);
+    }
+
+    /// @notice Attest that sampled segment `sampleIndex` of a commitment is wrong (or was not served), with
+    ///         the committed leaf and its Merkle proof, so the chain records which checkpoints are disputed.
+    /// @param ref The seat: run, round, solver, slot.
+    /// @param commitment The solver's commitment fields (checked against the stored hash).
+    /// @param sampleIndex Which draw (< samples per commitment); the segment is the draw's value.
+    /// @param leaf The committed leaf of that segment.
+    /// @param proof Merkle proof of the leaf under the commitment root.
+    function attestFail(
+        AttestationRef calldata ref,
+        CommitmentData calldata commitment,
+        uint16 sampleIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) external payable {
+        RoundSeed memory rs = _attestContext(ref);
+        runRegistry.checkCommitment(ref.runId, ref.round, ref.solver, commitment);
+        if (sampleIndex >= rs.samples) revert BadSampleIndex(sampleIndex, rs.samples);
+        uint32 segmentIndex = _checkLeaf(ref, rs, commitment.root, sampleIndex, leaf, proof);
+        _record(ref, commitment.tokens, true, sampleIndex);
+        emit FailAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot, sampleIndex, segmentIndex, leaf);
+    }
+
+    /// @notice Finalize an unchallenged attestation once the challenge window has closed (anyone): the bond is
+    ///         credited back to the verifier; a fail attestation also slashes the solver's stake (at most once
+    ///         per commitment), paying WINNER_REWARD_BPS of it to the verifier and the rest to the pool.
+    /// @param ref The seat.
+    function finalize(AttestationRef calldata ref) external {
+        RoundSeed memory rs = _drawn(ref.runId, ref.round);
+        if (block.timestamp < rs.challengeEnd) revert ChallengeWindowOpen(rs.challengeEnd);
+        CommitmentStatus storage st = _statusOf(ref.runId, ref.round, ref.solver);
+        uint16 seat = _seat(st.seats, ref.slot);
+        if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
+        if (IDisputeStatus(disputes).isAttestationDisputed(ref)) revert WrongState(AttestationState.Challenged);
+        bool isFail = _isFail(seat);
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Finalized, isFail, false, _sample(seat)));
+        address verifier = _assigned(ref, rs).account;
+        uint256 bond = _tallies[ref.runId][ref.round].attestationBond;
+        credits[verifier] += bond;
+        emit AttestationFinalized(ref.runId, ref.round, ref.solver, ref.slot, verifier, bond);
+        if (isFail) _slashSolver(ref, verifier);
+    }
+
+    /// @notice Mint the shares of a standing attestation (Finalized or Upheld) once its round is settled
+    ///         (anyone; shares go to the verifier): the round's verifier share divided by its standing
+    ///         attestations. Once per attestation.
+    /// @param ref The seat.
+    function claimVerifierShares(AttestationRef calldata ref) external {
+        if (!runRegistry.isSettled(ref.runId, ref.round)) revert NotSettled(ref.runId, ref.round);
+        CommitmentStatus storage st = _statusOf(ref.runId, ref.round, ref.solver);
+        uint16 seat = _seat(st.seats, ref.slot);
+        AttestationState state = _state(seat);
+        if (state != AttestationState.Finalized && state != AttestationState.Upheld) revert WrongState(state);
+        if (_minted(seat)) revert AlreadyMinted();
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(state, _isFail(seat), true, _sample(seat)));
+        uint256 bucket = runRegistry.sharesPerRound(ref.runId) * runRegistry.runEconomics(ref.runId).verifierShareBps
+            / Constants.BPS_DENOMINATOR;
+        uint256 shares = bucket / _tallies[ref.runId][ref.round].totalChecks;
+        address verifier = _assigned(ref, _seeds[ref.runId][ref.round]).account;
+        emit VerifierSharesClaimed(ref.runId, ref.round, ref.solver, ref.slot, verifier, shares);
+        modelShares.mint(ref.runId, ref.round, verifier, shares, IModelShares.ShareKind.Verifier);
+    }
+
+    /// @notice Mint the shares of an accepted commitment once its round is settled (anyone; shares go to the
+    ///         solver): the round's solver share times the commitment's tokens over all accepted tokens.
+    /// @param runId The run.
+    /// @param round The round.
+    /// @param solver The solver.
+    function claimSolverShares(uint256 runId, uint64 round, address solver) external {
+        if (!runRegistry.isSettled(runId, round)) revert NotSettled(runId, round);
+        CommitmentStatus storage st = _statusOf(runId, round, solver);
+        if (st.passes == 0 || st.faults != 0) revert NotAccepted(runId, round, solver);
+        if (st.solverMinted) revert AlreadyMinted();
+        st.solverMinted = true;
+        uint256 bucket = runRegistry.sharesPerRound(runId) * runRegistry.runEconomics(runId).solverShareBps
+            / Constants.BPS_DENOMINATOR;
+        uint256 shares = bucket * st.tokens / _tallies[runId][round].totalTokens;
+        emit SolverSharesClaimed(runId, round, solver, shares);
+        modelShares.mint(runId, round, solver, shares, IModelShares.ShareKind.Solver);
+    }
+
+    /// @notice Withdraw the caller's credits (returned bonds, fault rewards).
+    function withdraw() external {
+        uint256 amount = credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw();
+        credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        (bool ok,) = msg.sender.call{value: amount}("");
+        if (!ok) revert TransferFailed(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ hooks
+
+    /// @inheritdoc IVerification
+    /// @dev RunRegistry only: creates the solver's status slot for the run (so attestations rewrite it).
+    function onSolverJoined(uint256 runId, address solver) external {
+        if (msg.sender != address(runRegistry)) revert NotRunRegistry(msg.sender);
+        _live[runId][solver].live = true;
+    }
+
+    /// @inheritdoc IVerification
+    /// @dev Checks that the attestation can be challenged now and that the disputed leaf is a sampled segment
+    ///      (for a fail: the one the fail named) proven under `root` (RunRegistry checks `root` against the
+    ///      commitment). A view: while the dispute runs, the seat stays Attested here and Disputes holds the
+    ///      Challenged state (finalize asks Disputes; `attestationOf` reports Challenged).
+    function checkChallenge(
+        AttestationRef calldata ref,
+        bytes32 root,
+        uint16 sampleIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) external view returns (ChallengedAttestation memory c) {
+        RoundSeed memory rs = _drawn(ref.runId, ref.round);
+        if (block.timestamp >= rs.challengeEnd) revert ChallengeWindowClosed(rs.challengeEnd);
+        CommitmentStatus storage st = _live[ref.runId][ref.solver];
+        uint16 seat = st.roundPlusOne == ref.round + 1 ? _seat(st.seats, ref.slot) : 0;
+        if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
+        c.isFail = _isFail(seat);
+        if (c.isFail) {
+            if (sampleIndex != _sample(seat)) revert BadSampleIndex(sampleIndex, _sample(seat));
+        } else if (sampleIndex >= rs.samples) {
+            revert BadSampleIndex(sampleIndex, rs.samples);
+        }
+        c.segmentIndex = _checkLeaf(ref, rs, root, sampleIndex, leaf, proof);
+        c.sampleIndex = sampleIndex;
+    }
+
+    /// @inheritdoc IVerification
+    /// @dev Upheld or Expired: the attestation stands (state Upheld) and its bond is credited back.
+    ///      Overturned: it stops counting (a pass becomes a proven fault of the commitment, a fail stops
+    ///      blocking it), the verifier leaves the run's list and its bond is sent to Disputes.
+    function onResolved(AttestationRef calldata ref, Resolution resolution)
+        external
+        onlyDisputes
+        returns (address attester, bool isFail, uint256 forfeitedBond)
+    {
+        CommitmentStatus memory st = _live[ref.runId][ref.solver];
+        uint16 seat = st.roundPlusOne == ref.round + 1 ? _seat(st.seats, ref.slot) : 0;
+        if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
+        isFail = _isFail(seat);
+        attester = _assigned(ref, _seeds[ref.runId][ref.round]).account;
+        RoundTally memory tally = _tallies[ref.runId][ref.round];
+        if (resolution != Resolution.Overturned) {
+            st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Upheld, isFail, false, _sample(seat)));
+            _live[ref.runId][ref.solver] = st;
+            credits[attester] += tally.attestationBond;
+            emit AttestationResolved(
+                ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Upheld, tally.attestationBond
+            );
+            return (attester, isFail, 0);
+        }
+        bool wasAccepted = st.passes > 0 && st.faults == 0;
+        if (isFail) {
+            st.faults -= 1;
+        } else {
+            st.passes -= 1;
+            st.faults += 1;
+        }
+        _adjustTokens(tally, wasAccepted, st);
+        tally.totalChecks -= 1;
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Overturned, isFail, false, _sample(seat)));
+        _live[ref.runId][ref.solver] = st;
+        _tallies[ref.runId][ref.round] = tally;
+        forfeitedBond = tally.attestationBond;
+        emit AttestationResolved(
+            ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Overturned, forfeitedBond
+        );
+        _removeVerifier(ref.runId, attester);
+        (bool ok,) = msg.sender.call{value: forfeitedBond}("");
+        if (!ok) revert TransferFailed(msg.sender, forfeitedBond);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IVerification
+    function attesterOf(AttestationRef calldata ref) external view returns (address) {
+        return _assigned(ref, _drawn(ref.runId, ref.round)).account;
+    }
+
+    /// @notice The verifier assigned to a seat and whether it may attest (active, not the solver).
+    /// @param ref The seat.
+    /// @return verifier The assigned account.
+    /// @return eligible Whether that account can attest this seat now.
+    function assignedVerifier(AttestationRef calldata ref) external view returns (address verifier, bool eligible) {
+        VerifierEntry memory entry = _assigned(ref, _drawn(ref.runId, ref.round));
+        return (entry.account, entry.active && entry.account != ref.solver);
+    }
+
+    /// @notice The round's seed base: the first 12 bytes of the drawn block hash, zero-padded (zero until drawn).
+    /// @param runId The run.
+    /// @param round The round.
+    /// @return The `blockHash` input of Sampling.seed for every commitment of the round.
+    function seedBase(uint256 runId, uint64 round) external view returns (bytes32) {
+        return bytes32(_seeds[runId][round].seed);
+    }
+
+    /// @notice Segment index of draw `sampleIndex` of a commitment (the seed must be drawn).
+    /// @param runId The run.
+    /// @param round The round.
+    /// @param solver The solver.
+    /// @param sampleIndex The draw.
+    /// @return The segment index.
+    function sampledSegment(uint256 runId, uint64 round, address solver, uint256 sampleIndex)
+        external
+        view
+        returns (uint256)
+    {
+        RoundSeed memory rs = _drawn(runId, round);
+        return Sampling.sample(Sampling.seed(bytes32(rs.seed), runId, round, solver), sampleIndex, rs.numSegments);
+    }
+
+    /// @notice State of an attestation seat.
+    /// @param ref The seat.
+    /// @return state The state.
+    /// @return isFail Whether it is a fail attestation.
+    /// @return sharesMinted Whether its shares were minted.
+    /// @return sampleIndex For a fail: the draw it named.
+    function attestationOf(AttestationRef calldata ref)
+        external
+        view
+        returns (AttestationState state, bool isFail, bool sharesMinted, uint16 sampleIndex)
+    {
+        uint16 seat = _seat(_statusOf(ref.runId, ref.round, ref.solver).seats, ref.slot);
+        state = _state(seat);
+        if (state == AttestationState.Attested && IDisputeStatus(disputes).isAttestationDisputed(ref)) {
+            state = AttestationState.Challenged;
+        }
+        return (state, _isFail(seat), _minted(seat), _sample(seat));
+    }
+
+    /// @notice Status of a commitment (zeroed once a later round reused the slot with nothing left to pay).
+    /// @param runId The run.
+    /// @param round The round.
+    /// @param solver The solver.
+    /// @return The status.
+    function commitmentStatusOf(uint256 runId, uint64 round, address solver)
+        external
+        view
+        returns (CommitmentStatus memory)
+    {
+        return _statusOf(runId, round, solver);
+    }
+
+    /// @notice Per-round parameters fixed by the seed draw.
+    /// @param runId The run.
+    /// @param round The round.
+    /// @return The RoundSeed (zero until drawn).
+    function roundSeed(uint256 runId, uint64 round) external view returns (RoundSeed memory) {
+        return _seeds[runId][round];
+    }
+
+    /// @notice Per-round totals and bond.
+    /// @param runId The run.
+    /// @param round The round.
+    /// @return The RoundTally (zero until the seed is drawn).
+    function roundTally(uint256 runId, uint64 round) external view returns (RoundTally memory) {
+        return _tallies[runId][round];
+    }
+
+    /// @notice Entry `index` of a run's verifier list.
+    /// @param runId The run.
+    /// @param index The index (< verifierCount).
+    /// @return The entry.
+    function verifierAt(uint256 runId, uint256 index) external view returns (VerifierEntry memory) {
+        return _verifiers[runId][index];
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    function _drawn(uint256 runId, uint64 round) internal view returns (RoundSeed memory rs) {
+        rs = _seeds[runId][round];
+        if (rs.attestEnd == 0) revert SeedNotDrawn(runId, round);
+    }
+
+    /// @dev Round seed, attest window and seat assignment of an attestation by msg.sender, and its bond.
+    function _attestContext(AttestationRef calldata ref) internal view returns (RoundSeed memory rs) {
+        rs = _drawn(ref.runId, ref.round);
+        if (block.timestamp >= rs.attestEnd) revert OutsideAttestWindow(0, rs.attestEnd);
+        VerifierEntry memory entry = _assigned(ref, rs);
+        if (!entry.active || entry.account != msg.sender || msg.sender == ref.solver) {
+            revert NotAssignedVerifier(msg.sender, entry.account);
+        }
+    }
+
+    /// @dev Record a new attestation in the commitment's status and the round's totals (one write each).
+    function _record(AttestationRef calldata ref, uint64 tokens, bool isFail, uint16 sampleIndex) internal {
+        RoundTally memory tally = _tallies[ref.runId][ref.round];
+        if (msg.value != tally.attestationBond) revert WrongBond(msg.value, tally.attestationBond);
+        CommitmentStatus memory st = _live[ref.runId][ref.solver];
+        if (st.roundPlusOne != ref.round + 1) st = _openStatus(ref.runId, ref.round, ref.solver, st);
+        if (_seat(st.seats, ref.slot) != 0) revert AlreadyAttested(ref.slot);
+        bool wasAccepted = st.passes > 0 && st.faults == 0;
+        st.tokens = tokens;
+        if (isFail) st.faults += 1;
+        else st.passes += 1;
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Attested, isFail, false, sampleIndex));
+        _adjustTokens(tally, wasAccepted, st);
+        tally.totalChecks += 1;
+        _live[ref.runId][ref.solver] = st;
+        _tallies[ref.runId][ref.round] = tally;
+    }
+
+    /// @dev The first attestation of a round for a solver: archive the previous round's status if it still
+    ///      owes anything, and start a fresh status for this round.
+    function _openStatus(uint256 runId, uint64 round, address solver, CommitmentStatus memory previous)
+        internal
+        returns (CommitmentStatus memory)
+    {
+        if (previous.roundPlusOne != 0 && _hasPending(previous)) {
+            uint64 previousRound = previous.roundPlusOne - 1;
+            _archive[runId][previousRound][solver] = previous;
+            emit StatusArchived(runId, previousRound, solver);
+        }
+        return CommitmentStatus({
+            roundPlusOne: uint32(round + 1), tokens: 0, passes: 0, faults: 0, solverMinted: false, live: true, seats: 0
+        });
+    }
+
+    /// @dev Whether a status still has a bond to return or shares to mint. Bounded by the seat count.
+    function _hasPending(CommitmentStatus memory st) internal pure returns (bool) {
+        if (st.passes > 0 && st.faults == 0 && !st.solverMinted) return true;
+        for (uint8 slot; slot < Constants.MAX_VERIFIERS_PER_COMMITMENT; ++slot) {
+            uint16 seat = _seat(st.seats, slot);
+            AttestationState state = _state(seat);
+            if (state == AttestationState.Attested) return true;
+            if ((state == AttestationState.Finalized || state == AttestationState.Upheld) && !_minted(seat)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /// @dev Live status if it holds `round`, else the archive (zero if nothing was left to archive).
+    function _statusOf(uint256 runId, uint64 round, address solver)
+        internal
+        view
+        returns (CommitmentStatus storage st)
+    {
+        st = _live[runId][solver];
+        if (st.roundPlusOne != round + 1) st = _archive[runId][round][solver];
+    }
+
+    function _adjustTokens(RoundTally memory tally, bool wasAccepted, CommitmentStatus memory st) internal pure {
+        bool accepted = st.passes > 0 && st.faults == 0;
+        if (!wasAccepted && accepted) tally.totalTokens += st.tokens;
+        if (wasAccepted && !accepted) tally.totalTokens -= st.tokens;
+    }
+
+    /// @dev The list entry of a seat: list[(offset + slot) % count] over the list size at the seed draw.
+    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
+        if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
+        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
+        uint256 offset = Sampling.sample(seed, Constants.VERIFIER_DRAW_INDEX, rs.verifierCount);
+        return _verifiers[ref.runId][(offset + ref.slot) % rs.verifierCount];
+    }
+
+    /// @dev The segment of draw `sampleIndex`, with the leaf proven under `root`.
+    function _checkLeaf(
+        AttestationRef calldata ref,
+        RoundSeed memory rs,
+        bytes32 root,
+        uint16 sampleIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) internal pure returns (uint32 segmentIndex) {
+        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
+        segmentIndex = uint32(Sampling.sample(seed, sampleIndex, rs.numSegments));
+        SegmentLeaf.Leaf memory full = SegmentLeaf.Leaf({
+            runId: ref.runId,
+            round: ref.round,
+            solver: ref.solver,
+            index: segmentIndex,
+            startHash: leaf.startHash,
+            endHash: leaf.endHash,
+            sketchHash: leaf.sketchHash,
+            tokens: leaf.tokens
+        });
+        if (!SegmentLeaf.verify(proof, root, full)) revert InvalidLeafProof();
+    }
+
+    function _slashSolver(AttestationRef calldata ref, address verifier) internal {
+        bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, ref.runId, ref.round, ref.solver));
+        uint256 taken =
+            stakeManager.slash(ref.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(ref.runId), faultKey);
+        uint256 toVerifier = taken * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
+        uint256 toPool = taken - toVerifier;
+        credits[verifier] += toVerifier;
+        emit SolverFaultPaid(ref.runId, ref.round, ref.solver, faultKey, taken, verifier, toVerifier, toPool);
+        if (toPool > 0) modelShares.fundPool{value: toPool}(ref.runId);
+    }
+
+    function _removeVerifier(uint256 runId, address verifier) internal {
+        uint256 indexPlusOne = _indexPlusOne[runId][verifier];
+        VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
+        if (!entry.active) return;
+        entry.active = false;
+        emit VerifierDeregistered(runId, verifier, indexPlusOne - 1, true);
+        stakeManager.unlock(verifier, Constants.ROLE_VERIFIER);
+    }
+
+    function _seat(uint128 seats, uint8 slot) internal pure returns (uint16) {
+        return uint16(seats >> (16 * uint256(slot)));
+    }
+
+    function _withSeat(uint128 seats, uint8 slot, uint16 value) internal pure returns (uint128) {
+        uint256 shift = 16 * uint256(slot);
+        return (seats & ~(uint128(0xffff) << shift)) | (uint128(value) << shift);
+    }
+
+    function _encodeSeat(AttestationState state, bool isFail, bool minted, uint16 sampleIndex)
+        internal
+        pure
+        returns (uint16)
+    {
+        return uint16(state) | (isFail ? uint16(1) << 3 : 0) | (minted ? uint16(1) << 4 : 0) | (sampleIndex << 5);
+    }
+
+    function _state(uint16 seat) internal pure returns (AttestationState) {
+        return AttestationState(seat & 7);
+    }
+
+    function _isFail(uint16 seat) internal pure returns (bool) {
+        return seat & (1 << 3) != 0;
+    }
+
+    function _minted(uint16 seat) internal pure returns (bool) {
+        return seat & (1 << 4) != 0;
+    }
+
+    function _sample(uint16 seat) internal pure returns (uint16) {
+        return seat >> 5;
+    }
+}

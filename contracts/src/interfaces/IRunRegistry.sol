@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {CommitmentData} from "./Types.sol";
+
+/// @notice What the protocol contracts use of the RunRegistry.
+interface IRunRegistry {
+    /// @notice Round parameters of a run (one storage slot).
+    struct RunParams {
+        uint32 attestWindow;
+        uint32 challengeWindow;
+        uint32 disputeTimeout;
+        uint32 numSegments;
+        uint16 samples;
+        uint8 verifiers;
+        uint8 jurySize;
+        uint96 attestationBond;
+    }
+
+    /// @notice Stakes, bonds and the share split of a run (one storage slot).
+    struct RunEconomics {
+        uint96 challengeBond;
+        uint96 verifierMinStake;
+        uint16 solverShareBps;
+        uint16 verifierShareBps;
+        uint16 jurorShareBps;
+    }
+
+    /// @notice What Disputes needs of a run (one storage slot).
+    struct DisputeTerms {
+        uint96 challengeBond;
+        uint32 disputeTimeout;
+        uint8 jurySize;
+    }
+
+    /// @notice The current round of a run and its deadlines (block timestamps, seconds).
+    struct RoundTimes {
+        uint64 round;
+        uint256 start;
+        uint256 commitEnd;
+        uint256 attestEnd;
+        uint256 challengeEnd;
+        bool finished;
+    }
+
+    /// @notice Outcome of a dispute over a theta claim.
+    enum ClaimOutcome {
+        Rejected, // the jury found the claim wrong: the claim is removed and its bond forfeited
+        Upheld, // the jury found the claim right
+        Expired // no verdict before the dispute timeout: the claim stands
+    }
+
+    /// @notice Round parameters of a run.
+    function runParams(uint256 runId) external view returns (RunParams memory);
+    /// @notice Stakes, bonds and share split of a run.
+    function runEconomics(uint256 runId) external view returns (RunEconomics memory);
+    /// @notice The current round of a run and its deadlines.
+    function roundTimes(uint256 runId) external view returns (RoundTimes memory);
+    /// @notice Solver stake a commitment needs (and the amount a solver fault slashes).
+    function solverMinStake(uint256 runId) external view returns (uint256);
+    /// @notice Share units minted at most per settled round.
+    function sharesPerRound(uint256 runId) external view returns (uint256);
+    /// @notice Challenge bond, dispute timeout and jury size of a run.
+    function disputeTerms(uint256 runId) external view returns (DisputeTerms memory);
+    /// @notice Revert with CommitmentMismatch unless `commitment` is the solver's commitment for `round`.
+    function checkCommitment(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        external
+        view;
+    /// @notice Whether `round` of a run is settled.
+    function isSettled(uint256 runId, uint64 round) external view returns (bool);
+    /// @notice Disputes only: an attestation dispute opened (checks the commitment, counts it, returns terms).
+    function onDisputeOpened(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        external
+        returns (DisputeTerms memory);
+    /// @notice Disputes only: an attestation dispute was executed or expired.
+    function onDisputeClosed(uint256 runId) external;
+    /// @notice Disputes only: the current claim is challenged; returns its claimer.
+    function onClaimChallenged(uint256 runId, uint64 round, uint16 claimNonce) external returns (address claimer);
+    /// @notice Who posted the claim of a round.
+    function claimerOf(uint256 runId, uint64 round) external view returns (address);
+    /// @notice Disputes only: the claim dispute ended; returns the forfeited bond sent to Disputes (if rejected).
+    function onClaimResolved(uint256 runId, uint64 round, ClaimOutcome outcome) external returns (uint256 forfeited);
+}

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {AttestationRef, LeafData} from "./Types.sol";
+
+/// @notice What the Disputes contract uses of Verification.
+interface IVerification {
+    /// @notice How a dispute over an attestation ended.
+    enum Resolution {
+        Upheld, // the jury found the attestation right
+        Overturned, // the jury found the attestation wrong
+        Expired // no verdict before the dispute timeout: the attestation stands, nobody is slashed
+    }
+
+    /// @notice What a challenge records about the attestation it disputes.
+    struct ChallengedAttestation {
+        bool isFail;
+        uint16 sampleIndex;
+        uint32 segmentIndex;
+    }
+
+    /// @notice Check that an attestation can be challenged over the given sampled leaf (view, Disputes).
+    function checkChallenge(
+        AttestationRef calldata ref,
+        bytes32 root,
+        uint16 sampleIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) external view returns (ChallengedAttestation memory);
+    /// @notice Disputes only: apply the end of an attestation dispute; returns the attester and forfeited bond.
+    function onResolved(AttestationRef calldata ref, Resolution resolution)
+        external
+        returns (address attester, bool isFail, uint256 forfeitedBond);
+    /// @notice The verifier assigned to a seat.
+    function attesterOf(AttestationRef calldata ref) external view returns (address);
+    /// @notice RunRegistry only: create a joining solver's status slot.
+    function onSolverJoined(uint256 runId, address solver) external;
+}

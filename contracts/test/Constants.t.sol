@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Test} from "forge-std/Test.sol";
+import {Constants} from "../src/Constants.sol";
+
+/// @notice Constants.sol equals protocol/constants.py, through tests/vectors/constants.json (written by
+///         `python -m tests.vectors.generate_bls`; pytest checks the file against Python).
+contract ConstantsTest is Test {
+    string internal json;
+
+    function setUp() public {
+        json = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/constants.json"));
+    }
+
+    function _u(string memory name) internal view returns (uint256) {
+        return vm.parseJsonUint(json, string.concat(".", name));
+    }
+
+    function test_constants_equalPython_succeeds() public view {
+        assertEq(_u("ROLE_SOLVER"), Constants.ROLE_SOLVER, "ROLE_SOLVER");
+        assertEq(_u("ROLE_VERIFIER"), Constants.ROLE_VERIFIER, "ROLE_VERIFIER");
+        assertEq(_u("BPS_DENOMINATOR"), Constants.BPS_DENOMINATOR, "BPS_DENOMINATOR");
+        assertEq(_u("MAX_SAMPLES"), Constants.MAX_SAMPLES, "MAX_SAMPLES");
+        assertEq(
+            _u("MAX_VERIFIERS_PER_COMMITMENT"), Constants.MAX_VERIFIERS_PER_COMMITMENT, "MAX_VERIFIERS_PER_COMMITMENT"
+        );
+        assertEq(_u("MAX_VERIFIERS_PER_RUN"), Constants.MAX_VERIFIERS_PER_RUN, "MAX_VERIFIERS_PER_RUN");
+        assertEq(_u("MAX_JURORS"), Constants.MAX_JURORS, "MAX_JURORS");
+        assertEq(_u("MAX_JURY_SIZE"), Constants.MAX_JURY_SIZE, "MAX_JURY_SIZE");
+        assertEq(_u("JURY_PARTY_SLACK"), Constants.JURY_PARTY_SLACK, "JURY_PARTY_SLACK");
+        assertEq(_u("QUORUM_NUMERATOR"), Constants.QUORUM_NUMERATOR, "QUORUM_NUMERATOR");
+        assertEq(_u("QUORUM_DENOMINATOR"), Constants.QUORUM_DENOMINATOR, "QUORUM_DENOMINATOR");
+        assertEq(_u("WINNER_REWARD_BPS"), Constants.WINNER_REWARD_BPS, "WINNER_REWARD_BPS");
+        assertEq(_u("JUROR_REWARD_BPS"), Constants.JUROR_REWARD_BPS, "JUROR_REWARD_BPS");
+        assertEq(_u("JUROR_MIN_STAKE"), Constants.JUROR_MIN_STAKE, "JUROR_MIN_STAKE");
+        assertEq(_u("VERIFIER_DRAW_INDEX"), Constants.VERIFIER_DRAW_INDEX, "VERIFIER_DRAW_INDEX");
+        assertEq(_u("REVENUE_PRECISION"), Constants.REVENUE_PRECISION, "REVENUE_PRECISION");
+        assertEq(_u("MAX_TOTAL_SHARES"), Constants.MAX_TOTAL_SHARES, "MAX_TOTAL_SHARES");
+        assertEq(_u("MIN_SUPPLY_FOR_RELEASE"), Constants.MIN_SUPPLY_FOR_RELEASE, "MIN_SUPPLY_FOR_RELEASE");
+        assertEq(vm.parseJsonBytes(json, ".BLS_SIG_DST"), bytes(Constants.BLS_SIG_DST), "BLS_SIG_DST");
+        assertEq(vm.parseJsonBytes(json, ".BLS_POP_DST"), bytes(Constants.BLS_POP_DST), "BLS_POP_DST");
+        assertEq(vm.parseJsonBytes32(json, ".FAULT_SOLVER"), Constants.FAULT_SOLVER, "FAULT_SOLVER");
+        assertEq(vm.parseJsonBytes32(json, ".FAULT_ATTESTATION"), Constants.FAULT_ATTESTATION, "FAULT_ATTESTATION");
+    }
+}

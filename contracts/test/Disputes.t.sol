@@ -1,0 +1,705 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {stdStorage, StdStorage} from "forge-std/Test.sol";
+import {Fixture} from "./utils/Fixture.sol";
+import {Rejector} from "./utils/Rejector.sol";
+import {TestBLS} from "./utils/TestBLS.sol";
+import {Constants} from "../src/Constants.sol";
+import {Disputes} from "../src/Disputes.sol";
+import {RunRegistry} from "../src/RunRegistry.sol";
+import {Verification} from "../src/Verification.sol";
+import {BLS} from "../src/libraries/BLS.sol";
+import {
+    AttestationRef,
+    CommitmentData,
+    DisputeSubject,
+    JurorKey,
+    LeafData,
+    NonSigner
+} from "../src/interfaces/Types.sol";
+
+contract DisputesTest is Fixture {
+    using stdStorage for StdStorage;
+
+    uint256 internal runId;
+    CommitmentData internal c0;
+    CommitmentData internal c1;
+    AttestationRef internal passRef;
+    AttestationRef internal failRef;
+    address internal passVerifier;
+    address internal failVerifier;
+
+    function setUp() public override {
+        super.setUp();
+        registerJurors(10);
+        runId = createRun(defaultConfig());
+        joinSolvers(runId, 2);
+        registerVerifiers(runId, 4);
+        c0 = commitAs(runId, solvers[0]);
+        c1 = commitAs(runId, solvers[1]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        passRef = AttestationRef(runId, 0, solvers[0], 0);
+        failRef = AttestationRef(runId, 0, solvers[1], 0);
+        passVerifier = attestPassAs(passRef, c0);
+        failVerifier = attestFailAs(failRef, c1, 1);
+    }
+
+    function _id(DisputeSubject memory s) internal pure returns (bytes32) {
+        return keccak256(abi.encode(s));
+    }
+
+    function _claimSubject(uint16 nonce) internal view returns (DisputeSubject memory) {
+        return DisputeSubject(2, runId, 0, address(0), 0, nonce);
+    }
+
+    // ------------------------------------------------------------------ juror registry
+
+    function test_registerJuror_validPop_succeeds() public view {
+        assertEq(dis.jurorCount(), 10);
+        (uint32 indexPlusOne, bool active) = dis.jurors(jurorAddrs[3]);
+        assertEq(indexPlusOne, 4);
+        assertTrue(active);
+        assertEq(dis.jurorKeyHashes(3), keccak256(abi.encode(jurorAddrs[3], jurorPks[3])));
+        (,,, uint256 locks) = sm.stakeOf(jurorAddrs[3], Constants.ROLE_VERIFIER);
+        assertEq(locks, 1);
+    }
+
+    function test_registerJuror_foreignPop_reverts() public {
+        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
+        bytes memory pk = TestBLS.publicKey(777);
+        bytes memory pop = TestBLS.proofOfPossession(778);
+        vm.prank(outsider);
+        vm.expectRevert(Disputes.InvalidProofOfPossession.selector);
+        dis.registerJuror(pk, pop);
+    }
+
+    function test_registerJuror_infinityKey_reverts() public {
+        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
+        bytes memory pop = TestBLS.proofOfPossession(778);
+        vm.prank(outsider);
+        vm.expectRevert(BLS.BlsPointAtInfinity.selector);
+        dis.registerJuror(new bytes(128), pop);
+    }
+
+    function test_registerJuror_lowStake_reverts() public {
+        bytes memory pk = TestBLS.publicKey(777);
+        bytes memory pop = TestBLS.proofOfPossession(777);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.StakeTooLow.selector, 0, Constants.JUROR_MIN_STAKE));
+        dis.registerJuror(pk, pop);
+    }
+
+    function test_registerJuror_twice_reverts() public {
+        vm.prank(jurorAddrs[0]);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.AlreadyRegistered.selector, jurorAddrs[0]));
+        dis.registerJuror(jurorPks[0], "");
+    }
+
+    function test_registerJuror_registryFull_reverts() public {
+        stdstore.target(address(dis)).sig("jurorCount()").checked_write(Constants.MAX_JURORS);
+        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
+        bytes memory pk = TestBLS.publicKey(777);
+        bytes memory pop = TestBLS.proofOfPossession(777);
+        vm.prank(outsider);
+        vm.expectRevert(Disputes.RegistryFull.selector);
+        dis.registerJuror(pk, pop);
+    }
+
+    function test_deregisterJuror_thenReturn_succeeds() public {
+        vm.prank(jurorAddrs[2]);
+        dis.deregisterJuror();
+        (, bool active) = dis.jurors(jurorAddrs[2]);
+        assertFalse(active);
+        vm.prank(jurorAddrs[2]);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.KeyMismatch.selector, jurorAddrs[2]));
+        dis.registerJuror(jurorPks[3], "");
+        vm.prank(jurorAddrs[2]);
+        dis.registerJuror(jurorPks[2], "");
+        (, active) = dis.jurors(jurorAddrs[2]);
+        assertTrue(active);
+        assertEq(dis.jurorCount(), 10);
+    }
+
+    function test_deregisterJuror_notRegistered_reverts() public {
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotRegistered.selector, outsider));
+        dis.deregisterJuror();
+    }
+
+    // ------------------------------------------------------------------ challenges
+
+    function test_challengeAttestation_pass_succeeds() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(d.challenger, outsider);
+        assertEq(uint8(d.status), uint8(Disputes.Status.Open));
+        assertEq(d.deadline, block.timestamp + WINDOW);
+        assertTrue(dis.isAttestationDisputed(passRef));
+        assertEq(reg.runState(runId).openDisputes, 1);
+        assertEq(dis.disputeIdOf(s), _id(s));
+    }
+
+    function test_challengeAttestation_twice_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(passRef, 0));
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DisputeExists.selector, _id(s)));
+        dis.challengeAttestation{value: 2 ether}(passRef, c0, 0, leaf, proof);
+    }
+
+    function test_challengeAttestation_wrongBond_reverts() public {
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(passRef, 0));
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongBond.selector, 1 ether, 2 ether));
+        dis.challengeAttestation{value: 1 ether}(passRef, c0, 0, leaf, proof);
+    }
+
+    function test_challengeAttestation_wrongCommitment_reverts() public {
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(passRef, 0));
+        CommitmentData memory wrong = c0;
+        wrong.deltaHash = keccak256("other");
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.CommitmentMismatch.selector, runId, 0, solvers[0]));
+        dis.challengeAttestation{value: 2 ether}(passRef, wrong, 0, leaf, proof);
+    }
+
+    function test_challengeAttestation_unattested_reverts() public {
+        AttestationRef memory empty = AttestationRef(runId, 0, solvers[0], 2);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(passRef, 0));
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.None));
+        dis.challengeAttestation{value: 2 ether}(empty, c0, 0, leaf, proof);
+    }
+
+    function test_challengeClaim_posted_succeeds() public {
+        warpToClaim(runId);
+        vm.prank(creator);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("t1"));
+        vm.prank(outsider);
+        bytes32 id = dis.challengeClaim{value: 2 ether}(runId, 0, 0);
+        assertEq(id, _id(_claimSubject(0)));
+        assertEq(uint8(reg.claimOf(runId, 0).status), uint8(RunRegistry.ClaimStatus.Challenged));
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DisputeExists.selector, id));
+        dis.challengeClaim{value: 2 ether}(runId, 0, 0);
+    }
+
+    function test_challengeClaim_wrongBond_reverts() public {
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongBond.selector, 0, 2 ether));
+        dis.challengeClaim(runId, 0, 0);
+    }
+
+    // ------------------------------------------------------------------ jury
+
+    function test_drawJury_afterSeedBlock_succeeds() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        drawJury(s);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(uint8(d.status), uint8(Disputes.Status.JuryDrawn));
+        assertEq(d.poolSize, 8);
+        assertEq(d.jurySize, 5);
+        assertEq(d.registrySize, 10);
+        uint256 count;
+        for (uint256 i; i < 32; ++i) {
+            count += d.eligible >> i & 1;
+        }
+        assertEq(count, 5, "the jury is the first five eligible seats");
+    }
+
+    function test_drawJury_skipsPartiesAndInactive_succeeds() public {
+        // the challenger is a registered juror, and another juror left: neither may sit on the jury
+        DisputeSubject memory s = challengeAs(jurorAddrs[0], passRef, c0, 0);
+        vm.prank(jurorAddrs[1]);
+        dis.deregisterJuror();
+        drawJury(s);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        uint256 excludedSeen;
+        uint256 jury;
+        for (uint256 seat; seat < d.poolSize; ++seat) {
+            uint256 idx = jurorIndexAtSeat(s, seat);
+            jury += d.eligible >> seat & 1;
+            if (idx == 0 || idx == 1) {
+                assertEq(d.eligible >> seat & 1, 0, "party or inactive seat on the jury");
+                ++excludedSeen;
+            }
+        }
+        assertGt(excludedSeen, 0, "the pool holds at least one of the excluded jurors");
+        assertEq(jury, 5, "slack seats replace them");
+    }
+
+    function test_drawJury_sameBlock_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        JurorKey[] memory pool = new JurorKey[](0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.JurySeedNotReady.selector, block.number + 1));
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_tooLate_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        uint256 seedBlock = block.number + 1;
+        vm.roll(block.number + 300);
+        JurorKey[] memory pool = new JurorKey[](0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.JurySeedUnavailable.selector, seedBlock));
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_afterDeadline_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        uint256 deadline = block.timestamp + WINDOW;
+        vm.warp(deadline);
+        vm.roll(block.number + 2);
+        JurorKey[] memory pool = new JurorKey[](0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DeadlinePassed.selector, deadline));
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_wrongPoolSize_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        vm.roll(block.number + 2);
+        JurorKey[] memory pool = new JurorKey[](3);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongPoolSize.selector, 3, 8));
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_wrongKey_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        vm.roll(block.number + 2);
+        JurorKey[] memory pool = poolOf(s);
+        pool[4].publicKey = jurorPks[(jurorIndexAtSeatRaw(s, 4) + 1) % 10];
+        vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, 4));
+        dis.drawJury(s, pool);
+    }
+
+    function jurorIndexAtSeatRaw(DisputeSubject memory s, uint256 seat) internal view returns (uint256) {
+        bytes32 id = _id(s);
+        uint256 offset = uint256(keccak256(abi.encode(blockhash(dis.disputeOf(id).openedBlock + 1), id))) % 10;
+        return (offset + seat) % 10;
+    }
+
+    function test_drawJury_twice_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        drawJury(s);
+        JurorKey[] memory pool = poolOf(s);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_noJurors_reverts() public {
+        stdstore.target(address(dis)).sig("jurorCount()").checked_write(uint256(0));
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        vm.roll(block.number + 2);
+        JurorKey[] memory pool = new JurorKey[](0);
+        vm.expectRevert(Disputes.NoJurors.selector);
+        dis.drawJury(s, pool);
+    }
+
+    function test_drawJury_unknownSubject_reverts() public {
+        // a subject that was never challenged (here: an unknown kind) finds an empty record
+        DisputeSubject memory s = DisputeSubject(3, runId, 0, solvers[0], 0, 0);
+        JurorKey[] memory pool = new JurorKey[](0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.None));
+        dis.drawJury(s, pool);
+    }
+
+    // ------------------------------------------------------------------ verdicts
+
+    function _drawn(AttestationRef memory ref, CommitmentData memory c) internal returns (DisputeSubject memory s) {
+        s = challengeAs(outsider, ref, c, ref.solver == solvers[1] ? 1 : 0);
+        drawJury(s);
+    }
+
+    function test_submitVerdict_allJurors_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        vm.expectEmit(address(dis));
+        emit Disputes.VerdictSubmitted(_id(s), true, v.signers, 5);
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, v.nonSigners);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(uint8(d.status), uint8(Disputes.Status.Decided));
+        assertTrue(d.challengerWins);
+        assertEq(d.signers, v.signers);
+    }
+
+    function test_submitVerdict_quorumOnly_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        assertEq(dis.quorum(5), 4);
+        VerdictInput memory v = buildVerdict(s, false, 4);
+        assertEq(v.nonSigners.length, 1);
+        dis.submitVerdict(s, false, v.signers, v.signature, v.aggregate, v.nonSigners);
+        assertFalse(dis.disputeOf(_id(s)).challengerWins);
+    }
+
+    function test_submitVerdict_belowQuorum_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 3);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.QuorumNotReached.selector, 3, 4));
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_wrongBitmap_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 4);
+        // claim the non-signer signed and a signer did not: the aggregate key no longer matches
+        uint8 absent = v.nonSigners[0].seat;
+        uint32 eligible = dis.disputeOf(_id(s)).eligible;
+        uint8 present = 0;
+        while ((v.signers >> present) & 1 == 0) ++present;
+        uint32 swapped = (v.signers & ~(uint32(1) << present)) | (uint32(1) << absent);
+        uint256 idx = jurorIndexAtSeat(s, present);
+        NonSigner[] memory ns = new NonSigner[](1);
+        ns[0] = NonSigner(present, jurorAddrs[idx], jurorPks[idx]);
+        assertEq(swapped & ~eligible, 0);
+        vm.expectRevert(Disputes.InvalidSignature.selector);
+        dis.submitVerdict(s, true, swapped, v.signature, v.aggregate, ns);
+    }
+
+    function test_submitVerdict_wrongVerdict_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        vm.expectRevert(Disputes.InvalidSignature.selector);
+        dis.submitVerdict(s, false, v.signers, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_otherDisputesSignature_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        DisputeSubject memory other = _drawn(failRef, c1);
+        VerdictInput memory v = buildVerdict(other, true, 0);
+        VerdictInput memory mine = buildVerdict(s, true, 0);
+        vm.expectRevert(Disputes.InvalidSignature.selector);
+        dis.submitVerdict(s, true, mine.signers, v.signature, mine.aggregate, mine.nonSigners);
+    }
+
+    function test_submitVerdict_infinitySignature_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        vm.expectRevert(BLS.BlsPointAtInfinity.selector);
+        dis.submitVerdict(s, true, v.signers, new bytes(256), v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_ineligibleSigner_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        uint32 eligible = dis.disputeOf(_id(s)).eligible;
+        uint8 outside = 0;
+        while ((eligible >> outside) & 1 == 1) ++outside;
+        uint32 bad = v.signers | (uint32(1) << outside);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotEligible.selector, bad, eligible));
+        dis.submitVerdict(s, true, bad, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_wrongAggregate_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        vm.expectRevert(Disputes.AggregateMismatch.selector);
+        dis.submitVerdict(s, true, v.signers, v.signature, jurorPks[0], v.nonSigners);
+    }
+
+    function test_submitVerdict_missingNonSigner_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 4);
+        NonSigner[] memory none = new NonSigner[](0);
+        vm.expectRevert(Disputes.WrongNonSigners.selector);
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, none);
+    }
+
+    function test_submitVerdict_signerListedAsNonSigner_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        uint8 seat = 0;
+        while ((v.signers >> seat) & 1 == 0) ++seat;
+        uint256 idx = jurorIndexAtSeat(s, seat);
+        NonSigner[] memory ns = new NonSigner[](1);
+        ns[0] = NonSigner(seat, jurorAddrs[idx], jurorPks[idx]);
+        vm.expectRevert(Disputes.WrongNonSigners.selector);
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, ns);
+    }
+
+    function test_submitVerdict_nonSignerWrongKey_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 4);
+        v.nonSigners[0].publicKey = jurorPks[(jurorIndexAtSeat(s, v.nonSigners[0].seat) + 1) % 10];
+        vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, v.nonSigners[0].seat));
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_afterDeadline_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        VerdictInput memory v = buildVerdict(s, true, 0);
+        uint256 deadline = dis.disputeOf(_id(s)).deadline;
+        vm.warp(deadline);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DeadlinePassed.selector, deadline));
+        dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function test_submitVerdict_noJury_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        NonSigner[] memory none = new NonSigner[](0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.Open));
+        dis.submitVerdict(s, true, 0, "", "", none);
+    }
+
+    // ------------------------------------------------------------------ execution and payouts
+
+    function _decide(DisputeSubject memory s, bool challengerWins) internal {
+        decide(s, challengerWins, 0);
+    }
+
+    function test_execute_passOverturned_paysExactly_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        uint256 poolBefore = shares.pool(runId);
+        dis.execute(s);
+        // total = attestation bond 1 + verifier stake 5 + solver stake 10 = 16 ether
+        uint256 total = 16 ether;
+        uint256 toWinner = total / 2;
+        uint256 perJuror = total / 5 / 5;
+        assertEq(dis.credits(outsider), 2 ether + toWinner, "challenger: bond back + half");
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(d.rewardPerJuror, perJuror);
+        assertEq(shares.pool(runId) - poolBefore, total - toWinner - 5 * perJuror);
+        assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 0);
+        assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), 0);
+        (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Overturned));
+        assertFalse(ver.verifierAt(runId, _index(passVerifier)).active, "a wrong attester leaves the run");
+        assertEq(reg.runState(runId).openDisputes, 0);
+        assertEq(dis.jurorVotes(runId, 0), 5);
+        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "the commitment is rejected");
+        assertEq(address(dis).balance, dis.credits(outsider) + 5 * perJuror);
+    }
+
+    function _index(address verifier) internal view returns (uint256) {
+        for (uint256 i; i < ver.verifierCount(runId); ++i) {
+            if (ver.verifierAt(runId, i).account == verifier) return i;
+        }
+        revert("not found");
+    }
+
+    function test_execute_passUpheld_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, false);
+        dis.execute(s);
+        assertEq(dis.credits(passVerifier), 1 ether, "attester wins half of the challenger's bond");
+        assertEq(ver.credits(passVerifier), 1 ether, "attestation bond back");
+        assertEq(dis.credits(outsider), 0);
+        (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Upheld));
+        assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), 10 ether);
+    }
+
+    function test_execute_failOverturned_succeeds() public {
+        DisputeSubject memory s = _drawn(failRef, c1);
+        _decide(s, true);
+        dis.execute(s);
+        assertEq(sm.bondedOf(failVerifier, Constants.ROLE_VERIFIER), 0, "wrong fail: verifier slashed");
+        assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 10 ether, "solver untouched");
+        assertEq(dis.credits(outsider), 2 ether + 3 ether, "bond back + half of 6");
+        Verification.CommitmentStatus memory st = ver.commitmentStatusOf(runId, 0, solvers[1]);
+        assertEq(st.faults, 0);
+    }
+
+    function test_execute_failUpheld_slashesSolver_succeeds() public {
+        DisputeSubject memory s = _drawn(failRef, c1);
+        _decide(s, false);
+        dis.execute(s);
+        assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 0);
+        assertEq(dis.credits(failVerifier), 6 ether, "half of challenger bond 2 + solver stake 10");
+        assertEq(ver.credits(failVerifier), 1 ether);
+    }
+
+    function test_execute_claimRejected_thenNewClaim_succeeds() public {
+        warpToClaim(runId);
+        vm.prank(creator);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("wrong theta"));
+        vm.prank(outsider);
+        dis.challengeClaim{value: 2 ether}(runId, 0, 0);
+        DisputeSubject memory s = _claimSubject(0);
+        drawJury(s);
+        _decide(s, true);
+        dis.execute(s);
+        assertEq(dis.credits(outsider), 3 ether, "bond back + half of the claim bond");
+        assertEq(reg.claimOf(runId, 0).nonce, 1);
+        vm.prank(outsider);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("right theta"));
+        vm.warp(block.timestamp + WINDOW);
+        reg.settle(runId, 0);
+        assertEq(reg.thetaOf(runId, 1), keccak256("right theta"));
+    }
+
+    function test_execute_claimUpheld_succeeds() public {
+        warpToClaim(runId);
+        vm.prank(creator);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("theta"));
+        vm.prank(outsider);
+        dis.challengeClaim{value: 2 ether}(runId, 0, 0);
+        DisputeSubject memory s = _claimSubject(0);
+        drawJury(s);
+        _decide(s, false);
+        dis.execute(s);
+        assertEq(dis.credits(creator), 1 ether);
+        reg.settle(runId, 0);
+    }
+
+    function test_execute_notDecided_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
+        dis.execute(s);
+    }
+
+    function test_execute_twice_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        dis.execute(s);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.Executed));
+        dis.execute(s);
+    }
+
+    function testFuzz_execute_payoutSplitExact_succeeds(uint8 signers, bool challengerWins) public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        uint256 count = bound(signers, 4, 5);
+        decide(s, challengerWins, count);
+        uint256 poolBefore = shares.pool(runId);
+        uint256 credited = dis.credits(outsider) + dis.credits(passVerifier);
+        dis.execute(s);
+        uint256 total = challengerWins ? 16 ether : 2 ether;
+        uint256 bondBack = challengerWins ? 2 ether : 0;
+        uint256 paid = dis.credits(outsider) + dis.credits(passVerifier) - credited - bondBack;
+        uint256 jurors = dis.disputeOf(_id(s)).rewardPerJuror * count;
+        assertEq(paid + jurors + shares.pool(runId) - poolBefore, total, "every wei of the loser's loss is paid out");
+    }
+
+    // ------------------------------------------------------------------ timeout
+
+    function test_expire_noVerdict_refundsEveryone_succeeds() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        vm.warp(dis.disputeOf(_id(s)).deadline);
+        vm.expectEmit(address(dis));
+        emit Disputes.DisputeExpired(_id(s), outsider, 2 ether);
+        dis.expire(s);
+        assertEq(dis.credits(outsider), 2 ether);
+        assertEq(ver.credits(passVerifier), 1 ether);
+        assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 5 ether, "nobody slashed");
+        (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Upheld), "the attestation stands");
+        assertEq(reg.runState(runId).openDisputes, 0);
+    }
+
+    function test_expire_claimStands_succeeds() public {
+        warpToClaim(runId);
+        vm.prank(creator);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("theta"));
+        vm.prank(outsider);
+        dis.challengeClaim{value: 2 ether}(runId, 0, 0);
+        DisputeSubject memory s = _claimSubject(0);
+        vm.warp(block.timestamp + WINDOW);
+        dis.expire(s);
+        assertEq(dis.credits(outsider), 2 ether);
+        reg.settle(runId, 0);
+    }
+
+    function test_expire_beforeDeadline_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        uint256 deadline = dis.disputeOf(_id(s)).deadline;
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DeadlineNotReached.selector, deadline));
+        dis.expire(s);
+    }
+
+    function test_expire_decided_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        vm.warp(block.timestamp + WINDOW);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.Decided));
+        dis.expire(s);
+    }
+
+    // ------------------------------------------------------------------ juror rewards
+
+    function test_claimJurorReward_afterSettle_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        dis.execute(s);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        uint8 seat = 0;
+        while ((d.signers >> seat) & 1 == 0) ++seat;
+        uint256 idx = jurorIndexAtSeat(s, seat);
+        vm.prank(jurorAddrs[idx]);
+        dis.claimJurorReward(s, seat, jurorPks[idx]);
+        assertEq(dis.credits(jurorAddrs[idx]), d.rewardPerJuror);
+        assertEq(tokenOf(runId).balanceOf(jurorAddrs[idx]), 100e18 / 5, "juror share split by signatures");
+        vm.prank(jurorAddrs[idx]);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.AlreadyClaimed.selector, seat));
+        dis.claimJurorReward(s, seat, jurorPks[idx]);
+        uint256 before = jurorAddrs[idx].balance;
+        vm.prank(jurorAddrs[idx]);
+        dis.withdraw();
+        assertEq(jurorAddrs[idx].balance - before, d.rewardPerJuror);
+    }
+
+    function test_claimJurorReward_beforeSettle_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        dis.execute(s);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotSettled.selector, runId, 0));
+        dis.claimJurorReward(s, 0, "");
+    }
+
+    function test_claimJurorReward_notSigner_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        decide(s, true, 4);
+        dis.execute(s);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        uint8 seat = 0;
+        while ((d.signers >> seat) & 1 == 1) ++seat;
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotASigner.selector, seat));
+        dis.claimJurorReward(s, seat, "");
+    }
+
+    function test_claimJurorReward_wrongClaimant_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        dis.execute(s);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        uint8 seat = 0;
+        while ((dis.disputeOf(_id(s)).signers >> seat) & 1 == 0) ++seat;
+        uint256 idx = jurorIndexAtSeat(s, seat);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, seat));
+        dis.claimJurorReward(s, seat, jurorPks[idx]);
+    }
+
+    function test_claimJurorReward_notExecuted_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
+        dis.claimJurorReward(s, 0, "");
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    function test_receive_fromOutsider_reverts() public {
+        vm.prank(outsider);
+        (bool ok, bytes memory data) = address(dis).call{value: 1}("");
+        assertFalse(ok);
+        assertEq(data, abi.encodeWithSelector(Disputes.UnexpectedEther.selector, outsider));
+    }
+
+    function test_withdraw_nothing_reverts() public {
+        vm.expectRevert(Disputes.NothingToWithdraw.selector);
+        dis.withdraw();
+    }
+
+    function test_withdraw_receiverRejects_reverts() public {
+        Rejector r = new Rejector();
+        stdstore.target(address(dis)).sig("credits(address)").with_key(address(r)).checked_write(1 ether);
+        vm.deal(address(dis), 1 ether);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.TransferFailed.selector, address(r), 1 ether));
+        r.call(address(dis), abi.encodeCall(Disputes.withdraw, ()));
+    }
+}

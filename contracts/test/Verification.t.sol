@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {stdStorage, StdStorage} from "forge-std/Test.sol";
+import {Fixture} from "./utils/Fixture.sol";
+import {Rejector} from "./utils/Rejector.sol";
+import {Constants} from "../src/Constants.sol";
+import {RunRegistry} from "../src/RunRegistry.sol";
+import {Verification} from "../src/Verification.sol";
+import {Sampling} from "../src/libraries/Sampling.sol";
+import {IVerification} from "../src/interfaces/IVerification.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../src/interfaces/Types.sol";
+
+contract VerificationTest is Fixture {
+    using stdStorage for StdStorage;
+
+    uint256 internal runId;
+    CommitmentData internal c0;
+    CommitmentData internal c1;
+
+    function setUp() public override {
+        super.setUp();
+        runId = createRun(defaultConfig());
+        joinSolvers(runId, 2);
+        registerVerifiers(runId, 4);
+        c0 = commitAs(runId, solvers[0]);
+        c1 = commitAs(runId, solvers[1]);
+        warpToAttest(runId);
+        drawSeed(runId);
+    }
+
+    /// @dev A round-0 seat, built without an external call (so it can sit inside an expectRevert'ed call).
+    function _ref(uint256 solver, uint8 slot) internal view returns (AttestationRef memory) {
+        return AttestationRef({runId: runId, round: 0, solver: solvers[solver], slot: slot});
+    }
+
+    // ------------------------------------------------------------------ registration
+
+    function test_register_staked_succeeds() public {
+        assertEq(ver.verifierCount(runId), 4);
+        Verification.VerifierEntry memory e = ver.verifierAt(runId, 2);
+        assertEq(e.account, verifiers[2]);
+        assertTrue(e.active);
+        (,,, uint256 locks) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
+        assertEq(locks, 1, "registration locks the verifier stake");
+    }
+
+    function test_register_twice_reverts() public {
+        vm.prank(verifiers[0]);
+        vm.expectRevert(abi.encodeWithSelector(Verification.AlreadyRegistered.selector, runId, verifiers[0]));
+        ver.register(runId);
+    }
+
+    function test_register_lowStake_reverts() public {
+        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.StakeTooLow.selector, 1 ether, 5 ether));
+        ver.register(runId);
+    }
+
+    function test_register_listFull_reverts() public {
+        stdstore.target(address(ver)).sig("verifierCount(uint256)").with_key(runId)
+            .checked_write(Constants.MAX_VERIFIERS_PER_RUN);
+        stakeAs(outsider, Constants.ROLE_VERIFIER, 5 ether);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.VerifierListFull.selector, runId));
+        ver.register(runId);
+    }
+
+    function test_register_finishedRun_reverts() public {
+        vm.mockCall(
+            address(reg),
+            abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
+            abi.encode(0, 0, 0, 0, 0, true)
+        );
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
+        ver.register(runId);
+    }
+
+    function test_deregister_thenReregister_succeeds() public {
+        vm.prank(verifiers[1]);
+        ver.deregister(runId);
+        assertFalse(ver.verifierAt(runId, 1).active);
+        (,,, uint256 locks) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
+        assertEq(locks, 0);
+        vm.prank(verifiers[1]);
+        ver.register(runId);
+        assertTrue(ver.verifierAt(runId, 1).active);
+        assertEq(ver.verifierCount(runId), 4, "a returning verifier keeps its entry");
+    }
+
+    function test_deregister_notRegistered_reverts() public {
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotRegistered.selector, runId, outsider));
+        ver.deregister(runId);
+    }
+
+    // ------------------------------------------------------------------ seed
+
+    function test_drawSeed_parentBlockHash_succeeds() public view {
+        bytes32 base = ver.seedBase(runId, 0);
+        assertTrue(base != bytes32(0));
+        assertEq(uint256(base) << 96, 0, "12 bytes, zero padded");
+        Verification.RoundSeed memory rs = ver.roundSeed(runId, 0);
+        assertEq(rs.verifierCount, 4);
+        assertEq(rs.samples, 2);
+        assertEq(rs.numSegments, 8);
+        assertEq(ver.roundTally(runId, 0).attestationBond, 1 ether);
+    }
+
+    function test_drawSeed_twice_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedAlreadyDrawn.selector, runId, 0));
+        ver.drawSeed(runId, 0);
+    }
+
+    function test_drawSeed_duringCommitWindow_reverts() public {
+        uint256 id = createRun(defaultConfig());
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                Verification.OutsideAttestWindow.selector, block.timestamp + WINDOW, block.timestamp + 2 * WINDOW
+            )
+        );
+        ver.drawSeed(id, 0);
+    }
+
+    function test_drawSeed_wrongRound_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.WrongRound.selector, 1, 0));
+        ver.drawSeed(runId, 1);
+    }
+
+    function test_drawSeed_finishedRun_reverts() public {
+        vm.mockCall(
+            address(reg),
+            abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
+            abi.encode(0, 0, 0, 0, 0, true)
+        );
+        vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
+        ver.drawSeed(runId, 0);
+    }
+
+    function test_sampledSegment_matchesSamplingLibrary_succeeds() public view {
+        bytes32 seed = Sampling.seed(ver.seedBase(runId, 0), runId, 0, solvers[0]);
+        for (uint256 j; j < 4; ++j) {
+            assertEq(ver.sampledSegment(runId, 0, solvers[0], j), Sampling.sample(seed, j, 8));
+        }
+    }
+
+    function test_assignedVerifier_distinctSeats_succeeds() public view {
+        (address a,) = ver.assignedVerifier(_ref(0, 0));
+        (address b,) = ver.assignedVerifier(_ref(0, 1));
+        (address c,) = ver.assignedVerifier(_ref(0, 2));
+        assertTrue(a != b && b != c && a != c, "seats of one commitment go to distinct verifiers");
+        assertEq(ver.attesterOf(_ref(0, 1)), b);
+    }
+
+    function test_assignedVerifier_seatBeyondVerifiers_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeatVoid.selector, 3));
+        ver.assignedVerifier(_ref(0, 3));
+    }
+
+    function test_sampledSegment_seedNotDrawn_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, runId, 1));
+        ver.sampledSegment(runId, 1, solvers[0], 0);
+    }
+
+    // ------------------------------------------------------------------ attest
+
+    function test_attestPass_assignedVerifier_succeeds() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(verifier, 1 ether);
+        vm.expectEmit(address(ver));
+        emit Verification.PassAttested(runId, 0, solvers[0], verifier, 0);
+        vm.prank(verifier);
+        ver.attestPass{value: 1 ether}(ref, c0);
+        (Verification.AttestationState state, bool isFail,,) = ver.attestationOf(ref);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Attested));
+        assertFalse(isFail);
+        Verification.CommitmentStatus memory st = ver.commitmentStatusOf(runId, 0, solvers[0]);
+        assertEq(st.passes, 1);
+        assertEq(st.tokens, c0.tokens);
+        Verification.RoundTally memory t = ver.roundTally(runId, 0);
+        assertEq(t.totalChecks, 1);
+        assertEq(t.totalTokens, c0.tokens, "accepted tokens counted");
+        assertEq(address(ver).balance, 1 ether);
+    }
+
+    function test_attestPass_notAssigned_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(outsider, 1 ether);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAssignedVerifier.selector, outsider, verifier));
+        ver.attestPass{value: 1 ether}(ref, c0);
+    }
+
+    function test_attestPass_deregisteredVerifier_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.prank(verifier);
+        ver.deregister(runId);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAssignedVerifier.selector, verifier, verifier));
+        ver.attestPass{value: 1 ether}(ref, c0);
+    }
+
+    function test_attestPass_wrongBond_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.WrongBond.selector, 0.5 ether, 1 ether));
+        ver.attestPass{value: 0.5 ether}(ref, c0);
+    }
+
+    function test_attestPass_twice_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        address verifier = attestPassAs(ref, c0);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.AlreadyAttested.selector, 0));
+        ver.attestPass{value: 1 ether}(ref, c0);
+    }
+
+    function test_attestPass_wrongCommitment_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.CommitmentMismatch.selector, runId, 0, solvers[0]));
+        ver.attestPass{value: 1 ether}(ref, c1);
+    }
+
+    function test_attestPass_afterWindow_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        uint256 attestEnd = reg.roundTimes(runId).attestEnd;
+        vm.warp(attestEnd);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.OutsideAttestWindow.selector, 0, attestEnd));
+        ver.attestPass{value: 1 ether}(ref, c0);
+    }
+
+    function test_attestPass_seedNotDrawn_reverts() public {
+        uint256 id = createRun(defaultConfig());
+        AttestationRef memory ref = AttestationRef(id, 0, solvers[0], 0);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, id, 0));
+        ver.attestPass(ref, c0);
+    }
+
+    function test_attestPass_voidSeat_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeatVoid.selector, 5));
+        ver.attestPass(_ref(0, 5), c0);
+    }
+
+    function test_attestFail_sampledLeaf_succeeds() public {
+        AttestationRef memory ref = _ref(1, 0);
+        uint256 segment = sampleSegment(ref, 1);
+        (LeafData memory leaf,) = leafAt(runId, 0, solvers[1], segment);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.expectEmit(address(ver));
+        emit Verification.FailAttested(runId, 0, solvers[1], verifier, 0, 1, uint32(segment), leaf);
+        attestFailAs(ref, c1, 1);
+        (Verification.AttestationState state, bool isFail,, uint16 sample) = ver.attestationOf(ref);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Attested));
+        assertTrue(isFail);
+        assertEq(sample, 1);
+        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "a failed commitment is not accepted");
+    }
+
+    function test_attestFail_afterPass_unaccepts_succeeds() public {
+        attestPassAs(_ref(1, 0), c1);
+        assertEq(ver.roundTally(runId, 0).totalTokens, c1.tokens);
+        attestFailAs(_ref(1, 1), c1, 0);
+        assertEq(ver.roundTally(runId, 0).totalTokens, 0);
+        assertEq(ver.roundTally(runId, 0).totalChecks, 2);
+    }
+
+    function test_attestFail_badSampleIndex_reverts() public {
+        AttestationRef memory ref = _ref(1, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[1], 0);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.BadSampleIndex.selector, 2, 2));
+        ver.attestFail{value: 1 ether}(ref, c1, 2, leaf, proof);
+    }
+
+    function test_attestFail_unsampledLeaf_reverts() public {
+        AttestationRef memory ref = _ref(1, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        uint256 other = (sampleSegment(ref, 0) + 1) % 8;
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[1], other);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(Verification.InvalidLeafProof.selector);
+        ver.attestFail{value: 1 ether}(ref, c1, 0, leaf, proof);
+    }
+
+    function test_attestFail_tamperedLeaf_reverts() public {
+        AttestationRef memory ref = _ref(1, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[1], sampleSegment(ref, 0));
+        leaf.endHash = keccak256("not what was committed");
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(Verification.InvalidLeafProof.selector);
+        ver.attestFail{value: 1 ether}(ref, c1, 0, leaf, proof);
+    }
+
+    function testFuzz_attestFail_anySampleIndex_succeeds(uint16 sampleIndex, uint8 slot) public {
+        sampleIndex = uint16(bound(sampleIndex, 0, 1));
+        slot = uint8(bound(slot, 0, 2));
+        AttestationRef memory ref = _ref(0, slot);
+        attestFailAs(ref, c0, sampleIndex);
+        (,,, uint16 recorded) = ver.attestationOf(ref);
+        assertEq(recorded, sampleIndex);
+    }
+
+    // ------------------------------------------------------------------ finalize
+
+    function test_finalize_pass_succeeds() public {
+        AttestationRef memory ref = _ref(0, 0);
+        address verifier = attestPassAs(ref, c0);
+        warpToClaim(runId);
+        vm.expectEmit(address(ver));
+        emit Verification.AttestationFinalized(runId, 0, solvers[0], 0, verifier, 1 ether);
+        ver.finalize(ref);
+        assertEq(ver.credits(verifier), 1 ether);
+        uint256 before = verifier.balance;
+        vm.prank(verifier);
+        ver.withdraw();
+        assertEq(verifier.balance - before, 1 ether);
+        assertEq(address(ver).balance, 0);
+    }
+
+    function test_finalize_fail_slashesSolver_succeeds() public {
+        AttestationRef memory ref = _ref(1, 0);
+        address verifier = attestFailAs(ref, c1, 0);
+        warpToClaim(runId);
+        uint256 poolBefore = shares.pool(runId);
+        ver.finalize(ref);
+        assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 0, "solver lost its min stake");
+        assertEq(ver.credits(verifier), 1 ether + 5 ether, "bond back + half of the slash");
+        assertEq(shares.pool(runId) - poolBefore, 5 ether, "the other half to the pool");
+        bytes32 key = keccak256(abi.encode(Constants.FAULT_SOLVER, runId, uint64(0), solvers[1]));
+        assertTrue(sm.faultSlashed(key));
+    }
+
+    function test_finalize_twoFails_slashOnce_succeeds() public {
+        attestFailAs(_ref(1, 0), c1, 0);
+        attestFailAs(_ref(1, 1), c1, 1);
+        warpToClaim(runId);
+        ver.finalize(_ref(1, 0));
+        ver.finalize(_ref(1, 1));
+        assertEq(
+            sm.slashedAmount(keccak256(abi.encode(Constants.FAULT_SOLVER, runId, uint64(0), solvers[1]))), 10 ether
+        );
+        assertEq(address(sm).balance, 10 ether + 4 * 5 ether, "solver0's stake and the verifiers' stakes remain");
+    }
+
+    function test_finalize_duringChallengeWindow_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        uint256 challengeEnd = reg.roundTimes(runId).challengeEnd;
+        vm.expectRevert(abi.encodeWithSelector(Verification.ChallengeWindowOpen.selector, challengeEnd));
+        ver.finalize(_ref(0, 0));
+    }
+
+    function test_finalize_notAttested_reverts() public {
+        warpToClaim(runId);
+        vm.expectRevert(abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.None));
+        ver.finalize(_ref(0, 0));
+    }
+
+    function test_finalize_twice_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        warpToClaim(runId);
+        ver.finalize(_ref(0, 0));
+        vm.expectRevert(
+            abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.Finalized)
+        );
+        ver.finalize(_ref(0, 0));
+    }
+
+    function test_finalize_underDispute_reverts() public {
+        registerJurors(8);
+        attestPassAs(_ref(0, 0), c0);
+        challengeAs(outsider, _ref(0, 0), c0, 0);
+        (Verification.AttestationState state,,,) = ver.attestationOf(_ref(0, 0));
+        assertEq(uint8(state), uint8(Verification.AttestationState.Challenged));
+        vm.warp(reg.roundTimes(runId).challengeEnd);
+        vm.expectRevert(
+            abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.Challenged)
+        );
+        ver.finalize(_ref(0, 0));
+    }
+
+    function test_finalize_seedNotDrawn_reverts() public {
+        AttestationRef memory r = _ref(0, 0);
+        r.round = 3;
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, runId, 3));
+        ver.finalize(r);
+    }
+
+    // ------------------------------------------------------------------ shares
+
+    function _settleRound() internal {
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+    }
+
+    function test_claimSolverShares_byTokens_succeeds() public {
+        attestPassAs(_ref(0, 0), c0);
+        attestPassAs(_ref(1, 0), c1);
+        _settleRound();
+        ver.claimSolverShares(runId, 0, solvers[0]);
+        ver.claimSolverShares(runId, 0, solvers[1]);
+        assertEq(tokenOf(runId).balanceOf(solvers[0]), 300e18, "equal tokens, equal halves of 60%");
+        assertEq(tokenOf(runId).balanceOf(solvers[1]), 300e18);
+        assertEq(shares.mintedInRound(runId, 0), 600e18);
+    }
+
+    function test_claimSolverShares_twice_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        _settleRound();
+        ver.claimSolverShares(runId, 0, solvers[0]);
+        vm.expectRevert(Verification.AlreadyMinted.selector);
+        ver.claimSolverShares(runId, 0, solvers[0]);
+    }
+
+    function test_claimSolverShares_beforeSettle_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotSettled.selector, runId, 0));
+        ver.claimSolverShares(runId, 0, solvers[0]);
+    }
+
+    function test_claimSolverShares_notAccepted_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        attestFailAs(_ref(0, 1), c0, 0);
+        _settleRound();
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAccepted.selector, runId, 0, solvers[0]));
+        ver.claimSolverShares(runId, 0, solvers[0]);
+    }
+
+    function test_claimVerifierShares_perStandingCheck_succeeds() public {
+        address v0 = attestPassAs(_ref(0, 0), c0);
+        address v1 = attestPassAs(_ref(0, 1), c0);
+        attestPassAs(_ref(1, 0), c1);
+        warpToClaim(runId);
+        ver.finalize(_ref(0, 0));
+        ver.finalize(_ref(0, 1));
+        claimAndSettle(runId, keccak256("theta1"));
+        ver.claimVerifierShares(_ref(0, 0));
+        ver.claimVerifierShares(_ref(0, 1));
+        assertEq(tokenOf(runId).balanceOf(v0) + tokenOf(runId).balanceOf(v1), 2 * uint256(300e18) / 3);
+        (,, bool minted,) = ver.attestationOf(_ref(0, 0));
+        assertTrue(minted);
+        vm.expectRevert(Verification.AlreadyMinted.selector);
+        ver.claimVerifierShares(_ref(0, 0));
+    }
+
+    function test_claimVerifierShares_notFinalized_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        _settleRound();
+        vm.expectRevert(
+            abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.Attested)
+        );
+        ver.claimVerifierShares(_ref(0, 0));
+    }
+
+    function test_claimVerifierShares_beforeSettle_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotSettled.selector, runId, 0));
+        ver.claimVerifierShares(_ref(0, 0));
+    }
+
+    // ------------------------------------------------------------------ status reuse across rounds
+
+    function test_attestPass_nextRoundArchivesPending_succeeds() public {
+        attestPassAs(_ref(0, 0), c0);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        // round 1: the round-0 attestation is neither finalized nor rewarded yet
+        CommitmentData memory next = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        vm.expectEmit(address(ver));
+        emit Verification.StatusArchived(runId, 0, solvers[0]);
+        attestPassAs(refOf(runId, solvers[0], 0), next);
+        // round-0 business still works from the archive
+        AttestationRef memory old = AttestationRef(runId, 0, solvers[0], 0);
+        address v = ver.attesterOf(old);
+        ver.finalize(old);
+        ver.claimVerifierShares(old);
+        ver.claimSolverShares(runId, 0, solvers[0]);
+        assertEq(ver.credits(v) >= 1 ether, true);
+        assertEq(shares.mintedInRound(runId, 0), 600e18 + 300e18, "whole solver and verifier shares of round 0");
+        assertEq(ver.commitmentStatusOf(runId, 1, solvers[0]).passes, 1);
+    }
+
+    function test_attestPass_nextRoundNothingPending_succeeds() public {
+        AttestationRef memory ref = _ref(0, 0);
+        attestPassAs(ref, c0);
+        warpToClaim(runId);
+        ver.finalize(ref);
+        claimAndSettle(runId, keccak256("theta1"));
+        ver.claimVerifierShares(ref);
+        ver.claimSolverShares(runId, 0, solvers[0]);
+        CommitmentData memory next = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        vm.recordLogs();
+        attestPassAs(refOf(runId, solvers[0], 0), next);
+        assertEq(vm.getRecordedLogs().length, 1, "only PassAttested: nothing to archive");
+        assertEq(ver.commitmentStatusOf(runId, 0, solvers[0]).passes, 0, "round 0 left nothing behind");
+    }
+
+    // ------------------------------------------------------------------ hooks and plumbing
+
+    function test_onSolverJoined_notRegistry_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotRunRegistry.selector, address(this)));
+        ver.onSolverJoined(runId, outsider);
+    }
+
+    function test_onResolved_notDisputes_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotDisputes.selector, address(this)));
+        ver.onResolved(_ref(0, 0), IVerification.Resolution.Upheld);
+    }
+
+    function test_onResolved_notAttested_reverts() public {
+        vm.prank(address(dis));
+        vm.expectRevert(abi.encodeWithSelector(Verification.WrongState.selector, Verification.AttestationState.None));
+        ver.onResolved(_ref(0, 0), IVerification.Resolution.Upheld);
+    }
+
+    function test_checkChallenge_afterWindow_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        uint256 challengeEnd = reg.roundTimes(runId).challengeEnd;
+        vm.warp(challengeEnd);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(_ref(0, 0), 0));
+        vm.expectRevert(abi.encodeWithSelector(Verification.ChallengeWindowClosed.selector, challengeEnd));
+        ver.checkChallenge(_ref(0, 0), c0.root, 0, leaf, proof);
+    }
+
+    function test_checkChallenge_failOtherSample_reverts() public {
+        attestFailAs(_ref(0, 0), c0, 1);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(_ref(0, 0), 0));
+        vm.expectRevert(abi.encodeWithSelector(Verification.BadSampleIndex.selector, 0, 1));
+        ver.checkChallenge(_ref(0, 0), c0.root, 0, leaf, proof);
+    }
+
+    function test_checkChallenge_passBadSample_reverts() public {
+        attestPassAs(_ref(0, 0), c0);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], 0);
+        vm.expectRevert(abi.encodeWithSelector(Verification.BadSampleIndex.selector, 9, 2));
+        ver.checkChallenge(_ref(0, 0), c0.root, 9, leaf, proof);
+    }
+
+    function test_receive_fromOutsider_reverts() public {
+        vm.prank(outsider);
+        (bool ok, bytes memory data) = address(ver).call{value: 1 ether}("");
+        assertFalse(ok);
+        assertEq(data, abi.encodeWithSelector(Verification.UnexpectedEther.selector, outsider));
+    }
+
+    function test_withdraw_nothing_reverts() public {
+        vm.expectRevert(Verification.NothingToWithdraw.selector);
+        ver.withdraw();
+    }
+
+    function test_withdraw_receiverRejects_reverts() public {
+        Rejector r = new Rejector();
+        stdstore.target(address(ver)).sig("credits(address)").with_key(address(r)).checked_write(1 ether);
+        vm.deal(address(ver), 1 ether);
+        vm.expectRevert(abi.encodeWithSelector(Verification.TransferFailed.selector, address(r), 1 ether));
+        r.call(address(ver), abi.encodeCall(Verification.withdraw, ()));
+    }
+}

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Vm} from "forge-std/Vm.sol";
+import {Fixture} from "../utils/Fixture.sol";
+import {Constants} from "../../src/Constants.sol";
+import {Disputes} from "../../src/Disputes.sol";
+import {ModelShares} from "../../src/ModelShares.sol";
+import {RunRegistry} from "../../src/RunRegistry.sol";
+import {RunShares} from "../../src/RunShares.sol";
+import {StakeManager} from "../../src/StakeManager.sol";
+import {Verification} from "../../src/Verification.sol";
+import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../../src/interfaces/Types.sol";
+
+/// @notice Drives random sequences of stake / commit / attest / challenge / verdict / settle / pay /
+///         withdraw / transfer against one run, and keeps the ghost records the invariants compare with.
+///         Every action first checks that it applies and otherwise returns, so runs stay deep.
+contract Handler is Fixture {
+    uint256 public runId;
+    RunShares public token;
+    address[] public actors;
+
+    // ETH conservation: everything the handler ever dealt to actors
+    uint256 public ghostDealt;
+    // revenue that entered and left the share token
+    uint256 public ghostRevenueIn;
+    uint256 public ghostRevenueOut;
+    // violations observed inside actions (checked by the invariants)
+    uint256 public ghostEarlyStakeExit;
+    uint256 public ghostTransferMovedRevenue;
+    uint256 public ghostDoubleMint;
+    uint256 public ghostPayoutMismatch;
+    uint256 public ghostRootRewritten;
+    uint256 public ghostSlashChanged;
+
+    mapping(uint64 round => mapping(address solver => CommitmentData)) internal _commits;
+    mapping(uint64 round => mapping(address solver => bool)) public committed;
+    mapping(bytes32 faultKey => uint256) public seenSlash;
+    bytes32[] public faultKeys;
+    DisputeSubject[] internal _disputes;
+    uint256 public disputeCount;
+    mapping(string action => uint256) public calls;
+
+    constructor(
+        StakeManager sm_,
+        RunRegistry reg_,
+        Verification ver_,
+        Disputes dis_,
+        ModelShares shares_,
+        uint256 runId_,
+        address[] memory solvers_,
+        address[] memory verifiers_,
+        address[] memory jurorAddrs_,
+        uint256[] memory jurorSks_,
+        bytes[] memory jurorPks_
+    ) {
+        sm = sm_;
+        reg = reg_;
+        ver = ver_;
+        dis = dis_;
+        shares = shares_;
+        runId = runId_;
+        token = shares_.shareToken(runId_);
+        solvers = solvers_;
+        verifiers = verifiers_;
+        jurorAddrs = jurorAddrs_;
+        jurorSks = jurorSks_;
+        jurorPks = jurorPks_;
+        for (uint256 i; i < solvers_.length; ++i) {
+            actors.push(solvers_[i]);
+            _recordFault(Constants.FAULT_SOLVER, solvers_[i], 0);
+        }
+        for (uint256 i; i < verifiers_.length; ++i) {
+            actors.push(verifiers_[i]);
+        }
+        for (uint256 i; i < jurorAddrs_.length; ++i) {
+            actors.push(jurorAddrs_[i]);
+        }
+        actors.push(outsider);
+        actors.push(creator);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    function actorCount() external view returns (uint256) {
+        return actors.length;
+    }
+
+    function disputeAt(uint256 i) external view returns (DisputeSubject memory) {
+        return _disputes[i];
+    }
+
+    function faultKeyCount() external view returns (uint256) {
+        return faultKeys.length;
+    }
+
+    function _deal(address who, uint256 amount) internal {
+        vm.deal(who, who.balance + amount);
+        ghostDealt += amount;
+    }
+
+    function _times() internal view returns (IRunRegistry.RoundTimes memory) {
+        return reg.roundTimes(runId);
+    }
+
+    function _recordFault(bytes32 domain, address solver, uint8 slot) internal {
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        for (uint64 r; r <= t.round; ++r) {
+            bytes32 key = domain == Constants.FAULT_SOLVER
+                ? keccak256(abi.encode(domain, runId, r, solver))
+                : keccak256(abi.encode(domain, runId, r, solver, slot));
+            if (seenSlash[key] == 0) {
+                seenSlash[key] = type(uint256).max; // registered, nothing seen yet
+                faultKeys.push(key);
+            }
+        }
+    }
+
+    /// @dev Record every fault's slashed amount the first time it is seen; a later change is a violation.
+    function _checkSlashes() internal {
+        for (uint256 i; i < faultKeys.length; ++i) {
+            bytes32 key = faultKeys[i];
+            if (!sm.faultSlashed(key)) continue;
+            uint256 amount = sm.slashedAmount(key);
+            if (seenSlash[key] == type(uint256).max) seenSlash[key] = amount;
+            else if (seenSlash[key] != amount) ++ghostSlashChanged;
+        }
+    }
+
+    function _tokenBalance() internal view returns (uint256) {
+        return address(token).balance;
+    }
+
+    modifier trackRevenueIn() {
+        uint256 before = _tokenBalance();
+        _;
+        ghostRevenueIn += _tokenBalance() - before;
+        _checkSlashes();
+    }
+
+    // ------------------------------------------------------------------ time
+
+    function warp(uint256 secondsSeed) external {
+        vm.warp(block.timestamp + bound(secondsSeed, 1, 15 minutes));
+        vm.roll(block.number + 1);
+        ++calls["warp"];
+    }
+
+    /// @notice Take the next protocol step that fits the round's phase (randomized by `seed` and `choice`),
+    ///         so that random sequences reach attestations, disputes, verdicts and settlement.
+    function advance(uint256 seed, bool choice) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished) return;
+        if (block.timestamp < t.commitEnd) {
+            if (t.round > 0 && seed % 3 == 0) {
+                // the previous round is settled: its contributors claim shares while this round commits
+                this.claimShares(seed >> 2, seed >> 4, seed >> 6, seed >> 8);
+                this.transferShares(seed >> 10, seed >> 14, seed >> 18);
+                return this.withdrawRevenue(seed >> 22);
+            }
+            uint256 before = calls["commit"];
+            this.commit(seed);
+            if (calls["commit"] == before) vm.warp(t.commitEnd);
+        } else if (block.timestamp < t.attestEnd) {
+            if (ver.seedBase(runId, t.round) == bytes32(0)) return this.drawSeed();
+            uint256 before = calls["attest"];
+            this.attest(seed, seed >> 8, choice || seed % 3 != 0, seed >> 16);
+            if (calls["attest"] == before) vm.warp(t.attestEnd);
+        } else if (block.timestamp < t.challengeEnd) {
+            if (seed % 3 == 0) this.challenge(seed >> 2, seed >> 10, seed >> 20, choice);
+            else if (seed % 3 == 1) this.resolve(seed >> 2, choice, seed >> 12);
+            else vm.warp(t.challengeEnd);
+        } else {
+            _phaseAfterChallenge(t, seed, choice);
+        }
+        vm.roll(block.number + 1);
+        ++calls["advance"];
+    }
+
+    function _phaseAfterChallenge(IRunRegistry.RoundTimes memory t, uint256 seed, bool choice) internal {
+        if (reg.runState(runId).openDisputes != 0) {
+            if (seed % 2 == 0) this.resolve(seed >> 1, choice, seed >> 9);
+            else vm.warp(block.timestamp + 10 minutes);
+            for (uint256 i; i < _disputes.length; ++i) {
+                try dis.expire(_disputes[i]) {} catch {}
+            }
+            return;
+        }
+        if (seed % 4 == 0) return this.finalize(t.round, seed >> 2, seed >> 6);
+        RunRegistry.ClaimStatus status = reg.claimOf(runId, t.round).status;
+        if (status == RunRegistry.ClaimStatus.None) return this.postClaim(seed);
+        if (status == RunRegistry.ClaimStatus.Posted && choice && seed % 5 == 0) return this.challengeClaim();
+        this.settle();
+    }
+
+    // ------------------------------------------------------------------ stake
+
+    function depositStake(uint256 actorSeed, uint256 amountSeed, bool verifierRole) external {
+        address who = actors[bound(actorSeed, 0, actors.length - 1)];
+        uint256 amount = bound(amountSeed, 1, 20 ether);
+        uint8 role = verifierRole ? Constants.ROLE_VERIFIER : Constants.ROLE_SOLVER;
+        _deal(who, amount);
+        vm.prank(who);
+        sm.deposit{value: amount}(role);
+        ++calls["depositStake"];
+    }
+
+    function requestUnbond(uint256 actorSeed, uint256 amountSeed, bool verifierRole) external {
+        address who = actors[bound(actorSeed, 0, actors.length - 1)];
+        uint8 role = verifierRole ? Constants.ROLE_VERIFIER : Constants.ROLE_SOLVER;
+        (uint256 bonded,,, uint256 locks) = sm.stakeOf(who, role);
+        if (bonded == 0) return;
+        uint256 amount = bound(amountSeed, 1, bonded);
+        vm.prank(who);
+        try sm.requestUnbond(role, amount) {
+            if (locks != 0) ++ghostEarlyStakeExit; // a locked role must not start unbonding
+            ++calls["requestUnbond"];
+        } catch {}
+    }
+
+    /// @notice Unbond part of a stake and try to leave at once and just before the release time: both must fail.
+    function unbondAndTryExit(uint256 actorSeed, uint256 amountSeed, uint256 waitSeed) external {
+        address who = actors[actorSeed % actors.length];
+        uint8 role = Constants.ROLE_SOLVER;
+        (uint256 bonded,,,) = sm.stakeOf(who, role);
+        if (bonded == 0) {
+            role = Constants.ROLE_VERIFIER;
+            (bonded,,,) = sm.stakeOf(who, role);
+        }
+        if (bonded == 0) return;
+        vm.prank(who);
+        try sm.requestUnbond(role, bound(amountSeed, 1, bonded)) {}
+        catch {
+            return;
+        }
+        (,, uint256 releaseTime,) = sm.stakeOf(who, role);
+        vm.warp(block.timestamp + bound(waitSeed, 0, releaseTime - block.timestamp - 1));
+        vm.prank(who);
+        try sm.withdraw(role) {
+            ++ghostEarlyStakeExit;
+        } catch {}
+        ++calls["unbondAndTryExit"];
+    }
+
+    function withdrawStake(uint256 actorSeed, bool verifierRole) external {
+        address who = actors[bound(actorSeed, 0, actors.length - 1)];
+        uint8 role = verifierRole ? Constants.ROLE_VERIFIER : Constants.ROLE_SOLVER;
+        (, uint256 unbonding, uint256 releaseTime,) = sm.stakeOf(who, role);
+        vm.prank(who);
+        try sm.withdraw(role) {
+            if (unbonding == 0 || block.timestamp < releaseTime) ++ghostEarlyStakeExit;
+            ++calls["withdrawStake"];
+        } catch {}
+    }
+
+    // ------------------------------------------------------------------ commit and attest
+
+    function commit(uint256 solverSeed) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished || block.timestamp >= t.commitEnd) return;
+        for (uint256 k; k < solvers.length; ++k) {
+            address solver = solvers[(solverSeed % 1024 + k) % solvers.length];
+            if (committed[t.round][solver]) continue;
+            if (sm.bondedOf(solver, Constants.ROLE_SOLVER) < reg.solverMinStake(runId)) continue;
+            _commits[t.round][solver] = commitAs(runId, solver);
+            committed[t.round][solver] = true;
+            _recordFault(Constants.FAULT_SOLVER, solver, 0);
+            // a second commit for the same round must fail
+            vm.prank(solver);
+            try reg.commit(runId, t.round, keccak256("other root"), keccak256("other delta"), 1) {
+                ++ghostRootRewritten;
+            } catch {}
+            ++calls["commit"];
+            return;
+        }
+    }
+
+    /// @dev The current round's commitment hash of every committed solver still equals what was committed.
+    function currentCommitmentsIntact() external view returns (bool) {
+        IRunRegistry.RoundTimes memory t = _times();
+        for (uint256 i; i < solvers.length; ++i) {
+            if (!committed[t.round][solvers[i]]) continue;
+            CommitmentData memory c = _commits[t.round][solvers[i]];
+            (uint64 round, bool has, bytes28 hash) = reg.commitmentOf(runId, solvers[i]);
+            if (!has || round != t.round || hash != bytes28(keccak256(abi.encode(c.root, c.deltaHash, c.tokens)))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    function drawSeed() external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished || block.timestamp >= t.attestEnd) return;
+        if (ver.seedBase(runId, t.round) != bytes32(0)) return;
+        if (block.timestamp < t.commitEnd) vm.warp(t.commitEnd); // the seed waits for the commit window
+        vm.roll(block.number + 1);
+        ver.drawSeed(runId, t.round);
+        ++calls["drawSeed"];
+    }
+
+    function attest(uint256 solverSeed, uint256 slotSeed, bool pass, uint256 sampleSeed) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (ver.seedBase(runId, t.round) == bytes32(0) || block.timestamp >= t.attestEnd) return;
+        for (uint256 k; k < 2 * solvers.length; ++k) {
+            address solver = solvers[(solverSeed % 1024 + k / 2) % solvers.length];
+            AttestationRef memory ref = AttestationRef(runId, t.round, solver, uint8((slotSeed % 1024 + k) % 2));
+            if (!committed[t.round][solver] || !_canAttest(ref)) continue;
+            ghostDealt += 1 ether; // the Fixture helper deals the attestation bond
+            if (pass) attestPassAs(ref, _commits[t.round][solver]);
+            else attestFailAs(ref, _commits[t.round][solver], uint16(bound(sampleSeed, 0, 1)));
+            _recordFault(Constants.FAULT_ATTESTATION, solver, ref.slot);
+            ++calls["attest"];
+            return;
+        }
+    }
+
+    function _canAttest(AttestationRef memory ref) internal view returns (bool) {
+        try ver.assignedVerifier(ref) returns (address, bool eligible) {
+            if (!eligible) return false;
+        } catch {
+            return false;
+        }
+        (Verification.AttestationState state,,,) = ver.attestationOf(ref);
+        return state == Verification.AttestationState.None;
+    }
+
+    function finalize(uint256 roundSeed, uint256 solverSeed, uint256 slotSeed) external trackRevenueIn {
+        IRunRegistry.RoundTimes memory t = _times();
+        uint64 round = uint64(bound(roundSeed, 0, t.round));
+        for (uint256 k; k < 2 * solvers.length; ++k) {
+            AttestationRef memory ref = AttestationRef(
+                runId, round, solvers[(solverSeed % 1024 + k / 2) % solvers.length], uint8((slotSeed % 1024 + k) % 2)
+            );
+            try ver.finalize(ref) {
+                ++calls["finalize"];
+                return;
+            } catch {}
+        }
+    }
+
+    // ------------------------------------------------------------------ disputes
+
+    function challenge(uint256 solverSeed, uint256 slotSeed, uint256 sampleSeed, bool bySolver) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (block.timestamp >= t.challengeEnd) return;
+        for (uint256 k; k < 2 * solvers.length; ++k) {
+            address solver = solvers[(solverSeed % 1024 + k / 2) % solvers.length];
+            if (!committed[t.round][solver]) continue;
+            AttestationRef memory ref = AttestationRef(runId, t.round, solver, uint8((slotSeed % 1024 + k) % 2));
+            (Verification.AttestationState state, bool isFail,, uint16 failSample) = ver.attestationOf(ref);
+            if (state != Verification.AttestationState.Attested) continue;
+            uint16 sampleIndex = isFail ? failSample : uint16(bound(sampleSeed, 0, 1));
+            address challenger = bySolver ? solver : outsider;
+            ghostDealt += 2 ether; // the Fixture helper deals the challenge bond
+            _disputes.push(challengeAs(challenger, ref, _commits[t.round][solver], sampleIndex));
+            ++disputeCount;
+            ++calls["challenge"];
+            return;
+        }
+    }
+
+    function postClaim(uint256 thetaSeed) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished) return;
+        if (block.timestamp < t.challengeEnd) vm.warp(t.challengeEnd); // claims wait for the challenge window
+        if (reg.runState(runId).openDisputes != 0) return;
+        if (reg.claimOf(runId, t.round).status != RunRegistry.ClaimStatus.None) return;
+        _deal(creator, 2 ether);
+        vm.prank(creator);
+        reg.postClaim{value: 2 ether}(runId, t.round, keccak256(abi.encode(thetaSeed)));
+        ++calls["postClaim"];
+    }
+
+    function challengeClaim() external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished) return;
+        RunRegistry.Claim memory claim = reg.claimOf(runId, t.round);
+        if (claim.status != RunRegistry.ClaimStatus.Posted || block.timestamp >= claim.windowEnd) return;
+        _deal(outsider, 2 ether);
+        vm.prank(outsider);
+        dis.challengeClaim{value: 2 ether}(runId, t.round, claim.nonce);
+        _disputes.push(DisputeSubject(2, runId, t.round, address(0), 0, claim.nonce));
+        ++disputeCount;
+        ++calls["challengeClaim"];
+    }
+
+    function resolve(uint256 disputeSeed, bool challengerWins, uint256 signerSeed) external trackRevenueIn {
+        uint256 n = _disputes.length;
+        if (n == 0) return;
+        DisputeSubject memory s;
+        bytes32 id;
+        Disputes.Dispute memory d;
+        for (uint256 k; k < n; ++k) {
+            s = _disputes[(disputeSeed % 1024 + k) % n];
+            id = dis.disputeIdOf(s);
+            d = dis.disputeOf(id);
+            bool live = d.status == Disputes.Status.Open || d.status == Disputes.Status.JuryDrawn;
+            if ((live && block.timestamp < d.deadline) || d.status == Disputes.Status.Decided) break;
+        }
+        if (d.status != Disputes.Status.Decided && block.timestamp >= d.deadline) return;
+        if (d.status == Disputes.Status.Open) {
+            vm.roll(block.number + 2);
+            dis.drawJury(s, poolOf(s));
+            d = dis.disputeOf(id);
+        }
+        if (d.status == Disputes.Status.JuryDrawn) {
+            uint256 eligible = _popcount(d.eligible);
+            uint256 quorum = dis.quorum(d.jurySize);
+            if (eligible < quorum) return;
+            decide(s, challengerWins, bound(signerSeed, quorum, eligible));
+            d = dis.disputeOf(id);
+        }
+        if (d.status != Disputes.Status.Decided) return;
+        vm.recordLogs();
+        dis.execute(s);
+        _checkPayout(id);
+        ++calls["resolve"];
+    }
+
+    function _checkPayout(bytes32 id) internal {
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        for (uint256 i; i < logs.length; ++i) {
+            if (logs[i].topics[0] != Disputes.DisputeExecuted.selector || logs[i].topics[1] != id) continue;
+            (,, uint256 total, uint256 toWinner,, uint256 perJuror, uint256 signers, uint256 toPool) =
+                abi.decode(logs[i].data, (bool, address, uint256, uint256, uint256, uint256, uint256, uint256));
+            if (toWinner + perJuror * signers + toPool != total) ++ghostPayoutMismatch;
+            if (toWinner != total * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR) ++ghostPayoutMismatch;
+        }
+    }
+
+    function expire(uint256 disputeSeed) external trackRevenueIn {
+        if (_disputes.length == 0) return;
+        DisputeSubject memory s = _disputes[bound(disputeSeed, 0, _disputes.length - 1)];
+        try dis.expire(s) {
+            ++calls["expire"];
+        } catch {}
+    }
+
+    function settle() external trackRevenueIn {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished) return;
+        RunRegistry.Claim memory claim = reg.claimOf(runId, t.round);
+        if (claim.status == RunRegistry.ClaimStatus.Posted && block.timestamp < claim.windowEnd) {
+            vm.warp(claim.windowEnd); // settlement waits for the claim's challenge window
+        }
+        try reg.settle(runId, t.round) {
+            ++calls["settle"];
+        } catch {}
+    }
+
+    // ------------------------------------------------------------------ shares and revenue
+
+    function claimShares(uint256 roundSeed, uint256 solverSeed, uint256 slotSeed, uint256 disputeSeed) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.round == 0) return;
+        uint64 round = uint64(roundSeed % t.round);
+        address solver = solvers[solverSeed % solvers.length];
+        try ver.claimSolverShares(runId, round, solver) {
+            ++calls["claimShares"];
+            try ver.claimSolverShares(runId, round, solver) {
+                ++ghostDoubleMint;
+            } catch {}
+        } catch {}
+        AttestationRef memory ref = AttestationRef(runId, round, solver, uint8(slotSeed % 2));
+        try ver.claimVerifierShares(ref) {
+            try ver.claimVerifierShares(ref) {
+                ++ghostDoubleMint;
+            } catch {}
+        } catch {}
+        if (_disputes.length == 0) return;
+        DisputeSubject memory s = _disputes[disputeSeed % _disputes.length];
+        Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(s));
+        for (uint8 seat; seat < d.poolSize; ++seat) {
+            if (d.signers >> seat & 1 == 0 || d.claimed >> seat & 1 == 1) continue;
+            uint256 idx = (uint256(d.juryOffset) + seat) % d.registrySize;
+            vm.prank(jurorAddrs[idx]);
+            try dis.claimJurorReward(s, seat, jurorPks[idx]) {
+                vm.prank(jurorAddrs[idx]);
+                try dis.claimJurorReward(s, seat, jurorPks[idx]) {
+                    ++ghostDoubleMint;
+                } catch {}
+            } catch {}
+        }
+    }
+
+    function payRevenue(uint256 amountSeed) external trackRevenueIn {
+        uint256 amount = bound(amountSeed, 1, 50 ether);
+        _deal(outsider, amount);
+        vm.prank(outsider);
+        shares.payRevenue{value: amount}(runId);
+        ++calls["payRevenue"];
+    }
+
+    function withdrawRevenue(uint256 actorSeed) external {
+        address who = actors[actorSeed % actors.length];
+        for (uint256 k; k < actors.length && token.withdrawableRevenueOf(who) == 0; ++k) {
+            who = actors[(actorSeed % 1024 + k) % actors.length];
+        }
+        uint256 before = who.balance;
+        vm.prank(who);
+        try token.withdrawRevenue() {
+            ghostRevenueOut += who.balance - before;
+            ++calls["withdrawRevenue"];
+        } catch {}
+    }
+
+    function transferShares(uint256 fromSeed, uint256 toSeed, uint256 amountSeed) external {
+        address from = actors[fromSeed % actors.length];
+        for (uint256 k; k < actors.length && token.balanceOf(from) == 0; ++k) {
+            from = actors[(fromSeed % 1024 + k) % actors.length];
+        }
+        address to = actors[toSeed % actors.length];
+        uint256 balance = token.balanceOf(from);
+        if (balance == 0 || from == to) return;
+        uint256 amount = bound(amountSeed, 1, balance);
+        uint256 fromBefore = token.withdrawableRevenueOf(from);
+        uint256 toBefore = token.withdrawableRevenueOf(to);
+        vm.prank(from);
+        token.transfer(to, amount);
+        if (token.withdrawableRevenueOf(from) != fromBefore || token.withdrawableRevenueOf(to) != toBefore) {
+            ++ghostTransferMovedRevenue;
+        }
+        ++calls["transferShares"];
+    }
+
+    function withdrawCredits(uint256 actorSeed, uint256 roundSeed) external {
+        address who = actors[bound(actorSeed, 0, actors.length - 1)];
+        vm.prank(who);
+        try ver.withdraw() {} catch {}
+        vm.prank(who);
+        try dis.withdraw() {} catch {}
+        uint64 round = uint64(bound(roundSeed, 0, _times().round));
+        vm.prank(who);
+        try reg.withdrawClaimBond(runId, round) {} catch {}
+        ++calls["withdrawCredits"];
+    }
+
+    // ------------------------------------------------------------------ the end of everything
+
+    /// @dev Close every window and pay everyone: expire or execute disputes, finalize attestations, settle
+    ///      the remaining rounds, claim all shares, withdraw every credit, stake, bond and revenue.
+    function drainAll() external {
+        for (uint256 step; step < 200; ++step) {
+            IRunRegistry.RoundTimes memory t = _times();
+            vm.warp(block.timestamp + 1 hours);
+            vm.roll(block.number + 3);
+            for (uint256 i; i < _disputes.length; ++i) {
+                _closeDispute(_disputes[i]);
+            }
+            _finalizeAll(t.round);
+            if (t.finished) break;
+            RunRegistry.Claim memory claim = reg.claimOf(runId, t.round);
+            if (claim.status == RunRegistry.ClaimStatus.None && reg.runState(runId).openDisputes == 0) {
+                _deal(creator, 2 ether);
+                vm.prank(creator);
+                reg.postClaim{value: 2 ether}(runId, t.round, keccak256("final"));
+            }
+            uint256 before = _tokenBalance();
+            try reg.settle(runId, t.round) {} catch {}
+            ghostRevenueIn += _tokenBalance() - before;
+        }
+        IRunRegistry.RoundTimes memory end = _times();
+        _finalizeAll(end.round);
+        for (uint64 r; r < end.round; ++r) {
+            _claimEverything(r);
+        }
+        vm.warp(block.timestamp + token.releasePeriod() + 1);
+        if (token.totalSupply() < Constants.MIN_SUPPLY_FOR_RELEASE) {
+            uint256 before = creator.balance;
+            try shares.reclaimUnownedRevenue(runId) {
+                ghostRevenueOut += creator.balance - before;
+            } catch {}
+        }
+        _exitEveryone(end.round);
+        vm.warp(block.timestamp + sm.unbondingDelay());
+        for (uint256 i; i < actors.length; ++i) {
+            for (uint8 role = 1; role <= 2; ++role) {
+                vm.prank(actors[i]);
+                try sm.withdraw(role) {} catch {}
+            }
+            uint256 before = actors[i].balance;
+            vm.prank(actors[i]);
+            try token.withdrawRevenue() {
+                ghostRevenueOut += actors[i].balance - before;
+            } catch {}
+        }
+    }
+
+    function _closeDispute(DisputeSubject memory s) internal {
+        Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(s));
+        uint256 before = _tokenBalance();
+        if (d.status == Disputes.Status.Decided) dis.execute(s);
+        else if (d.status == Disputes.Status.Open || d.status == Disputes.Status.JuryDrawn) dis.expire(s);
+        ghostRevenueIn += _tokenBalance() - before;
+    }
+
+    function _finalizeAll(uint64 upTo) internal {
+        for (uint64 r; r <= upTo; ++r) {
+            for (uint256 i; i < solvers.length; ++i) {
+                for (uint8 slot; slot < 2; ++slot) {
+                    uint256 before = _tokenBalance();
+                    try ver.finalize(AttestationRef(runId, r, solvers[i], slot)) {} catch {}
+                    ghostRevenueIn += _tokenBalance() - before;
+                }
+            }
+        }
+    }
+
+    function _claimEverything(uint64 round) internal {
+        for (uint256 i; i < solvers.length; ++i) {
+            try ver.claimSolverShares(runId, round, solvers[i]) {} catch {}
+            for (uint8 slot; slot < 2; ++slot) {
+                try ver.claimVerifierShares(AttestationRef(runId, round, solvers[i], slot)) {} catch {}
+            }
+        }
+        for (uint256 k; k < _disputes.length; ++k) {
+            DisputeSubject memory s = _disputes[k];
+            if (s.round != round) continue;
+            Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(s));
+            for (uint8 seat; seat < d.poolSize; ++seat) {
+                if (d.signers >> seat & 1 == 0) continue;
+                uint256 idx = (uint256(d.juryOffset) + seat) % d.registrySize;
+                vm.prank(jurorAddrs[idx]);
+                try dis.claimJurorReward(s, seat, jurorPks[idx]) {} catch {}
+            }
+        }
+    }
+
+    function _exitEveryone(uint64 rounds) internal {
+        for (uint256 i; i < actors.length; ++i) {
+            address who = actors[i];
+            vm.prank(who);
+            try ver.withdraw() {} catch {}
+            vm.prank(who);
+            try dis.withdraw() {} catch {}
+            for (uint64 r; r < rounds; ++r) {
+                vm.prank(who);
+                try reg.withdrawClaimBond(runId, r) {} catch {}
+            }
+            vm.prank(who);
+            try ver.deregister(runId) {} catch {}
+            vm.prank(who);
+            try dis.deregisterJuror() {} catch {}
+            for (uint8 role = 1; role <= 2; ++role) {
+                (uint256 bonded,,,) = sm.stakeOf(who, role);
+                if (bonded == 0) continue;
+                vm.prank(who);
+                try sm.requestUnbond(role, bonded) {} catch {}
+            }
+        }
+    }
+
+    function _popcount(uint256 bits) internal pure returns (uint256 count) {
+        while (bits != 0) {
+            bits &= bits - 1;
+            ++count;
+        }
+    }
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Test} from "forge-std/Test.sol";
+import {Protocol, ProtocolDeployer} from "../../script/ProtocolDeployer.sol";
+import {Constants} from "../../src/Constants.sol";
+import {Disputes} from "../../src/Disputes.sol";
+import {ModelShares} from "../../src/ModelShares.sol";
+import {RunRegistry} from "../../src/RunRegistry.sol";
+import {RunShares} from "../../src/RunShares.sol";
+import {StakeManager} from "../../src/StakeManager.sol";
+import {Verification} from "../../src/Verification.sol";
+import {BLS} from "../../src/libraries/BLS.sol";
+import {SegmentLeaf} from "../../src/libraries/SegmentLeaf.sol";
+import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
+import {
+    AttestationRef,
+    CommitmentData,
+    DisputeSubject,
+    JurorKey,
+    LeafData,
+    NonSigner,
+    RunConfig
+} from "../../src/interfaces/Types.sol";
+import {TestBLS} from "./TestBLS.sol";
+import {TestMerkle} from "./TestMerkle.sol";
+
+/// @notice Deployment, actors and protocol walk-throughs shared by the forge tests.
+abstract contract Fixture is Test {
+    uint256 internal constant UNBONDING_DELAY = 7 days;
+    uint256 internal constant REWARD_POOL = 100 ether;
+    uint32 internal constant WINDOW = 1 hours;
+    uint64 internal constant SEGMENT_TOKENS = 1000;
+
+    StakeManager internal sm;
+    RunRegistry internal reg;
+    Verification internal ver;
+    Disputes internal dis;
+    ModelShares internal shares;
+
+    address internal creator = makeAddr("creator");
+    address internal outsider = makeAddr("outsider");
+    address[] internal solvers;
+    address[] internal verifiers;
+    address[] internal jurorAddrs;
+    uint256[] internal jurorSks;
+    bytes[] internal jurorPks;
+
+    mapping(bytes32 key => LeafData[]) internal _leaves;
+
+    function setUp() public virtual {
+        vm.warp(1_700_000_000);
+        vm.roll(1000);
+        Protocol memory p = ProtocolDeployer.deploy(address(this), UNBONDING_DELAY);
+        sm = p.stakeManager;
+        reg = p.runRegistry;
+        ver = p.verification;
+        dis = p.disputes;
+        shares = p.modelShares;
+        for (uint256 i; i < 4; ++i) {
+            solvers.push(makeAddr(string.concat("solver", vm.toString(i))));
+        }
+        for (uint256 i; i < 6; ++i) {
+            verifiers.push(makeAddr(string.concat("verifier", vm.toString(i))));
+        }
+        vm.deal(creator, 1000 ether);
+        vm.deal(outsider, 1000 ether);
+    }
+
+    // ------------------------------------------------------------------ configuration and actors
+
+    function defaultConfig() internal pure returns (RunConfig memory c) {
+        c.configHash = keccak256("config");
+        c.datasetRoot = keccak256("dataset");
+        c.theta0Hash = keccak256("theta0");
+        c.innerSteps = 16;
+        c.stepsPerSegment = 2;
+        c.samplesPerCommitment = 2;
+        c.verifiersPerCommitment = 3;
+        c.jurySize = 5;
+        c.commitWindow = WINDOW;
+        c.attestWindow = WINDOW;
+        c.challengeWindow = WINDOW;
+        c.disputeTimeout = WINDOW;
+        c.solverMinStake = 10 ether;
+        c.verifierMinStake = 5 ether;
+        c.attestationBond = 1 ether;
+        c.challengeBond = 2 ether;
+        c.solverShareBps = 6000;
+        c.verifierShareBps = 3000;
+        c.jurorShareBps = 1000;
+        c.sharesPerRound = 1000e18;
+        c.revenueReleasePeriod = 30 days;
+        c.maxRounds = 10;
+    }
+
+    function createRun(RunConfig memory c) internal returns (uint256 runId) {
+        vm.prank(creator);
+        runId = reg.createRun{value: REWARD_POOL}(c);
+    }
+
+    function stakeAs(address who, uint8 role, uint256 amount) internal {
+        vm.deal(who, who.balance + amount);
+        vm.prank(who);
+        sm.deposit{value: amount}(role);
+    }
+
+    function joinSolvers(uint256 runId, uint256 n) internal {
+        for (uint256 i; i < n; ++i) {
+            stakeAs(solvers[i], Constants.ROLE_SOLVER, 10 ether);
+            vm.prank(solvers[i]);
+            reg.join(runId);
+        }
+    }
+
+    function registerVerifiers(uint256 runId, uint256 n) internal {
+        for (uint256 i; i < n; ++i) {
+            if (sm.bondedOf(verifiers[i], Constants.ROLE_VERIFIER) < 5 ether) {
+                stakeAs(verifiers[i], Constants.ROLE_VERIFIER, 5 ether);
+            }
+            vm.prank(verifiers[i]);
+            ver.register(runId);
+        }
+    }
+
+    function registerJurors(uint256 n) internal {
+        for (uint256 i; i < n; ++i) {
+            address juror = makeAddr(string.concat("juror", vm.toString(jurorAddrs.length)));
+            uint256 sk = uint256(keccak256(abi.encode("juror key", jurorAddrs.length))) % 2 ** 250 + 1;
+            bytes memory pk = TestBLS.publicKey(sk);
+            bytes memory pop = TestBLS.proofOfPossession(sk);
+            stakeAs(juror, Constants.ROLE_VERIFIER, Constants.JUROR_MIN_STAKE);
+            vm.prank(juror);
+            dis.registerJuror(pk, pop);
+            jurorAddrs.push(juror);
+            jurorSks.push(sk);
+            jurorPks.push(pk);
+        }
+    }
+
+    // ------------------------------------------------------------------ commitments
+
+    function _key(uint256 runId, uint64 round, address solver) internal pure returns (bytes32) {
+        return keccak256(abi.encode(runId, round, solver));
+    }
+
+    /// @dev Build a solver's segment leaves for a round and return the commitment over them.
+    function buildCommitment(uint256 runId, uint64 round, address solver, uint256 numSegments)
+        internal
+        returns (CommitmentData memory c)
+    {
+        bytes32 key = _key(runId, round, solver);
+        delete _leaves[key];
+        for (uint256 i; i < numSegments; ++i) {
+            _leaves[key].push(
+                LeafData({
+                    startHash: keccak256(abi.encode("state", solver, round, i)),
+                    endHash: keccak256(abi.encode("state", solver, round, i + 1)),
+                    sketchHash: keccak256(abi.encode("sketch", solver, round, i)),
+                    tokens: SEGMENT_TOKENS
+                })
+            );
+        }
+        c.root = TestMerkle.root(leafHashes(runId, round, solver));
+        c.deltaHash = keccak256(abi.encode("delta", solver, round));
+        c.tokens = uint64(SEGMENT_TOKENS * numSegments);
+    }
+
+    function leafHashes(uint256 runId, uint64 round, address solver) internal view returns (bytes32[] memory hashes) {
+        LeafData[] storage leaves = _leaves[_key(runId, round, solver)];
+        hashes = new bytes32[](leaves.length);
+        for (uint256 i; i < leaves.length; ++i) {
+            hashes[i] = SegmentLeaf.hash(
+                SegmentLeaf.Leaf({
+                    runId: runId,
+                    round: round,
+                    solver: solver,
+                    index: uint32(i),
+                    startHash: leaves[i].startHash,
+                    endHash: leaves[i].endHash,
+                    sketchHash: leaves[i].sketchHash,
+                    tokens: leaves[i].tokens
+                })
+            );
+        }
+    }
+
+    function leafAt(uint256 runId, uint64 round, address solver, uint256 index)
+        internal
+        view
+        returns (LeafData memory leaf, bytes32[] memory proof)
+    {
+        leaf = _leaves[_key(runId, round, solver)][index];
+        proof = TestMerkle.proof(leafHashes(runId, round, solver), index);
+    }
+
+    function commitAs(uint256 runId, address solver) internal returns (CommitmentData memory c) {
+        uint64 round = reg.roundTimes(runId).round;
+        c = buildCommitment(runId, round, solver, reg.runParams(runId).numSegments);
+        vm.prank(solver);
+        reg.commit(runId, round, c.root, c.deltaHash, c.tokens);
+    }
+
+    // ------------------------------------------------------------------ phases
+
+    function warpToAttest(uint256 runId) internal {
+        vm.warp(reg.roundTimes(runId).commitEnd);
+        vm.roll(block.number + 1);
+    }
+
+    function drawSeed(uint256 runId) internal {
+        vm.roll(block.number + 1);
+        ver.drawSeed(runId, reg.roundTimes(runId).round);
+    }
+
+    function warpToClaim(uint256 runId) internal {
+        vm.warp(reg.roundTimes(runId).challengeEnd);
+        vm.roll(block.number + 1);
+    }
+
+    function refOf(uint256 runId, address solver, uint8 slot) internal view returns (AttestationRef memory) {
+        return AttestationRef({runId: runId, round: reg.roundTimes(runId).round, solver: solver, slot: slot});
+    }
+
+    function attestPassAs(AttestationRef memory ref, CommitmentData memory c) internal returns (address verifier) {
+        (verifier,) = ver.assignedVerifier(ref);
+        uint256 bond = reg.runParams(ref.runId).attestationBond;
+        vm.deal(verifier, verifier.balance + bond);
+        vm.prank(verifier);
+        ver.attestPass{value: bond}(ref, c);
+    }
+
+    function sampleSegment(AttestationRef memory ref, uint16 sampleIndex) internal view returns (uint256) {
+        return ver.sampledSegment(ref.runId, ref.round, ref.solver, sampleIndex);
+    }
+
+    function attestFailAs(AttestationRef memory ref, CommitmentData memory c, uint16 sampleIndex)
+        internal
+        returns (address verifier)
+    {
+        (verifier,) = ver.assignedVerifier(ref);
+        (LeafData memory leaf, bytes32[] memory proof) =
+            leafAt(ref.runId, ref.round, ref.solver, sampleSegment(ref, sampleIndex));
+        uint256 bond = reg.runParams(ref.runId).attestationBond;
+        vm.deal(verifier, verifier.balance + bond);
+        vm.prank(verifier);
+        ver.attestFail{value: bond}(ref, c, sampleIndex, leaf, proof);
+    }
+
+    function claimAndSettle(uint256 runId, bytes32 theta) internal {
+        uint64 round = reg.roundTimes(runId).round;
+        uint256 bond = reg.runEconomics(runId).challengeBond;
+        vm.prank(creator);
+        reg.postClaim{value: bond}(runId, round, theta);
+        vm.warp(block.timestamp + reg.runParams(runId).challengeWindow);
+        reg.settle(runId, round);
+    }
+
+    // ------------------------------------------------------------------ disputes
+
+    function challengeAs(address challenger, AttestationRef memory ref, CommitmentData memory c, uint16 sampleIndex)
+        internal
+        returns (DisputeSubject memory subject)
+    {
+        (LeafData memory leaf, bytes32[] memory proof) =
+            leafAt(ref.runId, ref.round, ref.solver, sampleSegment(ref, sampleIndex));
+        uint256 bond = reg.runEconomics(ref.runId).challengeBond;
+        vm.deal(challenger, challenger.balance + bond);
+        vm.prank(challenger);
+        dis.challengeAttestation{value: bond}(ref, c, sampleIndex, leaf, proof);
+        subject = DisputeSubject(dis.KIND_ATTESTATION(), ref.runId, ref.round, ref.solver, ref.slot, 0);
+    }
+
+    function poolOf(DisputeSubject memory subject) internal view returns (JurorKey[] memory pool) {
+        bytes32 id = dis.disputeIdOf(subject);
+        Disputes.Dispute memory d = dis.disputeOf(id);
+        uint256 n = jurorAddrs.length;
+        uint256 offset = uint256(keccak256(abi.encode(blockhash(uint256(d.openedBlock) + 1), id))) % n;
+        uint256 size = reg.runParams(subject.runId).jurySize + Constants.JURY_PARTY_SLACK;
+        if (size > n) size = n;
+        pool = new JurorKey[](size);
+        for (uint256 seat; seat < size; ++seat) {
+            uint256 idx = (offset + seat) % n;
+            pool[seat] = JurorKey({account: jurorAddrs[idx], publicKey: jurorPks[idx]});
+        }
+    }
+
+    function drawJury(DisputeSubject memory subject) internal {
+        vm.roll(block.number + 2);
+        dis.drawJury(subject, poolOf(subject));
+    }
+
+    struct VerdictInput {
+        uint32 signers;
+        bytes signature;
+        bytes aggregate;
+        NonSigner[] nonSigners;
+    }
+
+    /// @dev Sign `challengerWins` with the first `count` eligible seats (all eligible seats if count is 0).
+    function buildVerdict(DisputeSubject memory subject, bool challengerWins, uint256 count)
+        internal
+        view
+        returns (VerdictInput memory v)
+    {
+        bytes32 id = dis.disputeIdOf(subject);
+        Disputes.Dispute memory d = dis.disputeOf(id);
+        uint256 n = d.registrySize;
+        bytes memory message = dis.verdictMessage(id, challengerWins);
+        uint256 signed;
+        NonSigner[] memory buffer = new NonSigner[](d.poolSize);
+        uint256 nonSigned;
+        for (uint256 seat; seat < d.poolSize; ++seat) {
+            if (d.eligible >> seat & 1 == 0) continue;
+            uint256 idx = (uint256(d.juryOffset) + seat) % n;
+            v.aggregate = v.aggregate.length == 0 ? jurorPks[idx] : BLS.g1Add(v.aggregate, jurorPks[idx]);
+            if (count == 0 || signed < count) {
+                v.signers |= uint32(1) << seat;
+                v.signature = TestBLS.addG2(v.signature, TestBLS.sign(jurorSks[idx], message));
+                ++signed;
+            } else {
+                buffer[nonSigned++] = NonSigner({seat: uint8(seat), account: jurorAddrs[idx], publicKey: jurorPks[idx]});
+            }
+        }
+        v.nonSigners = new NonSigner[](nonSigned);
+        for (uint256 i; i < nonSigned; ++i) {
+            v.nonSigners[i] = buffer[i];
+        }
+    }
+
+    function decide(DisputeSubject memory subject, bool challengerWins, uint256 count) internal {
+        VerdictInput memory v = buildVerdict(subject, challengerWins, count);
+        dis.submitVerdict(subject, challengerWins, v.signers, v.signature, v.aggregate, v.nonSigners);
+    }
+
+    function jurorIndexAtSeat(DisputeSubject memory subject, uint256 seat) internal view returns (uint256) {
+        Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(subject));
+        return (uint256(d.juryOffset) + seat) % d.registrySize;
+    }
+
+    function tokenOf(uint256 runId) internal view returns (RunShares) {
+        return shares.shareToken(runId);
+    }
+}

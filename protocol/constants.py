@@ -1,0 +1,81 @@
+"""Protocol constants that the contracts mirror (contracts/src/Constants.sol).
+
+Every value here has a twin in Solidity. `python -m tests.vectors.generate_bls` writes them into
+tests/vectors/constants.json; `forge test` (contracts/test/Constants.t.sol) checks the Solidity
+library against that file and pytest checks the file against this module, so a change on one side
+fails the build until the other side follows. Why each value is what it is: docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+from eth_hash.auto import keccak as _keccak
+
+# Stake roles.
+ROLE_SOLVER = 1
+ROLE_VERIFIER = 2
+
+# Bounds: every on-chain loop is bounded by one of these.
+BPS_DENOMINATOR = 10_000
+MAX_SAMPLES = 1024
+MAX_VERIFIERS_PER_COMMITMENT = 8
+MAX_VERIFIERS_PER_RUN = 256
+MAX_JURORS = 4096
+MAX_JURY_SIZE = 21
+JURY_PARTY_SLACK = 3
+QUORUM_NUMERATOR = 2
+QUORUM_DENOMINATOR = 3
+
+# Payouts of forfeited bonds and slashed stake.
+WINNER_REWARD_BPS = 5000
+JUROR_REWARD_BPS = 2000
+JUROR_MIN_STAKE = 10**18
+
+# Sampling domain of the verifier-list offset of a commitment (far above any segment sample index).
+VERIFIER_DRAW_INDEX = 2**32
+
+# Ownership shares and revenue.
+REVENUE_PRECISION = 10**27
+MAX_TOTAL_SHARES = 10**27
+MIN_SUPPLY_FOR_RELEASE = 10**18
+
+# BLS domain separation tags (py_ecc G2ProofOfPossession).
+BLS_SIG_DST = b"BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_"
+BLS_POP_DST = b"BLS_POP_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_"
+
+# Fault domains: a slash happens at most once per fault key.
+FAULT_SOLVER = _keccak(b"gradledger.fault.solver")
+FAULT_ATTESTATION = _keccak(b"gradledger.fault.attestation")
+
+
+def get_quorum(jury_size: int) -> int:
+    """Signers a verdict needs: ceil(jury_size * 2 / 3), as `Disputes` computes it."""
+    return -(-jury_size * QUORUM_NUMERATOR // QUORUM_DENOMINATOR)
+
+
+def get_constants() -> dict[str, int | str]:
+    """Every mirrored constant by its Solidity name; bytes as 0x-hex (the vectors file's content)."""
+    values: dict[str, int | bytes] = {
+        "ROLE_SOLVER": ROLE_SOLVER,
+        "ROLE_VERIFIER": ROLE_VERIFIER,
+        "BPS_DENOMINATOR": BPS_DENOMINATOR,
+        "MAX_SAMPLES": MAX_SAMPLES,
+        "MAX_VERIFIERS_PER_COMMITMENT": MAX_VERIFIERS_PER_COMMITMENT,
+        "MAX_VERIFIERS_PER_RUN": MAX_VERIFIERS_PER_RUN,
+        "MAX_JURORS": MAX_JURORS,
+        "MAX_JURY_SIZE": MAX_JURY_SIZE,
+        "JURY_PARTY_SLACK": JURY_PARTY_SLACK,
+        "QUORUM_NUMERATOR": QUORUM_NUMERATOR,
+        "QUORUM_DENOMINATOR": QUORUM_DENOMINATOR,
+        "WINNER_REWARD_BPS": WINNER_REWARD_BPS,
+        "JUROR_REWARD_BPS": JUROR_REWARD_BPS,
+        "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
+        "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
+        "REVENUE_PRECISION": REVENUE_PRECISION,
+        "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
+        "MIN_SUPPLY_FOR_RELEASE": MIN_SUPPLY_FOR_RELEASE,
+        "BLS_SIG_DST": BLS_SIG_DST,
+        "BLS_POP_DST": BLS_POP_DST,
+        "FAULT_SOLVER": FAULT_SOLVER,
+        "FAULT_ATTESTATION": FAULT_ATTESTATION,
+    }
+    return {name: "0x" + value.hex() if isinstance(value, bytes) else value for name, value in values.items()}
