@@ -48,13 +48,14 @@ class SolverView:
     open_disputes: int
     unfinalized: int
     unclaimed_rounds: tuple[int, ...]
+    unwithdrawn_claim_bonds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Action:
     kind: Literal[
         "train", "commit", "mark_committed", "mark_missed", "finalize", "post_claim", "settle", "claim_shares",
-        "wait", "done",
+        "withdraw_claim_bond", "wait", "done",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -64,6 +65,8 @@ def decide_solver_action(view: SolverView) -> Action:
     """The next action; `wait` carries how long nothing can change by itself."""
     if view.unclaimed_rounds:
         return Action("claim_shares", view.unclaimed_rounds[0])
+    if view.unwithdrawn_claim_bonds:
+        return Action("withdraw_claim_bond", view.unwithdrawn_claim_bonds[0])
     times = view.times
     if times.finished:
         return Action("done")

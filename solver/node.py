@@ -23,7 +23,7 @@ from fastapi import HTTPException
 from gradledger.logs import get_logger, log_event
 from protocol.adapters.artifacts import ArtifactError, BackgroundStateWriter, LocalArtifactStore, put_state
 from protocol.adapters.chain import ChainClient, ChainError, ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, ProtocolClient
+from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus, Commitment, ProtocolClient
 from protocol.adapters.http import PeerSet, make_node_app
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
@@ -148,7 +148,25 @@ class SolverNode:
             open_disputes=disputes,
             unfinalized=unfinalized,
             unclaimed_rounds=self._unclaimed_rounds(times.round),
+            unwithdrawn_claim_bonds=self._unwithdrawn_claim_bonds(times.round) if self.settings.coordinator else (),
         )
+
+    def _unwithdrawn_claim_bonds(self, current: int) -> tuple[int, ...]:
+        """Settled rounds whose claim this node posted and whose bond it has not withdrawn."""
+        out = []
+        for r in range(current):
+            if self.state.get("claim_bond", f"{self.settings.run_id}:{r}") is not None:
+                continue
+            claim = self.protocol.claim_of(self.settings.run_id, r)
+            if (
+                claim.claimer.lower() == self.address.lower()
+                and claim.status == ClaimStatus.SETTLED
+                and not claim.bond_paid
+            ):
+                out.append(r)
+            else:
+                self.state.put("claim_bond", f"{self.settings.run_id}:{r}", {"done": True})
+        return tuple(out)
 
     def _unclaimed_rounds(self, current: int) -> tuple[int, ...]:
         out = []
@@ -294,6 +312,15 @@ class SolverNode:
                     raise
         self.state.put("shares", f"{run}:{r}", {"claimed": True})
         log_event(logger, "shares claimed", run=run, round=r)
+
+    def _do_withdraw_claim_bond(self, action: Action) -> None:
+        try:
+            self.protocol.withdraw_claim_bond(self.account, self.settings.run_id, action.round)
+        except ContractRevertError as exc:
+            if exc.error != "BondAlreadyPaid":
+                raise
+        self.state.put("claim_bond", f"{self.settings.run_id}:{action.round}", {"done": True})
+        log_event(logger, "claim bond withdrawn", run=self.settings.run_id, round=action.round)
 
     def _do_wait(self, action: Action) -> None:
         self._stop.wait(min(action.seconds, 1.0))

@@ -172,7 +172,17 @@ class VerifierWorker:
         elif phase == "attest":
             self._attest_round(times.round)
         self._finalize_and_claim(now)
-        return times.finished and all(r["status"] == "done" for r in self.list_attestations())
+        done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
+        if done:
+            self._withdraw_credits()
+        return done
+
+    def _withdraw_credits(self) -> None:
+        """Pull returned bonds and rewards out of Verification and Disputes."""
+        for contract in ("Verification", "Disputes"):
+            if self.protocol.credits_of(contract, self.address) > 0:
+                self.protocol.withdraw_credits(self.account, contract)
+                log_event(logger, "credits withdrawn", contract=contract)
 
     # -- attesting ---------------------------------------------------------------------------
 

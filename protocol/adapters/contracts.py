@@ -124,6 +124,7 @@ class Claim:
     window_end: int
     nonce: int
     status: ClaimStatus
+    bond_paid: bool
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,11 @@ class ProtocolClient:
 
     def claim_of(self, run_id: int, round_index: int) -> Claim:
         raw = self.chain.call("RunRegistry", "claimOf", run_id, round_index)
-        values = _fields(raw, ("thetaHash", "claimer", "windowEnd", "nonce", "status"))
-        return Claim(to_hash32(values[0]), values[1], values[2], values[3], ClaimStatus(values[4]))
+        values = _fields(raw, ("thetaHash", "claimer", "windowEnd", "nonce", "status", "bondPaid"))
+        return Claim(to_hash32(values[0]), values[1], values[2], values[3], ClaimStatus(values[4]), bool(values[5]))
+
+    def withdraw_claim_bond(self, account: LocalAccount, run_id: int, round_index: int) -> TxResult:
+        return self.chain.send(account, "RunRegistry", "withdrawClaimBond", run_id, round_index)
 
     def post_claim(
         self, account: LocalAccount, run_id: int, round_index: int, theta_hash: bytes, bond_wei: int

@@ -1,0 +1,66 @@
+"""The solver's decisions, without a chain: one view in, one action out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from protocol.adapters.contracts import ClaimStatus, RoundTimes
+from solver.decide import RoundRecord, SolverView, decide_solver_action
+
+TIMES = RoundTimes(round=2, start=1000, commit_end=1020, attest_end=1035, challenge_end=1040, finished=False)
+TRAINED = RoundRecord(1, 2, "trained", root="0xab", delta_hash="0xcd", tokens=10, doc_hash="0xef")
+COMMITTED = replace(TRAINED, status="committed")
+BASE = SolverView(
+    now=1005, times=TIMES, record=None, committed_on_chain=False, coordinator=False, claim_status=ClaimStatus.NONE,
+    claim_window_end=0, open_disputes=0, unfinalized=0, unclaimed_rounds=(),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "kind"),
+    [
+        ({}, "train"),
+        ({"now": 1020}, "mark_missed"),
+        ({"record": TRAINED}, "commit"),
+        ({"record": TRAINED, "committed_on_chain": True}, "mark_committed"),  # crashed after sending the commit
+        ({"record": TRAINED, "now": 1021}, "mark_missed"),
+        ({"record": COMMITTED}, "wait"),
+        ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
+        ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
+        ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),
+        ({"times": replace(TIMES, finished=True)}, "done"),
+    ],
+)
+def test_solver_actions(changes, kind):
+    assert decide_solver_action(replace(BASE, **changes)).kind == kind
+
+
+def test_claimed_shares_come_before_new_work():
+    view = replace(BASE, unclaimed_rounds=(1,), record=None)
+    assert decide_solver_action(view) == decide_solver_action(view)  # pure
+    assert decide_solver_action(view).round == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "kind"),
+    [
+        ({"now": 1030}, "wait"),  # challenge window still open
+        ({"now": 1040, "open_disputes": 1}, "wait"),
+        ({"now": 1040, "unfinalized": 2}, "finalize"),
+        ({"now": 1040}, "post_claim"),
+        ({"now": 1041, "claim_status": ClaimStatus.POSTED, "claim_window_end": 1045}, "wait"),
+        ({"now": 1045, "claim_status": ClaimStatus.POSTED, "claim_window_end": 1045}, "settle"),
+        ({"now": 1046, "claim_status": ClaimStatus.UPHELD, "claim_window_end": 1045}, "settle"),
+        ({"now": 1046, "claim_status": ClaimStatus.CHALLENGED, "claim_window_end": 1045}, "wait"),
+    ],
+)
+def test_coordinator_actions(changes, kind):
+    view = replace(BASE, coordinator=True, record=COMMITTED, **changes)
+    assert decide_solver_action(view).kind == kind
+
+
+def test_waits_are_bounded_by_the_next_deadline():
+    view = replace(BASE, coordinator=True, record=COMMITTED, now=1030)
+    assert decide_solver_action(view).seconds == 10

@@ -1,0 +1,54 @@
+"""The verifier's decisions, without a chain."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.adapters.contracts import RoundTimes
+from verifier.decide import SampleCheck, decide_attestation, get_verifier_phase
+
+TIMES = RoundTimes(round=0, start=100, commit_end=120, attest_end=135, challenge_end=140, finished=False)
+
+
+def test_all_samples_replay_means_pass():
+    checks = [SampleCheck(0, 3, True, "ok"), SampleCheck(1, 1, True, "ok")]
+    decision = decide_attestation(None, True, checks)
+    assert decision.kind == "pass" and "2 sampled segment(s)" in decision.reason
+
+
+def test_first_bad_sample_is_named_in_the_fail():
+    checks = [
+        SampleCheck(0, 3, True, "ok"),
+        SampleCheck(1, 1, False, "end hash differs"),
+        SampleCheck(2, 0, False, "x"),
+    ]
+    decision = decide_attestation(None, True, checks)
+    assert (decision.kind, decision.sample_index, decision.segment, decision.reason) == (
+        "fail",
+        1,
+        1,
+        "end hash differs",
+    )
+
+
+def test_a_provably_bad_document_fails_on_the_first_sample():
+    decision = decide_attestation("leaf 0 does not start at θ_r", True, [SampleCheck(0, 2, False, "")])
+    assert (decision.kind, decision.sample_index, decision.segment) == ("fail", 0, 2)
+
+
+def test_an_unprovable_problem_abstains():
+    decision = decide_attestation("commitment document unavailable", False, [])
+    assert decision.kind == "abstain"
+
+
+@pytest.mark.parametrize(
+    ("now", "seed_drawn", "phase"),
+    [(110, False, "before_attest"), (120, False, "draw_seed"), (125, True, "attest"), (135, True, "after_attest")],
+)
+def test_phases(now, seed_drawn, phase):
+    assert get_verifier_phase(now, TIMES, seed_drawn) == phase
+
+
+def test_finished_run():
+    finished = RoundTimes(3, 0, 0, 0, 0, True)
+    assert get_verifier_phase(10**9, finished, True) == "finished"
