@@ -11,9 +11,9 @@ NPM_STAMP := $(CONTRACTS)/node_modules/.installed
 BUILD_STAMP := $(CONTRACTS)/out/.built
 SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
-.PHONY: setup demo test lint pytest forge-test vectors bench clean
+.PHONY: setup demo test lint pytest forge-test vectors bench clean browser
 
-setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP)
+setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) browser
 
 # torch is pinned to the CPU build (2.13.0) and installed first, so nothing pulls a CUDA build.
 $(VENV_STAMP): pyproject.toml
@@ -36,6 +36,13 @@ $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
 $(BUILD_STAMP): $(NPM_STAMP) $(SOLIDITY) $(CONTRACTS)/foundry.toml
 	cd $(CONTRACTS) && ./node_modules/.bin/forge build
 	touch $@
+
+# Headless Chromium renders the audit's HTML report in the tests (tests/auditor); installed from the
+# distribution's packages when missing (Debian/Ubuntu: the `chromium` package).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; }
 
 demo: setup
 	$(VENV)/bin/gradledger demo

@@ -31,6 +31,14 @@ from devnet.anvil import AnvilProcess  # noqa: E402
 from devnet.toolchain import find_tool, get_contracts_dir  # noqa: E402
 from protocol import bls  # noqa: E402
 from protocol.hashing import keccak256  # noqa: E402
+from protocol.jury import (  # noqa: E402
+    JurorEntry,
+    Jury,
+    assemble_verdict,
+    compute_jury_seed,
+    compute_vote,
+    draw_jury,
+)
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at  # noqa: E402
 from protocol.sampling import compute_sample, compute_sampling_seed  # noqa: E402
 
@@ -301,47 +309,43 @@ class Scenario:
         )
         return (KIND_ATTESTATION, c.run_id, c.round, c.solver, 0, 0)
 
+    def _registry(self) -> list[JurorEntry]:
+        """The juror registry in registration order (what JurorRegistered events replay to)."""
+        return [JurorEntry(i, j.address, j.g1, True) for i, j in enumerate(self.jurors)]
+
     def draw_jury(self, subject: tuple, label: str | None) -> None:
-        """Mine the seed block, rebuild the pool from the registry order, draw the jury."""
+        """Mine the seed block, rebuild the pool from the registry order (protocol.jury), draw the jury."""
         self.b.mine()  # the jury seed is the hash of the block after the challenge
         dispute_id = self.b.call("Disputes", "disputeIdOf", subject)
         opened_block = self.b.call("Disputes", "disputeOf", dispute_id)[2]
-        block_hash = self.b.w3.eth.get_block(opened_block + 1)["hash"]
-        offset = int.from_bytes(keccak256(block_hash + dispute_id), "big") % len(self.jurors)
+        seed = compute_jury_seed(self.b.w3.eth.get_block(opened_block + 1)["hash"], dispute_id)
         jury_size = self.b.call("RunRegistry", "runParams", subject[1])[6]
-        pool_size = min(jury_size + 3, len(self.jurors))
-        pool = [self.jurors[(offset + seat) % len(self.jurors)] for seat in range(pool_size)]
-        self.b.send(label, self.creator, self.b.fn("Disputes", "drawJury", subject, [(j.address, j.g1) for j in pool]))
+        jury = draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]])
+        pool = [(e.account, e.public_key_g1) for e in jury.pool]
+        self.b.send(label, self.creator, self.b.fn("Disputes", "drawJury", subject, pool))
 
     def verdict(self, subject: tuple, signer_count: int, label: str) -> None:
-        """Sign "challenger wins" with the first `signer_count` jurors (py_ecc) and submit it."""
+        """Sign "challenger wins" with the first `signer_count` jurors (py_ecc) and submit the aggregate."""
         dispute_id = self.b.call("Disputes", "disputeIdOf", subject)
         record = self.b.call("Disputes", "disputeOf", dispute_id)
-        offset, registry_size, pool_size, eligible = record[5], record[6], record[7], record[9]
-        seats = [s for s in range(pool_size) if eligible >> s & 1]
-        jurors = {s: self.jurors[(offset + s) % registry_size] for s in seats}
-        signing = seats[:signer_count]
-        message = bls.compute_verdict_message(
-            self.b.contracts["Disputes"].address, self.chain_id, dispute_id, challenger_wins=True
-        )
-        signature = bls.compute_aggregate_signature([bls.compute_signature(jurors[s].key, message) for s in signing])
-        aggregate = bls.compute_aggregate_public_key([jurors[s].key.public_key for s in seats])
-        non_signers = [(s, jurors[s].address, jurors[s].g1) for s in seats if s not in signing]
-        bitmap = bls.compute_signer_bitmap(signing, pool_size)
+        offset, registry_size, pool_size, jury_size, eligible = record[5], record[6], record[7], record[8], record[9]
+        registry = self._registry()
+        pool = tuple(registry[(offset + s) % registry_size] for s in range(pool_size))
+        jury = Jury(offset, registry_size, jury_size, pool, eligible)
+        disputes = self.b.contracts["Disputes"].address
+        votes = [
+            compute_vote(self.jurors[pool[s].index].key, disputes, self.chain_id, dispute_id, s, pool[s].account, True)
+            for s in jury.eligible_seats[:signer_count]
+        ]
+        v = assemble_verdict(jury, votes)
         self.b.send(
             label,
             self.creator,
             self.b.fn(
-                "Disputes",
-                "submitVerdict",
-                subject,
-                True,
-                bitmap,
-                bls.compute_eip2537_g2(signature),
-                bls.compute_eip2537_g1(aggregate),
-                non_signers,
+                "Disputes", "submitVerdict", subject, v.challenger_wins, v.signers, v.signature_g2,
+                v.eligible_aggregate_g1, [list(n) for n in v.non_signers],
             ),
-        )
+        )  # fmt: skip
 
     def play(self) -> None:
         """The measured walk-through: two runs (juries of 5 and 21) through a full round."""

@@ -96,9 +96,7 @@ def create(
         attest_window_s=attest_window, challenge_window_s=challenge_window,
     )  # fmt: skip
     store = LocalArtifactStore(root / "creator" / "artifacts")
-    run_id, terms = create_run(
-        client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool)
-    )
+    run_id, terms = create_run(client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool))
     out = {"run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash)}
     typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']})")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from auditor import cli as audit_cli
 from devnet import cli as devnet_cli
 from devnet import commands as devnet_commands
 from gradledger import __version__
@@ -19,6 +20,7 @@ from gradledger.logs import configure_logging, get_logger, log_event
 from protocol.errors import ConfigError, GradledgerError
 from solver import cli as solver_cli
 from verifier import cli as verifier_cli
+from whistleblower import cli as whistleblower_cli
 
 app = typer.Typer(
     name="gradledger",
@@ -33,6 +35,8 @@ app.add_typer(devnet_commands.run_app, name="run")
 app.add_typer(devnet_commands.artifacts_app, name="artifacts")
 app.add_typer(solver_cli.app, name="solver")
 app.add_typer(verifier_cli.app, name="verifier")
+app.add_typer(whistleblower_cli.app, name="whistleblower")
+app.command("audit")(audit_cli.audit_command)
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 
@@ -99,11 +103,20 @@ def simulate(
 def demo(
     home: Path | None = typer.Option(None, "--home", help="data directory (default $GRADLEDGER_HOME or ./.gradledger)"),
     json_out: Path | None = typer.Option(None, "--json", help="also write the summary as JSON to this file"),
+    adversarial: bool = typer.Option(
+        False, "--adversarial", help="with a cheating solver, a lazy verifier, jurors and a whistleblower"
+    ),
 ) -> None:
     """Train, verify, settle and pay a 3-round run on a local chain; print the summary."""
     from gradledger.demo import run_demo
 
     configure_logging()
+    if adversarial:
+        from gradledger.adversarial_demo import check_adversarial_summary, run_adversarial_demo
+
+        if check_adversarial_summary(run_adversarial_demo(home, json_out, err_console)):
+            raise typer.Exit(1)
+        return
     summary = run_demo(home, json_out, err_console)
     if summary["contract_balance_wei"] != summary["owed_wei"] or summary["rounds_settled"] < 3:
         raise typer.Exit(1)

@@ -71,9 +71,9 @@ def prepare_home(home: Path) -> None:
             "(or GRADLEDGER_HOME) or move that directory away"
         )
     stop_devnet(home)
-    for name in ("devnet", "solvers", "verifiers", "creator", "logs"):
+    for name in ("devnet", "solvers", "verifiers", "creator", "logs", "audit"):
         shutil.rmtree(home / name, ignore_errors=True)
-    for name in ("manifest.json", "peers.txt", "demo.json"):
+    for name in ("manifest.json", "peers.txt", "demo.json", "labels.json"):
         (home / name).unlink(missing_ok=True)
     home.mkdir(parents=True, exist_ok=True)
     (home / DEMO_MARKER).write_text("this directory was created by `gradledger demo`\n")
@@ -147,6 +147,9 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
         console.print(f"run {run_id} created; 3 solvers and 2 verifiers staked and running")
         _wait_for_run(protocol, run_id, processes, console)
         summary = build_summary(protocol, run_id, config, creator_store, root, processes)
+        # the devnet is still up: audit the run from its events and the nodes' stores (docs/audit.md)
+        audit, audit_paths = audit_demo_run(root, info.rpc_url, manifest, run_id)
+        summary["audit"] = {"passed": audit.passed, "failed": [c.name for c in audit.failed], **audit_paths}
         summary["seconds"] = round(time.monotonic() - started, 1)
     finally:
         for _, process in processes:
@@ -166,7 +169,31 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
         tmp = json_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(summary, indent=1) + "\n")
         tmp.replace(json_path)
+    from auditor.report import print_summary
+
+    print_summary(audit, console, compact=True)
+    console.print(f"audit report: {audit_paths['html']} (JSON: {audit_paths['json']})", highlight=False, soft_wrap=True)
+    if not audit.passed:
+        raise DemoError(
+            f"the audit of run {run_id} failed: {', '.join(c.name for c in audit.failed)}; see {audit_paths['html']}"
+        )
     return summary
+
+
+def audit_demo_run(root: Path, rpc_url: str, manifest, run_id: int, participants=PARTICIPANTS):
+    """`gradledger audit` of a demo's run (participants named as in the demo); writes <home>/audit/."""
+    from auditor.audit import audit_run, open_sources
+    from auditor.report import write_outputs
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.keys import get_devnet_account
+
+    labels = {get_devnet_account(p.account).address: p.label for p in participants}
+    labels[get_devnet_account(0).address] = "creator"
+    (root / "labels.json").write_text(json.dumps(labels, indent=1) + "\n")  # later `gradledger audit` runs use it
+    report = audit_run(ChainClient(rpc_url, manifest), manifest, run_id, open_sources(root, [], []), labels)
+    paths = {"html": root / "audit" / f"run-{run_id}.html", "json": root / "audit" / f"run-{run_id}.json"}
+    write_outputs(report, paths["json"], paths["html"])
+    return report, {k: str(v) for k, v in paths.items()}
 
 
 def _wait_healthy(urls: list[str], processes, timeout_s: float = 120) -> None:

@@ -45,14 +45,15 @@ class TrainConfig(_Frozen):
     batch_size: int = Field(16, ge=1, le=4096, description="sequences per inner step")
     inner_steps: int = Field(25, ge=1, le=100_000, description="H: inner steps per round")
     steps_per_segment: int = Field(5, ge=1, description="k: inner steps between checkpoints")
-    inner_lr: float = Field(3e-3, gt=0, le=1)
+    inner_lr: float = Field(1e-3, gt=0, le=1, description="bench/diloco.py: 1e-3 beat 3e-3 for DiLoCo")
     warmup_steps: int = Field(50, ge=0, description="linear inner-lr warmup over global steps")
+    round_warmup_steps: int = Field(5, ge=0, description="linear inner-lr warmup over each round's first steps")
     weight_decay: float = Field(0.1, ge=0, le=1)
     beta1: float = Field(0.9, ge=0, lt=1)
     beta2: float = Field(0.95, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
     outer_lr: float = Field(0.7, gt=0, le=10)
-    outer_momentum: float = Field(0.9, ge=0, lt=1)
+    outer_momentum: float = Field(0.8, ge=0, lt=1, description="paper: 0.9; 0.8 measured better at M=4")
 
     @model_validator(mode="after")
     def _segments_tile_the_round(self) -> TrainConfig:
@@ -90,10 +91,11 @@ class ExecutionProfileConfig(_Frozen):
 class ReplayThresholds(_Frozen):
     """Tolerances for replays under another profile (calibrated by bench/detection.py)."""
 
-    max_hamming_fraction: float = Field(0.08, ge=0, le=1)
-    max_log2_norm_diff: float = Field(0.05, ge=0)
-    max_relative_error: float = Field(0.05, ge=0)
-    min_cosine: float = Field(0.998, ge=-1, le=1)
+    max_hamming_fraction: float = Field(0.15, ge=0, le=1, description="worst tensor, sketch")
+    max_log2_norm_diff: float = Field(0.25, ge=0, description="worst tensor, sketch")
+    max_relative_error: float = Field(0.3, ge=0, description="worst tensor, exact updates")
+    min_cosine: float = Field(0.95, ge=-1, le=1, description="worst tensor, exact updates")
+    max_global_relative_error: float = Field(0.003, ge=0, description="whole update, exact updates")
 
 
 class DataConfig(_Frozen):

@@ -8,12 +8,14 @@ Order of checks for one sampled segment (DESIGN section 3):
    replayed update's sketch hashes to the leaf's sketch hash -- bit-identical or rejected;
 4. another profile: the sketch of the replayed update against the committed sketch; beyond
    the thresholds the segment is rejected at once; within them the committed end checkpoint
-   is needed and the verdict rests on exact per-tensor distances (relative error, cosine)
-   between the replayed and committed updates, because a sketch alone is not binding.
+   is needed and the verdict rests on exact distances between the replayed and committed
+   updates -- per tensor (relative error, cosine) and over the whole update (relative
+   error) -- because a sketch alone is not binding.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -52,6 +54,7 @@ class ReplayVerdict:
     max_log2_norm_diff: float | None = None
     max_relative_error: float | None = None
     min_cosine: float | None = None
+    global_relative_error: float | None = None
 
 
 def replay_segment(
@@ -119,6 +122,27 @@ def compute_update_distances(
     return worst_error, worst_cosine
 
 
+def compute_global_relative_error(
+    replayed_update: Mapping[str, torch.Tensor], committed_update: Mapping[str, torch.Tensor]
+) -> float:
+    """||replayed - committed|| / ||committed|| over the whole update (all tensors as one vector).
+
+    Why next to the per-tensor maxima: a tensor whose true gradient is zero (the attention key
+    bias: softmax ignores a shift shared by all keys) moves only by rounding noise that AdamW
+    normalizes to full-size steps, so its honest cross-profile error is large and dominates the
+    per-tensor maximum. Tampering spread over the whole model (e.g. noise at 1% of the update)
+    hides under that maximum but not under the whole-update error (bench/detection.py).
+    """
+    diff = norm = 0.0
+    for name, committed in committed_update.items():
+        c = committed.double()
+        diff += float(((replayed_update[name].double() - c) ** 2).sum())
+        norm += float((c * c).sum())
+    if norm == 0.0:
+        return 0.0 if diff == 0.0 else math.inf
+    return math.sqrt(diff / norm)
+
+
 def judge_tolerance(
     config: RunConfig,
     leaf: SegmentLeaf,
@@ -164,9 +188,22 @@ def judge_tolerance(
             False, "distance", "committed sketch is not the sketch of the committed update", **evidence
         )
     error, cosine = compute_update_distances(replayed_update, committed_update)
-    accepted = error <= limits.max_relative_error and cosine >= limits.min_cosine
+    global_error = compute_global_relative_error(replayed_update, committed_update)
+    accepted = (
+        error <= limits.max_relative_error
+        and cosine >= limits.min_cosine
+        and global_error <= limits.max_global_relative_error
+    )
     reason = "within exact-distance tolerance" if accepted else "exact distances beyond tolerance"
-    return ReplayVerdict(accepted, "distance", reason, max_relative_error=error, min_cosine=cosine, **evidence)
+    return ReplayVerdict(
+        accepted,
+        "distance",
+        reason,
+        max_relative_error=error,
+        min_cosine=cosine,
+        global_relative_error=global_error,
+        **evidence,
+    )
 
 
 def verify_leaf_chain(

@@ -72,6 +72,12 @@ def run_node(
     port: int = typer.Option(0, min=0, max=65535, help="artifact API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for training (results do not depend on it)"),
     progress: bool = typer.Option(True, help="show a progress bar while training"),
+    adversary: str | None = typer.Option(
+        None, "--adversary", help="DISHONEST role for tests and demos: cheat, withhold or wrong-claim (never default)"
+    ),
+    behaviour: str | None = typer.Option(
+        None, "--behaviour", help="with --adversary cheat: how to cheat (solver.adversarial.Behaviour value)"
+    ),
 ) -> None:
     """Train every round of a run, commit, serve checkpoints; resumes after a crash."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -83,7 +89,8 @@ def run_node(
     deployment = resolve_manifest(root, manifest)
     url = resolve_rpc_url(root, rpc_url, deployment)
     account = resolve_account(keystore, devnet_account, deployment.chain_id)
-    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port, threads)
+    dishonest = parse_solver_adversary(adversary, behaviour)
+    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port, threads, dishonest)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
     node = SolverNode(
@@ -96,3 +103,24 @@ def run_node(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with bar:
         node.run(stop)
+
+
+def parse_solver_adversary(adversary: str | None, behaviour: str | None):
+    """`--adversary` / `--behaviour` as AdversarySettings (None: an honest node)."""
+    from protocol.errors import ConfigError
+    from solver.adversarial import Behaviour
+    from solver.roles import AdversarySettings, SolverAdversary
+
+    if adversary is None:
+        if behaviour is not None:
+            raise ConfigError("--behaviour only makes sense with --adversary cheat")
+        return None
+    try:
+        mode = SolverAdversary(adversary)
+        chosen = Behaviour(behaviour) if behaviour is not None else None
+    except ValueError:
+        raise ConfigError(
+            f"unknown --adversary {adversary!r} or --behaviour {behaviour!r}; adversaries: "
+            f"{', '.join(m.value for m in SolverAdversary)}; behaviours: {', '.join(b.value for b in Behaviour)}"
+        ) from None
+    return AdversarySettings(mode, chosen)

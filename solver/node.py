@@ -27,15 +27,22 @@ from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimS
 from protocol.adapters.http import PeerSet, make_node_app
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import RunContext, RunNotFoundError, get_global_state, load_run_context, wait_for_run
+from protocol.adapters.runs import (
+    RunContext,
+    RunNotFoundError,
+    compute_next_theta,
+    get_global_state,
+    load_run_context,
+    wait_for_run,
+)
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.hashing import hash_to_hex, to_hash32
-from protocol.outer import compute_outer_step
 from protocol.profile import apply_execution_profile
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import compute_pseudo_gradient, get_params, train_round
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
+from solver.roles import AdversarySettings, SolverAdversary, WithholdingStore, make_wrong_theta, train_dishonest_round
 
 logger = get_logger("solver")
 
@@ -49,6 +56,8 @@ class SolverSettings:
     host: str = "127.0.0.1"
     port: int = 0
     threads: int = 1
+    adversary: AdversarySettings | None = None
+    """A dishonest role (solver/roles.py) for tests and the adversarial demo; None = honest."""
 
 
 class SolverNode:
@@ -81,7 +90,8 @@ class SolverNode:
     def start_server(self) -> str:
         from protocol.adapters.http import serve_in_thread
 
-        app = make_node_app("solver", self.address, self.store)
+        served = self.store if not self._is(SolverAdversary.WITHHOLD) else WithholdingStore(self.store)
+        app = make_node_app("solver", self.address, served)
 
         @app.get("/commitments/{run_id}/{round_index}")
         def get_commitment(run_id: int, round_index: int) -> dict:
@@ -92,6 +102,9 @@ class SolverNode:
 
         self.server = serve_in_thread(app, self.settings.host, self.settings.port)
         return self.server.url
+
+    def _is(self, mode: SolverAdversary) -> bool:
+        return self.settings.adversary is not None and self.settings.adversary.mode is mode
 
     # -- state -----------------------------------------------------------------------------
 
@@ -206,9 +219,16 @@ class SolverNode:
                 self.on_progress(f"round {r}", done, total)
 
         with BackgroundStateWriter(self.store) as writer:
-            records, end = train_round(
-                ctx.config, ctx.dataset, theta, r, self.address, save_checkpoint=writer.save, on_step=on_step
-            )
+            if self._is(SolverAdversary.CHEAT):
+                adversary = self.settings.adversary
+                records, end = train_dishonest_round(
+                    adversary.behaviour, ctx.config, ctx.dataset, theta, r, self.address, writer.save, adversary.seed
+                )
+                log_event(logger, "trained dishonestly", round=r, adversary=adversary.label)
+            else:
+                records, end = train_round(
+                    ctx.config, ctx.dataset, theta, r, self.address, save_checkpoint=writer.save, on_step=on_step
+                )
         for record in records:
             self.store.put(encode_sketch(record.sketch))
         delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
@@ -274,15 +294,10 @@ class SolverNode:
 
     def _do_post_claim(self, action: Action) -> None:
         ctx, r = self.load(), action.round
-        theta_hash = self.protocol.theta_of(ctx.run_id, r)
-        global_state = get_global_state(self.store, self.peers, theta_hash)
-        deltas = {}
-        for solver, commitment in sorted(self.protocol.get_commitments(ctx.run_id, r, ctx.created_block).items()):
-            if self.protocol.is_accepted(ctx.run_id, r, solver):
-                deltas[solver] = get_global_state(
-                    self.store, self.peers, commitment.delta_hash, self.peers.url_of(solver)
-                )
-        next_state = compute_outer_step(global_state, deltas, ctx.config.train)
+        next_state, _, accepted = compute_next_theta(self.protocol, self.store, self.peers, ctx, r)
+        if self._is(SolverAdversary.WRONG_CLAIM) and self.protocol.claim_of(ctx.run_id, r).nonce == 0:
+            next_state = make_wrong_theta(next_state)
+            log_event(logger, "posting a wrong claim", level=logging.WARNING, run=ctx.run_id, round=r)
         next_hash = put_state(self.store, next_state)
         if next_hash != compute_state_hash(next_state):
             raise AssertionError("artifact name differs from the state hash")
@@ -291,7 +306,7 @@ class SolverNode:
         except ContractRevertError as exc:
             if exc.error != "ClaimExists":  # another coordinator claimed first; its claim is checked by juries
                 raise
-        log_event(logger, "claimed", run=ctx.run_id, round=r, accepted=len(deltas), theta=hash_to_hex(next_hash)[:18])
+        log_event(logger, "claimed", run=ctx.run_id, round=r, accepted=len(accepted), theta=hash_to_hex(next_hash)[:18])
 
     def _do_settle(self, action: Action) -> None:
         try:

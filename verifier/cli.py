@@ -75,18 +75,37 @@ def serve(
     port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
     exit_when_done: bool = typer.Option(False, help="stop once the run is finished and every share is claimed"),
+    jury: bool = typer.Option(True, help="register a BLS juror key and sit on juries of this run's disputes"),
+    juror_only: bool = typer.Option(
+        False, "--juror-only", help="jury duty only: do not register in the run's verifier list, never attest"
+    ),
+    adversary: str | None = typer.Option(
+        None, "--adversary", help="DISHONEST role for tests and demos: lazy or fail-honest (never default)"
+    ),
 ) -> None:
-    """Watch commitments, replay sampled segments, attest; API: /health /attestations /metrics."""
+    """Watch commitments, replay sampled segments, attest, sit on juries; API: /health /attestations /jury /metrics."""
+    from protocol.errors import ConfigError
     from verifier.metrics import VerifierMetrics
+    from verifier.roles import VerifierAdversary
     from verifier.service import start_verifier_service
     from verifier.worker import VerifierWorker
+
+    try:
+        dishonest = VerifierAdversary(adversary) if adversary is not None else None
+    except ValueError:
+        raise ConfigError(
+            f"unknown --adversary {adversary!r}; choose one of {', '.join(m.value for m in VerifierAdversary)}"
+        ) from None
 
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
     url = resolve_rpc_url(root, rpc_url, deployment)
     account = resolve_account(keystore, devnet_account, deployment.chain_id)
-    worker = VerifierWorker(run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics(), threads)
+    worker = VerifierWorker(
+        run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics(), threads,
+        jury=jury, juror_only=juror_only, adversary=dishonest,
+    )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
     stop = threading.Event()

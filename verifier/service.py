@@ -1,8 +1,10 @@
 """`gradledger verifier serve`: the HTTP API and the background worker of a verifier.
 
 The worker (verifier/worker.py) runs in its own thread, so replays never block the event loop.
-The API serves health, the attestations this verifier made, Prometheus metrics and its artifact
-store. Bad input gets a 4xx that says what is wrong.
+The API serves health, the attestations this verifier made, Prometheus metrics, its artifact
+store, and the jury vote exchange (`POST /jury/votes`, `GET /jury/votes/{dispute_id}`,
+`GET /jury/disputes`). Bad input gets a 4xx that says what is wrong: a vote from a seat that is
+not eligible, or whose signature does not verify under the seat's registered key, is a 403.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
+from verifier.jury import VoteRejectedError
 from verifier.worker import VerifierWorker
 
 _ID = re.compile(r"^(\d+):(\d+):(0x[0-9a-fA-F]{40}):(\d+)$")
@@ -48,6 +51,31 @@ def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | 
         if record is None:
             raise HTTPException(404, f"this verifier made no attestation {identifier}")
         return record
+
+    @app.post("/jury/votes")
+    def post_vote(payload: dict) -> dict:
+        """A juror's signed vote; kept only if it is from an eligible seat and verifies (else 4xx)."""
+        if worker.jury is None:
+            raise HTTPException(404, "this verifier does not sit on juries (started with --no-jury or an adversary)")
+        try:
+            return worker.jury.accept_vote(payload)
+        except VoteRejectedError as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+
+    @app.get("/jury/votes/{dispute_id}")
+    def get_votes(dispute_id: str) -> list[dict]:
+        """Every vote this node holds for a dispute (its own and the checked votes of other jurors)."""
+        if worker.jury is None:
+            raise HTTPException(404, "this verifier does not sit on juries (started with --no-jury or an adversary)")
+        try:
+            return worker.jury.list_votes(dispute_id)
+        except VoteRejectedError as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+
+    @app.get("/jury/disputes")
+    def get_disputes() -> list[dict]:
+        """The disputes of the watched run this node follows, with its seat and verdict."""
+        return worker.jury.list_disputes() if worker.jury is not None else []
 
     @app.get("/metrics")
     def metrics() -> Response:

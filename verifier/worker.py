@@ -7,6 +7,11 @@ artifact API), replays with the one training step, judges, and attests with its 
 sending, it asks the chain whether the seat is already attested, and records the attestation in
 SQLite right after, so a restart never attests twice. After the challenge window it finalizes
 its attestations (bond back) and, once the round is settled, claims its shares.
+
+The fetch-check-replay logic is the shared `verifier/checks.CommitmentChecker` (the whistleblower
+and jurors use the same one). Each tick also does jury duty (`verifier/jury.py`) unless disabled;
+`juror_only` skips the run's verifier list and attesting; `adversary` (verifier/roles.py, never
+the default) attests without checking.
 """
 
 from __future__ import annotations
@@ -26,23 +31,16 @@ from protocol.adapters.contracts import AttestationRef, AttestationState, Commit
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import (
-    RunContext,
-    RunNotFoundError,
-    get_artifact,
-    get_global_state,
-    load_run_context,
-    wait_for_run,
-)
-from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, verify_commitment_doc
+from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context, wait_for_run
+from protocol.commitment import CommitmentDoc, CommitmentDocError
 from protocol.errors import GradledgerError
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
 from protocol.profile import apply_execution_profile
-from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
-from protocol.state import compute_state_hash, decode_state
-from protocol.training import compute_pseudo_gradient, get_params, make_start_checkpoint
-from verifier.decide import AttestationDecision, SampleCheck, decide_attestation, get_verifier_phase
+from verifier.checks import CommitmentChecker
+from verifier.decide import AttestationDecision, get_verifier_phase
+from verifier.jury import JuryDuty
 from verifier.metrics import VerifierMetrics
+from verifier.roles import VerifierAdversary, decide_dishonest_attestation
 
 logger = get_logger("verifier")
 
@@ -79,8 +77,14 @@ class VerifierWorker:
         peers: tuple[str, ...],
         metrics: VerifierMetrics,
         threads: int = 1,
+        *,
+        jury: bool = True,
+        juror_only: bool = False,
+        adversary: VerifierAdversary | None = None,
     ) -> None:
         self.run_id = run_id
+        self.juror_only = juror_only
+        self.adversary = adversary
         self.threads = threads
         self.account = account
         self.address = account.address
@@ -92,8 +96,15 @@ class VerifierWorker:
         self.peers = PeerSet(peers)
         self.metrics = metrics
         self.ctx: RunContext | None = None
+        self.checker: CommitmentChecker | None = None
         self.stop = threading.Event()
         self.last_error = ""
+        # A dishonest verifier never sits on juries (its adversary is its attestations).
+        self.jury = (
+            JuryDuty(run_id, account, self.protocol, self.state, self.peers, self.load, self.get_checker, self.store)
+            if (jury or juror_only) and adversary is None
+            else None
+        )
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
@@ -104,8 +115,19 @@ class VerifierWorker:
             apply_execution_profile(self.ctx.config.profile, self.threads)
         return self.ctx
 
+    def get_checker(self) -> CommitmentChecker:
+        """The shared commitment checker (verifier/checks.py) for this run."""
+        if self.checker is None:
+            self.checker = CommitmentChecker(self.load(), self.store, self.peers, self.protocol, self.metrics)
+        return self.checker
+
     def ensure_registered(self) -> None:
-        """Register in the run's verifier list if not yet (idempotent)."""
+        """Register as a juror (unless jury duty is off) and in the run's verifier list (unless juror-only);
+        both idempotent."""
+        if self.jury is not None and not self.jury.registered:
+            self.jury.ensure_registered()
+        if self.juror_only:
+            return
         try:
             self.protocol.register_verifier(self.account, self.run_id)
             log_event(logger, "registered", run=self.run_id, verifier=self.address)
@@ -138,7 +160,10 @@ class VerifierWorker:
                 self.stop.wait(1.0)
         else:
             return
-        log_event(logger, "watching", run=ctx.run_id, verifier=self.address)
+        log_event(
+            logger, "watching", run=ctx.run_id, verifier=self.address, juror=self.jury is not None,
+            juror_only=self.juror_only, adversary=self.adversary.value if self.adversary else "none",
+        )  # fmt: skip
         while not self.stop.is_set():
             try:
                 finished = self.tick()
@@ -163,6 +188,8 @@ class VerifierWorker:
         self.metrics.block.set(self.chain.block_number())
         seed_drawn = not times.finished and self.protocol.seed_base(ctx.run_id, times.round) != bytes(32)
         phase = get_verifier_phase(now, times, seed_drawn)
+        if self.juror_only:
+            phase = "before_attest" if phase in ("draw_seed", "attest") else phase
         if phase == "draw_seed":
             try:
                 self.protocol.draw_seed(self.account, ctx.run_id, times.round)
@@ -172,7 +199,10 @@ class VerifierWorker:
         elif phase == "attest":
             self._attest_round(times.round)
         self._finalize_and_claim(now)
+        if self.jury is not None and self.jury.registered:
+            self.jury.tick(now)
         done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
+        done = done and (self.jury is None or not self.jury.pending())
         if done:
             self._withdraw_credits()
         return done
@@ -204,71 +234,29 @@ class VerifierWorker:
                 continue
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
                 continue  # attested before a crash, or by this key from another process
-            decision, doc = self.check_commitment(ref, commitment)
+            if self.adversary is not None:
+                decision, doc = self._dishonest_decision(ref)
+            else:
+                decision, doc = self.check_commitment(ref, commitment)
             self._attest(ref, commitment, decision, doc)
 
     def check_commitment(
         self, ref: AttestationRef, commitment: Commitment
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        """Fetch, check and replay the sampled segments of one commitment."""
-        ctx = self.load()
-        samples = [
-            (j, self.protocol.sampled_segment(ref.run_id, ref.round, ref.solver, j))
-            for j in range(ctx.terms.samples_per_commitment)
-        ]
-        solver_url = self.peers.url_of(ref.solver)
-        try:
-            if solver_url is None:
-                raise PeerError(f"no known peer serves solver {ref.solver}")
-            raw = self.peers.get_json(solver_url, f"/commitments/{ref.run_id}/{ref.round}")["document"].encode()
-            doc = decode_commitment_doc(raw)
-        except (PeerError, CommitmentDocError, KeyError) as exc:
-            return decide_attestation(f"commitment document unavailable: {exc}", False, []), None
-        problem = verify_commitment_doc(
-            doc, ref.run_id, ref.round, ref.solver, commitment.root, commitment.delta_hash, commitment.tokens
-        )
-        if problem is not None and doc.root != commitment.root:
-            return decide_attestation(problem, False, []), None
-        first = [SampleCheck(samples[0][0], samples[0][1], False, problem or "")]
-        if problem is not None:
-            return decide_attestation(problem, True, first), doc
-        theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
-        chain_problem = verify_leaf_chain(
-            list(doc.leaves), ref.run_id, ref.round, ref.solver, compute_state_hash(make_start_checkpoint(theta)),
-            ctx.config.train.num_segments,
-        )  # fmt: skip
-        if doc.theta_hash != self.protocol.theta_of(ref.run_id, ref.round):
-            chain_problem = "document trains from another θ than the round's"
-        if chain_problem is None:
-            chain_problem = self._check_delta_binding(doc, theta, solver_url)
-        if chain_problem is not None:
-            return decide_attestation(chain_problem, True, first), doc
-        checks = [self._check_sample(ctx, ref, doc, j, segment, solver_url) for j, segment in samples]
-        return decide_attestation(None, True, checks), doc
+        """Fetch, check and replay the sampled segments of one commitment (verifier/checks.py)."""
+        return self.get_checker().check_commitment(ref.round, ref.solver, commitment)
 
-    def _check_delta_binding(self, doc: CommitmentDoc, theta: dict, solver_url: str) -> str | None:
-        """Δ must equal θ_r - c_H for the committed end checkpoint (no spoofed pseudo-gradient)."""
-        try:
-            end = decode_state(get_artifact(self.store, self.peers, doc.leaves[-1].end_hash, solver_url))
-        except ArtifactError as exc:
-            return f"end checkpoint not served: {exc}"
-        if compute_state_hash(compute_pseudo_gradient(theta, end)) != doc.delta_hash:
-            return "committed delta hash is not θ_r - c_H"
-        return None
-
-    def _check_sample(
-        self, ctx: RunContext, ref: AttestationRef, doc: CommitmentDoc, j: int, segment: int, url: str
-    ) -> SampleCheck:
-        leaf = doc.leaves[segment]
-        try:
-            start = decode_state(get_artifact(self.store, self.peers, leaf.start_hash, url))
-        except ArtifactError as exc:
-            return SampleCheck(j, segment, False, f"start checkpoint of segment {segment} not served: {exc}")
-        with self.metrics.replay_seconds.time():
-            replayed = replay_segment(ctx.config, ctx.dataset, ref.round, ref.solver, segment, start)
-        self.metrics.replays.inc()
-        verdict = judge_exact(ctx.config, leaf, start, replayed)
-        return SampleCheck(j, segment, verdict.accepted, verdict.reason)
+    def _dishonest_decision(self, ref: AttestationRef) -> tuple[AttestationDecision, CommitmentDoc | None]:
+        """An adversarial verifier's attestation: no replay at all (verifier/roles.py)."""
+        checker = self.get_checker()
+        doc = None
+        if self.adversary is VerifierAdversary.FAIL_HONEST:
+            try:
+                doc = checker.get_document(ref.round, ref.solver)
+            except (PeerError, CommitmentDocError, KeyError) as exc:
+                raise ArtifactError(f"document of {ref.solver} unavailable, retrying: {exc}") from None
+        samples = checker.get_samples(ref.round, ref.solver)
+        return decide_dishonest_attestation(self.adversary, samples), doc
 
     def _attest(
         self, ref: AttestationRef, commitment: Commitment, decision: AttestationDecision, doc: CommitmentDoc | None

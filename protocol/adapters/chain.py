@@ -202,6 +202,26 @@ class ChainClient:
     def get_block(self, block: int | str = "latest") -> Any:
         return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
 
+    def get_block_timestamps(self, numbers: Iterable[int], *, batch: int = 200) -> dict[int, int]:
+        """Block number -> timestamp for many blocks, in JSON-RPC batches of `batch` requests."""
+        wanted = sorted(set(numbers))
+        out: dict[int, int] = {}
+        for start in range(0, len(wanted), batch):
+            part = wanted[start : start + batch]
+
+            def fetch(part: list[int] = part) -> list[Any]:
+                with self.w3.batch_requests() as requests_:
+                    for number in part:
+                        requests_.add(self.w3.eth.get_block(number))
+                    return requests_.execute()
+
+            blocks = self._retry(fetch, what="eth_getBlockByNumber (batch)")
+            for number, block in zip(part, blocks, strict=True):
+                if isinstance(block, Exception) or block is None:
+                    raise ChainError(f"block {number} is not available from {self.rpc_url}: {block}")
+                out[number] = int(block["timestamp"])
+        return out
+
     def get_balance(self, address: str, block: int | str = "latest") -> int:
         return self._retry(
             lambda: self.w3.eth.get_balance(to_checksum_address(address), block_identifier=block),
@@ -215,11 +235,18 @@ class ChainClient:
         *,
         chunk: int = 2000,
         names: Iterable[str] | None = None,
+        contracts: Iterable[str] | None = None,
     ) -> list[ChainEvent]:
-        """Decoded events of every manifest contract in [from_block, to_block], in chain order."""
+        """Decoded events of every manifest contract in [from_block, to_block], in chain order.
+
+        `names` keeps only those events; `contracts` reads only those registered contracts.
+        """
         last = self.block_number() if to_block is None else to_block
         wanted = set(names) if names is not None else None
-        addresses = [c.address for c in self._contracts.values()]
+        sources = self._contracts if contracts is None else {n: self.contract(n) for n in contracts}
+        addresses = [c.address for c in sources.values()]
+        if not addresses:
+            return []
         events: list[ChainEvent] = []
         start = from_block
         while start <= last:

@@ -127,6 +127,43 @@ class Claim:
     bond_paid: bool
 
 
+class DisputeStatus(IntEnum):
+    NONE = 0
+    OPEN = 1
+    JURY_DRAWN = 2
+    DECIDED = 3
+    EXECUTED = 4
+    EXPIRED = 5
+
+
+@dataclass(frozen=True)
+class DisputeTerms:
+    challenge_bond: int
+    dispute_timeout: int
+    jury_size: int
+
+
+@dataclass(frozen=True)
+class DisputeRecord:
+    """`Disputes.disputeOf` (field order = the Solidity struct)."""
+
+    challenger: str
+    deadline: int
+    opened_block: int
+    status: DisputeStatus
+    kind: int
+    jury_offset: int
+    registry_size: int
+    pool_size: int
+    jury_size: int
+    eligible: int
+    signers: int
+    claimed: int
+    challenger_wins: bool
+    aggregate_hash: Hash32
+    reward_per_juror: int
+
+
 @dataclass(frozen=True)
 class AttestationInfo:
     state: AttestationState
@@ -293,6 +330,88 @@ class ProtocolClient:
 
     def claim_verifier_shares(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
         return self.chain.send(account, "Verification", "claimVerifierShares", ref.to_abi())
+
+    # -- disputes and juries ---------------------------------------------------------------
+
+    def register_juror(self, account: LocalAccount, public_key_g1: bytes, proof_of_possession_g2: bytes) -> TxResult:
+        return self.chain.send(account, "Disputes", "registerJuror", public_key_g1, proof_of_possession_g2)
+
+    def deregister_juror(self, account: LocalAccount) -> TxResult:
+        return self.chain.send(account, "Disputes", "deregisterJuror")
+
+    def juror_of(self, address: str) -> tuple[int, bool]:
+        """(registry index + 1, active); (0, False) for an account that never registered."""
+        index_plus_one, active = self.chain.call("Disputes", "jurors", to_checksum_address(address))
+        return index_plus_one, active
+
+    def juror_count(self) -> int:
+        return self.chain.call("Disputes", "jurorCount")
+
+    def attester_of(self, ref: AttestationRef) -> str:
+        return self.chain.call("Verification", "attesterOf", ref.to_abi())
+
+    def claimer_of(self, run_id: int, round_index: int) -> str:
+        return self.chain.call("RunRegistry", "claimerOf", run_id, round_index)
+
+    def dispute_terms(self, run_id: int) -> DisputeTerms:
+        return DisputeTerms(*_fields(self.chain.call("RunRegistry", "disputeTerms", run_id), ()))
+
+    def dispute_of(self, dispute_id: bytes) -> DisputeRecord:
+        raw = _fields(self.chain.call("Disputes", "disputeOf", dispute_id), ())
+        return DisputeRecord(
+            raw[0], raw[1], raw[2], DisputeStatus(raw[3]), raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
+            raw[11], bool(raw[12]), to_hash32(raw[13]), raw[14],
+        )  # fmt: skip
+
+    def challenge_attestation(
+        self,
+        account: LocalAccount,
+        ref: AttestationRef,
+        commitment: Commitment,
+        sample_index: int,
+        leaf: LeafData,
+        proof: list[bytes],
+        bond_wei: int,
+    ) -> TxResult:
+        return self.chain.send(
+            account, "Disputes", "challengeAttestation", ref.to_abi(), commitment.to_abi(), sample_index,
+            leaf.to_abi(), list(proof), value=bond_wei,
+        )  # fmt: skip
+
+    def challenge_claim(
+        self, account: LocalAccount, run_id: int, round_index: int, claim_nonce: int, bond_wei: int
+    ) -> TxResult:
+        return self.chain.send(account, "Disputes", "challengeClaim", run_id, round_index, claim_nonce, value=bond_wei)
+
+    def draw_jury(self, account: LocalAccount, subject: Any, pool: list[tuple[str, bytes]]) -> TxResult:
+        """`subject` is a protocol.jury.DisputeSubject; `pool` the (account, G1 key) of every pool seat."""
+        seats = [(to_checksum_address(a), bytes(k)) for a, k in pool]
+        return self.chain.send(account, "Disputes", "drawJury", subject.to_abi(), seats)
+
+    def submit_verdict(
+        self,
+        account: LocalAccount,
+        subject: Any,
+        challenger_wins: bool,
+        signers: int,
+        signature_g2: bytes,
+        eligible_aggregate_g1: bytes,
+        non_signers: list[tuple[int, str, bytes]],
+    ) -> TxResult:
+        rows = [(seat, to_checksum_address(a), bytes(k)) for seat, a, k in non_signers]
+        return self.chain.send(
+            account, "Disputes", "submitVerdict", subject.to_abi(), challenger_wins, signers, signature_g2,
+            eligible_aggregate_g1, rows,
+        )  # fmt: skip
+
+    def execute_dispute(self, account: LocalAccount, subject: Any) -> TxResult:
+        return self.chain.send(account, "Disputes", "execute", subject.to_abi())
+
+    def expire_dispute(self, account: LocalAccount, subject: Any) -> TxResult:
+        return self.chain.send(account, "Disputes", "expire", subject.to_abi())
+
+    def claim_juror_reward(self, account: LocalAccount, subject: Any, seat: int, public_key_g1: bytes) -> TxResult:
+        return self.chain.send(account, "Disputes", "claimJurorReward", subject.to_abi(), seat, public_key_g1)
 
     # -- shares and revenue --------------------------------------------------------------
 

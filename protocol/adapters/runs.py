@@ -109,3 +109,25 @@ def load_run_context(protocol: ProtocolClient, store: ArtifactStore, peers: Peer
     shards = {ref.hash: get_artifact(store, peers, ref.hash) for ref in manifest.shards}
     dataset = build_token_dataset(manifest, shards, config.data.eval_shards)
     return RunContext(run_id, terms, config, dataset, token, block)
+
+
+def compute_next_theta(
+    protocol: ProtocolClient, store: ArtifactStore, peers: PeerSet | None, ctx: RunContext, round_index: int
+) -> tuple[dict[str, torch.Tensor], Hash32, tuple[str, ...]]:
+    """θ_(r+1) as every honest party computes it: the outer step from θ_r over the accepted Δs.
+
+    Accepted = Verification's rule (a standing pass, no standing fault), read once every attestation
+    dispute of the round is closed. Returns (state, its state hash, the accepted solvers in order).
+    Coordinators post this hash; whistleblowers and jurors compare a posted claim with it.
+    """
+    from protocol.outer import compute_outer_step
+    from protocol.state import compute_state_hash
+
+    global_state = get_global_state(store, peers, protocol.theta_of(ctx.run_id, round_index))
+    deltas = {}
+    for solver, commitment in sorted(protocol.get_commitments(ctx.run_id, round_index, ctx.created_block).items()):
+        if protocol.is_accepted(ctx.run_id, round_index, solver):
+            prefer = peers.url_of(solver) if peers is not None else None
+            deltas[solver] = get_global_state(store, peers, commitment.delta_hash, prefer)
+    next_state = compute_outer_step(global_state, deltas, ctx.config.train)
+    return next_state, compute_state_hash(next_state), tuple(deltas)

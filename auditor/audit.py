@@ -1,0 +1,439 @@
+"""`gradledger audit`: rebuild a run from chain events and artifacts alone, re-derive it, check it.
+
+read -> decide -> report, like every role:
+
+1. read (adapters only): pin the chain's latest block B; every event of the deployment up to B
+   (the manifest's contracts and every run's share token), the timestamps of their blocks, the
+   contracts' public state and ETH balances *at B* -- so a run in progress is audited as one
+   consistent snapshot -- then the run's artifacts (config, dataset, θs, Δs, commitment
+   documents, checkpoints) from local stores and peers (`auditor/sources.py`).
+2. decide (`auditor/checks.py`, no I/O): fold the events into the run's history
+   (`protocol.history`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
+   slashes, public state and the ETH balance. Each check passes or fails with its evidence.
+3. report (`auditor/report.py`): terminal tables, JSON, self-contained HTML with plots.
+
+Nothing is written until everything was read and checked; an RPC that drops mid-read raises a
+ChainUnavailableError (no report at all), never a half-written file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor import checks
+from auditor.checks import CheckResult, Contribution, DocumentFacts, PublicState, RunDefinitionFacts, ThetaDerivation
+from auditor.sources import ArtifactSources, find_home_stores
+from protocol.adapters.chain import ChainClient, ChainEvent
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.runs import RunNotFoundError
+from protocol.config import RunConfig, compute_config_hash, parse_run_config
+from protocol.data import TokenDataset, build_token_dataset, decode_manifest
+from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex
+from protocol.history import (
+    RunHistory,
+    RunSummary,
+    find_missing_event_fields,
+    fold_run_history,
+    get_round_phase,
+    list_runs,
+    share_token_contract,
+)
+from protocol.ledger import compute_ledger
+from protocol.state import compute_state_hash, decode_state
+from protocol.training import State, compute_pseudo_gradient, evaluate_params, get_params, make_start_checkpoint
+
+TEMPLATE_ADDRESS = "0x" + "00" * 20
+
+
+class AuditError(GradledgerError):
+    """The audit could not be completed (wrong inputs, contracts this auditor cannot read)."""
+
+
+@dataclass(frozen=True)
+class ChainSnapshot:
+    """Everything read from the chain, pinned at one block."""
+
+    block: int
+    block_time: int
+    chain_id: int
+    events: tuple[ChainEvent, ...]
+    timestamps: Mapping[int, int]
+    runs: tuple[RunSummary, ...]
+    share_tokens: Mapping[int, str]
+    contract_balances: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The outcome of one audit: history, checks and everything the report shows."""
+
+    run_id: int
+    chain_id: int
+    rpc_url: str
+    block: int
+    block_time: int
+    history: RunHistory
+    checks: tuple[CheckResult, ...]
+    derivations: tuple[ThetaDerivation, ...]
+    losses: Mapping[int, float]
+    documents: Mapping[tuple[int, str], DocumentFacts]
+    start_hashes: Mapping[int, str]
+    contributions: tuple[Contribution, ...]
+    pending: tuple[str, ...]
+    contract_balances: Mapping[str, int]
+    implied_balance: int
+    ledger_by_kind: Mapping[str, int]
+    sources: str
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    @property
+    def contract_balance(self) -> int:
+        return sum(self.contract_balances.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# read: chain
+
+
+def _abi_events(manifest: DeploymentManifest) -> dict[str, list[str]]:
+    events: dict[str, list[str]] = {}
+    for record in manifest.contracts.values():
+        for item in record.abi:
+            if item.get("type") == "event":
+                fields = events.setdefault(item["name"], [])
+                for field_ in item.get("inputs", []):
+                    fields.append(field_["name"])
+                    fields.extend(f"{field_['name']}.{c['name']}" for c in field_.get("components", []))
+    return events
+
+
+def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapshot:
+    """Every event up to the latest block B, their block timestamps and the contracts' balances at B."""
+    missing = find_missing_event_fields(_abi_events(manifest))
+    if missing:
+        raise AuditError(
+            "the deployed contracts' ABIs lack events or fields the audit reads: "
+            f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS and the fold in "
+            "protocol/history.py to match"
+        )
+    block = chain.block_number()
+    block_time = int(chain.get_block(block)["timestamp"])
+    base = chain.get_events(manifest.deployed_block, block, contracts=list(manifest.contracts))
+    tokens = {int(e.args["runId"]): str(e.args["shareToken"]) for e in base if e.name == "RunCreated"}
+    template = manifest.contracts["RunShares"].abi
+    for run_id, token in tokens.items():
+        chain.add_contract(share_token_contract(run_id), token, template)
+    token_events = (
+        chain.get_events(manifest.deployed_block, block, contracts=[share_token_contract(r) for r in tokens])
+        if tokens
+        else []
+    )
+    events = tuple(sorted([*base, *token_events], key=lambda e: (e.block_number, e.log_index)))
+    timestamps = chain.get_block_timestamps({e.block_number for e in events})
+    balances = {
+        name: chain.get_balance(record.address, block)
+        for name, record in sorted(manifest.contracts.items())
+        if record.address.lower() != TEMPLATE_ADDRESS
+    }
+    for run_id, token in sorted(tokens.items()):
+        balances[share_token_contract(run_id)] = chain.get_balance(token, block)
+    return ChainSnapshot(block, block_time, chain.chain_id, events, timestamps, list_runs(events), tokens, balances)
+
+
+def _seq(raw: Any) -> tuple:
+    if isinstance(raw, (tuple, list)):
+        return tuple(raw)
+    if hasattr(raw, "values"):
+        return tuple(raw.values())
+    raise AuditError(f"unexpected struct from the chain: {raw!r}")
+
+
+def read_public_state(chain: ChainClient, history: RunHistory, block: int) -> PublicState:
+    """The contracts' public state at `block` that the events must agree with (contract calls in one place)."""
+    run = history.run_id
+    times = _seq(chain.call("RunRegistry", "roundTimes", run, block=block))
+    current, finished = int(times[0]), bool(times[5])
+    theta_of = {r: hash_to_hex(chain.call("RunRegistry", "thetaOf", run, r, block=block)) for r in range(current + 1)}
+    statuses, tallies, votes, minted = {}, {}, {}, {}
+    names = ("roundPlusOne", "tokens", "passes", "faults", "solverMinted", "live", "seats")
+    for rnd in history.rounds:
+        for c in rnd.commitments:
+            raw = _seq(chain.call("Verification", "commitmentStatusOf", run, rnd.index, c.solver, block=block))
+            statuses[(rnd.index, c.solver)] = dict(zip(names, (int(v) for v in raw), strict=True))
+        if rnd.seed is not None:
+            tally = _seq(chain.call("Verification", "roundTally", run, rnd.index, block=block))
+            tallies[rnd.index] = (int(tally[0]), int(tally[1]))
+        votes[rnd.index] = int(chain.call("Disputes", "jurorVotes", run, rnd.index, block=block))
+        minted[rnd.index] = int(chain.call("ModelShares", "mintedInRound", run, rnd.index, block=block))
+    role_ids = {"solver": 1, "verifier": 2}
+    stakes = {}
+    for account, role in sorted({(p.account, p.role) for p in history.stakes}):
+        raw = _seq(chain.call("StakeManager", "stakeOf", account, role_ids[role], block=block))
+        stakes[(account, role)] = (int(raw[0]), int(raw[1]))
+    token = share_token_contract(run)
+    holders = {h for h, _ in history.share_balances} | {m.holder for m in history.mints}
+    balances = {h: int(chain.call(token, "balanceOf", h, block=block)) for h in sorted(holders)}
+    supply = int(chain.call(token, "totalSupply", block=block))
+    return PublicState(
+        current,
+        finished,
+        theta_of,
+        statuses,
+        tallies,
+        votes,
+        minted,
+        stakes,
+        {h: b for h, b in balances.items() if b},
+        supply,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# read: artifacts
+
+
+@dataclass
+class _Definition:
+    config: RunConfig | None = None
+    dataset: TokenDataset | None = None
+    facts: RunDefinitionFacts | None = None
+
+
+def read_run_definition(history: RunHistory, sources: ArtifactSources) -> _Definition:
+    """Config, dataset (manifest and shards) and θ0 under their on-chain hashes."""
+    s = history.settings
+    out = _Definition()
+    config_problem = rules_problem = dataset_problem = None
+    try:
+        out.config = parse_run_config(sources.read(s.config_hash, "run config"))
+        if hash_to_hex(compute_config_hash(out.config)) != s.config_hash:
+            config_problem = "config artifact is not canonical: it does not re-hash to the on-chain config hash"
+            out.config = None
+    except GradledgerError as exc:
+        config_problem = str(exc)
+    if out.config is not None:
+        train = out.config.train
+        if (train.inner_steps, train.steps_per_segment) != (s.inner_steps, s.steps_per_segment):
+            rules_problem = (
+                f"config trains H={train.inner_steps}, k={train.steps_per_segment}; the run was created with "
+                f"H={s.inner_steps}, k={s.steps_per_segment}"
+            )
+        if out.config.data.dataset_root != s.dataset_root:
+            rules_problem = f"config names dataset {out.config.data.dataset_root}, the chain has {s.dataset_root}"
+    try:
+        manifest = decode_manifest(sources.read(s.dataset_root, "dataset manifest"))
+        shards = {ref.hash: sources.read(ref.hash, f"dataset shard {i}") for i, ref in enumerate(manifest.shards)}
+        if out.config is not None:
+            out.dataset = build_token_dataset(manifest, shards, out.config.data.eval_shards)
+    except GradledgerError as exc:
+        dataset_problem = str(exc)
+    theta0_problem = sources.problem(s.theta0_hash, "θ0")
+    out.facts = RunDefinitionFacts(config_problem, dataset_problem, theta0_problem, rules_problem)
+    return out
+
+
+def read_documents(
+    history: RunHistory, sources: ArtifactSources, theta_params: Mapping[int, State]
+) -> dict[tuple[int, str], DocumentFacts]:
+    """Each commitment's document, its checkpoints (present, hash-correct) and Δ = θ_r - c_H."""
+    facts: dict[tuple[int, str], DocumentFacts] = {}
+    for rnd in history.rounds:
+        for c in rnd.commitments:
+            found, searched = sources.find_documents(history.run_id, rnd.index, c.solver)
+            if not found:
+                facts[(rnd.index, c.solver)] = DocumentFacts(rnd.index, c.solver, None, "", searched)
+                continue
+            chosen = next((f for f in found if hash_to_hex(f.doc.root) == c.root), found[0])
+            doc = chosen.doc
+            problems: list[str] = []
+            hashes = []
+            for leaf in doc.leaves:
+                for h in (leaf.start_hash, leaf.end_hash):
+                    if h not in hashes:
+                        hashes.append(h)
+            end_hash = doc.leaves[-1].end_hash if doc.leaves else None
+            end_state = None
+            for h in hashes:
+                try:
+                    data = sources.read(h, "checkpoint")
+                except GradledgerError as exc:
+                    problems.append(str(exc))
+                    continue
+                if h == end_hash:
+                    end_state = data
+            binding = None
+            if end_state is not None and rnd.index in theta_params:
+                try:
+                    delta = compute_pseudo_gradient(theta_params[rnd.index], decode_state(end_state))
+                    if hash_to_hex(compute_state_hash(delta)) != c.delta_hash:
+                        binding = "committed Δ is not θ_r - c_H of the committed end checkpoint"
+                except (GradledgerError, KeyError) as exc:
+                    binding = f"end checkpoint does not fit θ_r: {exc}"
+            facts[(rnd.index, c.solver)] = DocumentFacts(
+                rnd.index, c.solver, doc, chosen.where, searched, tuple(problems), len(hashes) - len(problems), binding
+            )
+    return facts
+
+
+# ---------------------------------------------------------------------------------------------
+# decide + assemble
+
+
+def _pending(history: RunHistory, now: int, contributions: Sequence[Contribution], slashes: Sequence[str]) -> list[str]:
+    pending: list[str] = []
+    unsettled: list[str] = []  # listed first: what the run is waiting for now
+    for rnd in history.rounds:
+        if not rnd.settled:
+            phase = get_round_phase(history, rnd.index, now)
+            unsettled.append(
+                f"round {rnd.index} not settled ({phase}): {len(rnd.commitments)} commitment(s), "
+                f"{len(rnd.attestations)} attestation(s) so far"
+            )
+        for a in rnd.attestations:
+            if rnd.settled and a.state == "attested":
+                who = history.label_of(a.solver)
+                pending.append(f"round {rnd.index}: attestation of {who}'s commitment (slot {a.slot}) not finalized")
+        for claim in rnd.claims:
+            if claim.status == "settled" and not claim.bond_withdrawn:
+                pending.append(f"round {rnd.index}: claim bond of {history.label_of(claim.claimer)} not withdrawn")
+    for c in contributions:
+        if not c.claimed:
+            who = history.label_of(c.holder) if c.holder else "a signing juror"
+            pending.append(f"round {c.round}: {c.kind} shares of {who} ({c.expected / 1e18:,.4f}) not claimed")
+    pending.extend(slashes)
+    return unsettled + pending
+
+
+def audit_run(
+    chain: ChainClient,
+    manifest: DeploymentManifest,
+    run_id: int,
+    sources: ArtifactSources,
+    labels: Mapping[str, str] | None = None,
+    evaluate_loss: bool = True,
+) -> AuditReport:
+    """Read everything, run every check; the report (nothing written here)."""
+    started = time.perf_counter()
+    snapshot = read_chain(chain, manifest)
+    if run_id not in snapshot.share_tokens:
+        known = ", ".join(str(r.run_id) for r in snapshot.runs) or "none"
+        raise RunNotFoundError(f"run {run_id} does not exist in this deployment (runs: {known})")
+    history = fold_run_history(snapshot.events, run_id, snapshot.timestamps, labels)
+    public = read_public_state(chain, history, snapshot.block)
+    read_chain_s = time.perf_counter() - started
+
+    t0 = time.perf_counter()
+    definition = read_run_definition(history, sources)
+    losses: dict[int, float] = {}
+    theta_params: dict[int, State] = {}
+    start_hashes: dict[int, str] = {}
+
+    def load_state(digest: str, what: str) -> State:
+        return decode_state(sources.read(digest, what))
+
+    def on_theta(index: int, state: State) -> None:
+        params = get_params(state)
+        if index < len(history.rounds):
+            theta_params[index] = params
+            start_hashes[index] = hash_to_hex(compute_state_hash(make_start_checkpoint(params)))
+        if evaluate_loss and definition.dataset is not None and definition.config is not None:
+            losses[index] = evaluate_params(params, definition.dataset, definition.config)
+
+    theta_check, derivations = checks.rederive_thetas(
+        history, definition.config.train if definition.config else None, load_state, on_theta
+    )
+    documents = read_documents(history, sources, theta_params)
+    artifacts_s = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    accepted = {(r.index, s) for r in history.rounds for s in r.accepted}
+    strict = {k: v for k, v in documents.items() if k in accepted}
+    shares_check, contributions = checks.check_shares(history)
+    slashes_check, pending_slashes = checks.check_slashes(history)
+    ledger = compute_ledger(snapshot.events)
+    results = [
+        checks.check_run_definition(definition.facts),
+        theta_check,
+        _with_rejected(
+            checks.check_documents(history, strict, start_hashes), history, documents, accepted, start_hashes
+        ),
+        checks.check_checkpoints(history, strict),
+        checks.check_integrity([(c.digest, c.where) for c in sources.corrupt]),
+        shares_check,
+        slashes_check,
+        checks.check_public_state(history, public),
+        checks.check_balance(snapshot.contract_balances, ledger.implied_balance, ledger.by_kind),
+    ]
+    decide_s = time.perf_counter() - t1
+    return AuditReport(
+        run_id=run_id,
+        chain_id=snapshot.chain_id,
+        rpc_url=chain.rpc_url,
+        block=snapshot.block,
+        block_time=snapshot.block_time,
+        history=history,
+        checks=tuple(results),
+        derivations=derivations,
+        losses=losses,
+        documents=documents,
+        start_hashes=start_hashes,
+        contributions=tuple(contributions),
+        pending=tuple(_pending(history, snapshot.block_time, contributions, pending_slashes)),
+        contract_balances=snapshot.contract_balances,
+        implied_balance=ledger.implied_balance,
+        ledger_by_kind=dict(ledger.by_kind),
+        sources=sources.describe(),
+        timings={
+            "read_chain": round(read_chain_s, 3),
+            "read_artifacts_and_rederive": round(artifacts_s, 3),
+            "checks": round(decide_s, 3),
+            "total": round(time.perf_counter() - started, 3),
+        },
+    )
+
+
+def _with_rejected(
+    result: CheckResult,
+    history: RunHistory,
+    documents: Mapping[tuple[int, str], DocumentFacts],
+    accepted: set[tuple[int, str]],
+    start_hashes: Mapping[int, str],
+) -> CheckResult:
+    """Findings on commitments that were not accepted go into the evidence: the protocol refused
+    that work (it earned nothing and never reached θ), so they do not fail the audit."""
+    others = {k: v for k, v in documents.items() if k not in accepted}
+    if not others:
+        return result
+    findings = checks.check_documents(history, others, start_hashes)
+    evidence = {**result.evidence, "not_accepted_commitments": len(others)}
+    if not findings.passed:
+        evidence["not_accepted_findings"] = list(findings.evidence.get("problems", []))
+    return CheckResult(result.name, result.passed, result.detail, evidence)
+
+
+def list_deployment_runs(chain: ChainClient, manifest: DeploymentManifest) -> tuple[RunSummary, ...]:
+    """The runs of a deployment (for `gradledger audit` without --run)."""
+    return list_runs(chain.get_events(manifest.deployed_block, names=["RunCreated", "RoundSettled", "RunFinished"]))
+
+
+def open_sources(
+    home: Path | None, artifact_dirs: Sequence[Path], peers: Sequence[str], include_home: bool = True
+) -> ArtifactSources:
+    """The stores under `home` (creator, solvers, verifiers) plus --artifacts directories, plus peers."""
+    directories = list(artifact_dirs)
+    if include_home and home is not None and home.is_dir():
+        directories += find_home_stores(home)
+    return ArtifactSources(directories, peers)

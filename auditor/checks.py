@@ -1,0 +1,611 @@
+"""The audit's checks: functions of what was read (history, public state, artifact facts).
+
+Each returns a `CheckResult` (name, passed, one-line detail, evidence). None does I/O: the
+θ re-derivation takes a `load_state` callable (the audit passes one that reads the artifact
+stores; the unit tests pass a dict), everything else takes plain values.
+
+Rules are the contracts' (contracts/src):
+- accepted commitment: at least one standing pass and no standing fault (Verification);
+- θ_(r+1) = `protocol.outer.compute_outer_step(θ_r, accepted Δs)`, nothing accepted leaves θ as is;
+- shares per settled round (Verification.claimSolverShares / claimVerifierShares,
+  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) * tokens / acceptedTokens),
+  verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing attestation,
+  juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict;
+- slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
+  solver (fault key FAULT_SOLVER); an overturned attestation slashes its verifier
+  (FAULT_ATTESTATION); an expired dispute slashes nobody;
+- ETH: the contracts hold exactly what `protocol.ledger.compute_ledger(events)` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.commitment import verify_commitment_doc
+from protocol.config import TrainConfig
+from protocol.errors import GradledgerError
+from protocol.history import RunHistory, compute_attestation_fault_key, compute_solver_fault_key
+from protocol.outer import compute_outer_step
+from protocol.replay import verify_leaf_chain
+from protocol.state import compute_state_hash
+from protocol.training import State
+
+RUN_DEFINITION = "run definition"
+THETA = "θ re-derivation"
+DOCUMENTS = "commitment documents"
+CHECKPOINTS = "checkpoints"
+INTEGRITY = "artifact integrity"
+SHARES = "shares minted"
+SLASHES = "slashes"
+PUBLIC_STATE = "public state matches events"
+BALANCE = "ETH balance"
+CHECK_ORDER = (RUN_DEFINITION, THETA, DOCUMENTS, CHECKPOINTS, INTEGRITY, SHARES, SLASHES, PUBLIC_STATE, BALANCE)
+MAX_LISTED = 6
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail, "evidence": dict(self.evidence)}
+
+
+def _listed(problems: Sequence[str]) -> str:
+    shown = "; ".join(problems[:MAX_LISTED])
+    return shown + (f"; and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else "")
+
+
+def _result(name: str, problems: Sequence[str], ok_detail: str, evidence: Mapping[str, Any]) -> CheckResult:
+    if problems:
+        return CheckResult(name, False, _listed(problems), {**evidence, "problems": list(problems)})
+    return CheckResult(name, True, ok_detail, dict(evidence))
+
+
+def short(value: str | None, width: int = 10) -> str:
+    return "-" if not value else value[:width] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# Run definition
+
+
+@dataclass(frozen=True)
+class RunDefinitionFacts:
+    """What reading the run's off-chain definition found (None = fine)."""
+
+    config_problem: str | None
+    dataset_problem: str | None
+    theta0_problem: str | None
+    rules_problem: str | None = None
+
+
+def check_run_definition(facts: RunDefinitionFacts) -> CheckResult:
+    problems = [
+        p for p in (facts.config_problem, facts.rules_problem, facts.dataset_problem, facts.theta0_problem) if p
+    ]
+    return _result(
+        RUN_DEFINITION, problems, "config, dataset and θ0 found under their on-chain hashes; H and k agree", {}
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# θ re-derivation
+
+
+@dataclass(frozen=True)
+class ThetaDerivation:
+    round: int
+    accepted: tuple[str, ...]
+    claimed: str | None
+    derived: str | None
+    problem: str | None
+
+
+def rederive_thetas(
+    history: RunHistory,
+    train: TrainConfig | None,
+    load_state: Callable[[str, str], State],
+    on_theta: Callable[[int, State], None] | None = None,
+) -> tuple[CheckResult, tuple[ThetaDerivation, ...]]:
+    """Re-derive every settled θ_(r+1) from θ_r and the accepted Δs, in order from θ0.
+
+    `load_state(hash, what)` returns a state or raises GradledgerError (missing, corrupt);
+    `on_theta(r, θ_r)` sees every θ_r used (r = 0 .. rounds settled), for loss and start hashes.
+    When a round's derivation differs from the chain, the chain's θ_(r+1) is loaded (if it can be)
+    so later rounds are still checked on their own.
+    """
+    problems: list[str] = []
+    derivations: list[ThetaDerivation] = []
+    if train is None:
+        return _result(THETA, ["run config unavailable: cannot re-derive any θ"], "", {}), ()
+    if not history.rounds:
+        return _result(THETA, ["run has no rounds"], "", {}), ()
+    state: State | None = None
+    state_hash = history.settings.theta0_hash
+    try:
+        state = load_state(state_hash, "θ0")
+    except GradledgerError as exc:
+        problems.append(f"θ0 unavailable: {exc}")
+    for rnd in history.rounds:
+        if state is not None and state_hash != rnd.theta_hash:
+            problems.append(
+                f"round {rnd.index} starts from θ {short(rnd.theta_hash)}, not the θ {short(state_hash)} settled before"
+            )
+            state = None
+        if state is None:
+            if rnd.settled:
+                derivations.append(ThetaDerivation(rnd.index, rnd.accepted, rnd.next_theta_hash, None, "θ_r unknown"))
+                problems.append(f"round {rnd.index}: not re-derived, θ_r {short(rnd.theta_hash)} unavailable")
+            state, state_hash = _try_load(load_state, rnd.next_theta_hash) if rnd.settled else (None, "")
+            continue
+        if on_theta is not None:
+            on_theta(rnd.index, state)
+        if not rnd.settled:
+            break
+        accepted = rnd.accepted
+        deltas: dict[str, State] = {}
+        missing = []
+        for solver in accepted:
+            commitment = rnd.commitment_of(solver)
+            try:
+                deltas[solver] = load_state(commitment.delta_hash, f"Δ of {solver} round {rnd.index}")
+            except GradledgerError as exc:
+                missing.append(str(exc))
+        if missing:
+            problems.extend(f"round {rnd.index}: {m}" for m in missing)
+            derivations.append(ThetaDerivation(rnd.index, accepted, rnd.next_theta_hash, None, "Δ unavailable"))
+            state, state_hash = _try_load(load_state, rnd.next_theta_hash)
+            continue
+        try:
+            following = compute_outer_step(state, deltas, train)
+        except GradledgerError as exc:
+            problems.append(f"round {rnd.index}: outer step failed: {exc}")
+            derivations.append(ThetaDerivation(rnd.index, accepted, rnd.next_theta_hash, None, str(exc)))
+            state, state_hash = _try_load(load_state, rnd.next_theta_hash)
+            continue
+        derived = "0x" + compute_state_hash(following).hex()
+        if derived != rnd.next_theta_hash:
+            problems.append(
+                f"round {rnd.index}: θ_(r+1) re-derived from θ_r and {len(accepted)} accepted Δ is {short(derived)}, "
+                f"the chain settled {short(rnd.next_theta_hash)}"
+            )
+            derivations.append(ThetaDerivation(rnd.index, accepted, rnd.next_theta_hash, derived, "mismatch"))
+            state, state_hash = _try_load(load_state, rnd.next_theta_hash)
+            continue
+        derivations.append(ThetaDerivation(rnd.index, accepted, rnd.next_theta_hash, derived, None))
+        state, state_hash = following, derived
+    else:
+        if state is not None and history.finished and on_theta is not None:
+            on_theta(len(history.rounds), state)
+    settled = len(history.settled_rounds)
+    ok = sum(1 for d in derivations if d.problem is None)
+    evidence = {
+        "rounds_settled": settled,
+        "rounds_rederived": ok,
+        "rounds": [
+            {
+                "round": d.round,
+                "accepted": list(d.accepted),
+                "claimed": d.claimed,
+                "derived": d.derived,
+                "problem": d.problem,
+            }
+            for d in derivations
+        ],
+    }
+    detail = f"all {settled} settled θ_(r+1) re-derived bit-identically from θ_r and the accepted Δs"
+    if settled == 0:
+        detail = "no round settled yet: nothing to re-derive"
+    return _result(THETA, problems, detail, evidence), tuple(derivations)
+
+
+def _try_load(load_state: Callable[[str, str], State], digest: str | None) -> tuple[State | None, str]:
+    """The chain's θ (to go on checking later rounds after a failed one), or None when unavailable."""
+    if digest is None:
+        return None, ""
+    try:
+        return load_state(digest, "settled θ"), digest
+    except GradledgerError:
+        return None, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Commitment documents and checkpoints
+
+
+@dataclass(frozen=True)
+class DocumentFacts:
+    """A commitment's document as found (or not), and what reading its checkpoints found."""
+
+    round: int
+    solver: str
+    doc: Any | None  # protocol.commitment.CommitmentDoc
+    where: str
+    searched: str
+    checkpoint_problems: tuple[str, ...] = ()
+    checkpoints_checked: int = 0
+    delta_binding: str | None = None  # None = fine, else why Δ != θ_r - c_H
+
+
+def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashes: Mapping[int, str]) -> str | None:
+    """Why a commitment's document fails (None: its leaves hash to the committed root and chain from θ_r)."""
+    if found is None or found.doc is None:
+        searched = found.searched if found else "nowhere"
+        return f"commitment document missing (searched {searched})"
+    rnd = history.rounds[found.round]
+    c = rnd.commitment_of(found.solver)
+    doc = found.doc
+    reason = verify_commitment_doc(
+        doc, history.run_id, rnd.index, c.solver, bytes.fromhex(c.root[2:]), bytes.fromhex(c.delta_hash[2:]), c.tokens
+    )
+    if reason is None and "0x" + doc.theta_hash.hex() != rnd.theta_hash:
+        reason = "document trains from another θ than the round's"
+    if reason is None and rnd.index in start_hashes:
+        num_segments = history.settings.inner_steps // history.settings.steps_per_segment
+        reason = verify_leaf_chain(
+            list(doc.leaves),
+            history.run_id,
+            rnd.index,
+            c.solver,
+            bytes.fromhex(start_hashes[rnd.index][2:]),
+            num_segments,
+        )
+    return None if reason is None else f"{reason} (document at {found.where})"
+
+
+def check_documents(
+    history: RunHistory, facts: Mapping[tuple[int, str], DocumentFacts], start_hashes: Mapping[int, str]
+) -> CheckResult:
+    """The given commitments' documents: leaves hash to the committed root, Δ and tokens agree, leaves chain."""
+    problems = []
+    for (index, solver), found in sorted(facts.items()):
+        reason = judge_document(history, found, start_hashes)
+        if reason is not None:
+            problems.append(f"round {index} {history.label_of(solver)} ({solver}): {reason}")
+    checked = len(facts) - len(problems)
+    evidence = {"commitments_checked": len(facts), "documents_verified": checked}
+    return _result(
+        DOCUMENTS,
+        problems,
+        f"{checked} document(s) of accepted work: leaves hash to the committed root and chain from θ_r",
+        evidence,
+    )
+
+
+def check_checkpoints(history: RunHistory, facts: Mapping[tuple[int, str], DocumentFacts]) -> CheckResult:
+    """Every checkpoint a document names is present and hash-correct; Δ = θ_r - c_H."""
+    problems = []
+    checked = 0
+    for (index, solver), found in sorted(facts.items()):
+        if found.doc is None:
+            continue
+        label = f"round {index} {history.label_of(solver)}"
+        problems.extend(f"{label}: {p}" for p in found.checkpoint_problems)
+        if found.delta_binding is not None:
+            problems.append(f"{label}: {found.delta_binding}")
+        checked += found.checkpoints_checked
+    return _result(
+        CHECKPOINTS,
+        problems,
+        f"{checked} checkpoints present and hash-correct; every Δ = θ_r - c_H",
+        {"checkpoints_checked": checked},
+    )
+
+
+def check_integrity(corrupt: Sequence[tuple[str, str]]) -> CheckResult:
+    problems = [f"{where} does not hash to its name {short(digest, 18)}" for digest, where in corrupt]
+    return _result(INTEGRITY, problems, "every artifact copy read hashes to its name", {"corrupt_copies": len(corrupt)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Shares
+
+
+@dataclass(frozen=True)
+class Contribution:
+    round: int
+    kind: str
+    key: str
+    holder: str | None
+    expected: int
+    claimed: bool
+
+
+def expected_contributions(history: RunHistory) -> list[Contribution]:
+    """Every contribution of a settled round that earns shares, with the amount the contracts owe."""
+    s = history.settings
+    claimed = {(c.round, c.kind, _claim_key(c)) for c in history.share_claims}
+    out = []
+    for rnd in history.settled_rounds:
+        tokens, checks, votes = rnd.accepted_tokens, rnd.standing_checks, rnd.juror_votes
+        for solver in rnd.accepted:
+            c = rnd.commitment_of(solver)
+            key = f"commitment {solver}"
+            out.append(
+                Contribution(
+                    rnd.index,
+                    "solver",
+                    key,
+                    solver,
+                    s.solver_bucket * c.tokens // tokens,
+                    (rnd.index, "solver", key) in claimed,
+                )
+            )
+        for a in rnd.attestations:
+            if a.state in ("finalized", "upheld", "attested"):
+                key = f"attestation {a.solver} slot {a.slot}"
+                out.append(
+                    Contribution(
+                        rnd.index,
+                        "verifier",
+                        key,
+                        a.verifier,
+                        s.verifier_bucket // checks,
+                        (rnd.index, "verifier", key) in claimed,
+                    )
+                )
+        for d in rnd.disputes:
+            if d.status != "executed":
+                continue
+            for seat in range(d.signer_count):
+                rewarded = seat < len(d.juror_rewards)
+                holder = d.juror_rewards[seat].juror if rewarded else None
+                key = f"dispute {d.dispute_id} signer {seat + 1}"
+                out.append(Contribution(rnd.index, "juror", key, holder, s.juror_bucket // votes, rewarded))
+    return out
+
+
+def _claim_key(claim: Any) -> str:
+    if claim.kind == "solver":
+        return f"commitment {claim.solver}"
+    if claim.kind == "verifier":
+        return f"attestation {claim.solver} slot {claim.slot}"
+    return f"dispute {claim.dispute_id} seat {claim.seat}"
+
+
+def check_shares(history: RunHistory) -> tuple[CheckResult, list[Contribution]]:
+    """Every mint pays a contribution of a settled round exactly the contracts' formula, once."""
+    s = history.settings
+    problems: list[str] = []
+    rounds = {r.index: r for r in history.rounds}
+    seen: set[tuple[int, str, str]] = set()
+    for claim in history.share_claims:
+        rnd = rounds.get(claim.round)
+        where = f"round {claim.round} {claim.kind} shares of {history.label_of(claim.holder)}"
+        if rnd is None or not rnd.settled:
+            problems.append(f"{where}: minted for a round that is not settled")
+            continue
+        key = (claim.round, claim.kind, _claim_key(claim))
+        if key in seen:
+            problems.append(f"{where}: minted twice for {key[2]}")
+        seen.add(key)
+        expected, reason = _expected_claim(history, rnd, claim)
+        if reason is not None:
+            problems.append(f"{where}: {reason}")
+        elif claim.amount != expected:
+            problems.append(f"{where}: minted {claim.amount}, verified work implies {expected}")
+    mints = list(history.mints)
+    for claim in history.share_claims:
+        match = next(
+            (
+                m
+                for m in mints
+                if m.transaction_hash == claim.transaction_hash
+                and m.holder == claim.holder
+                and m.amount == claim.amount
+                and m.kind == claim.kind
+                and m.round == claim.round
+            ),
+            None,
+        )
+        if match is None:
+            problems.append(f"round {claim.round} {claim.kind} claim of {claim.holder}: no matching SharesMinted")
+        else:
+            mints.remove(match)
+    for m in mints:
+        problems.append(
+            f"round {m.round}: {m.amount} {m.kind} shares minted to {m.holder} for no recorded contribution"
+        )
+    per_round: dict[int, int] = {}
+    for m in history.mints:
+        per_round[m.round] = per_round.get(m.round, 0) + m.amount
+        if m.minted_in_round != per_round[m.round]:
+            problems.append(f"round {m.round}: mintedInRound {m.minted_in_round} != running sum {per_round[m.round]}")
+    for index, total in per_round.items():
+        if total > s.shares_per_round:
+            problems.append(f"round {index}: {total} shares minted, more than sharesPerRound {s.shares_per_round}")
+    minted_total = sum(m.amount for m in history.mints)
+    if minted_total != history.total_supply:
+        problems.append(f"share token supply {history.total_supply} != shares minted {minted_total}")
+    contributions = expected_contributions(history)
+    pending = [c for c in contributions if not c.claimed]
+    evidence = {
+        "minted_total": minted_total,
+        "mints": len(history.mints),
+        "per_round": {str(k): v for k, v in sorted(per_round.items())},
+        "unclaimed_contributions": len(pending),
+        "unclaimed_shares": sum(c.expected for c in pending),
+    }
+    detail = (
+        f"{len(history.share_claims)} mints, {minted_total / 1e18:,.4f} shares: each equals what its verified work "
+        f"implies; {len(pending)} contribution(s) not claimed yet"
+    )
+    return _result(SHARES, problems, detail, evidence), contributions
+
+
+def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str | None]:
+    s = history.settings
+    if claim.kind == "solver":
+        c = rnd.commitment_of(claim.solver)
+        if c is None or not rnd.is_accepted(claim.solver):
+            return 0, "the commitment is not accepted verified work"
+        if claim.holder != claim.solver:
+            return 0, f"paid to {claim.holder}, not the solver {claim.solver}"
+        return s.solver_bucket * c.tokens // rnd.accepted_tokens, None
+    if claim.kind == "verifier":
+        a = next((x for x in rnd.attestations if x.solver == claim.solver and x.slot == claim.slot), None)
+        if a is None or a.state not in ("finalized", "upheld"):
+            return 0, "no standing (finalized or upheld) attestation behind it"
+        if claim.holder != a.verifier:
+            return 0, f"paid to {claim.holder}, not the attester {a.verifier}"
+        return s.verifier_bucket // rnd.standing_checks, None
+    d = next((x for x in rnd.disputes if x.dispute_id == claim.dispute_id), None)
+    if d is None or d.status != "executed":
+        return 0, "no executed verdict behind it"
+    if claim.seat is None or claim.seat >= 32:
+        return 0, "seat out of range"
+    return s.juror_bucket // rnd.juror_votes, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Slashes
+
+
+def expected_slashes(history: RunHistory) -> tuple[dict[str, str], list[str]]:
+    """(fault key -> why it must have been slashed, faults still pending) from attestation outcomes."""
+    due: dict[str, str] = {}
+    pending: list[str] = []
+    executed = {(d.round, d.solver, d.slot): d for r in history.rounds for d in r.disputes if d.kind == "attestation"}
+    for rnd in history.rounds:
+        for a in rnd.attestations:
+            dispute = executed.get((rnd.index, a.solver, a.slot))
+            solver_key = compute_solver_fault_key(history.run_id, rnd.index, a.solver)
+            where = f"round {rnd.index} {a.solver} slot {a.slot}"
+            if a.is_fail and a.state == "finalized":
+                due.setdefault(solver_key, f"{where}: fail attestation finalized")
+            elif a.is_fail and a.state == "upheld" and dispute is not None and dispute.status == "executed":
+                due.setdefault(solver_key, f"{where}: fail attestation upheld by a jury")
+            elif a.state == "overturned":
+                key = compute_attestation_fault_key(history.run_id, rnd.index, a.solver, a.slot)
+                due[key] = f"{where}: {a.kind} attestation overturned by a jury"
+                if not a.is_fail:
+                    due.setdefault(solver_key, f"{where}: pass overturned (the commitment is a proven fault)")
+            elif a.is_fail and a.state in ("attested", "challenged"):
+                pending.append(f"{where}: fail attestation not finalized yet (the solver's slash is pending)")
+    return due, pending
+
+
+def check_slashes(history: RunHistory) -> tuple[CheckResult, list[str]]:
+    """Exactly the faults the attestation outcomes prove were slashed, each at the run's stake."""
+    s = history.settings
+    due, pending = expected_slashes(history)
+    problems = []
+    slashed = {x.fault_key: x for x in history.slashes}
+    for key, why in due.items():
+        if key not in slashed:
+            problems.append(f"{why}, but no slash with fault key {short(key, 18)}")
+    for key, x in slashed.items():
+        if key not in due:
+            problems.append(f"{x.account} slashed {x.amount} for {x.fault} in round {x.round} without a proven fault")
+        wanted = s.solver_min_stake if x.fault == "solver fault" else s.verifier_min_stake
+        if x.requested != wanted:
+            problems.append(f"{x.account}: slash requested {x.requested}, the run's stake is {wanted}")
+        if x.amount > x.requested:
+            problems.append(f"{x.account}: {x.amount} taken, more than the {x.requested} requested")
+    total = sum(x.amount for x in history.slashes)
+    detail = f"{len(history.slashes)} slash(es), {total / 1e18:g} ETH, each for a proven fault"
+    if not history.slashes:
+        detail = "no fault proven, nobody slashed"
+    return _result(SLASHES, problems, detail, {"slashes": len(history.slashes), "slashed_wei": total}), pending
+
+
+# ---------------------------------------------------------------------------------------------
+# Public state and ETH
+
+
+@dataclass(frozen=True)
+class PublicState:
+    """Public state of the contracts at the audited block (what events must agree with)."""
+
+    round: int
+    finished: bool
+    theta_of: Mapping[int, str]
+    statuses: Mapping[tuple[int, str], Mapping[str, int]]
+    tallies: Mapping[int, tuple[int, int]]
+    juror_votes: Mapping[int, int]
+    minted_in_round: Mapping[int, int]
+    stakes: Mapping[tuple[str, str], tuple[int, int]]
+    share_balances: Mapping[str, int]
+    total_supply: int
+
+
+def check_public_state(history: RunHistory, state: PublicState) -> CheckResult:
+    problems = []
+    compared = 0
+
+    def same(what: str, from_events: Any, public: Any) -> None:
+        nonlocal compared
+        compared += 1
+        if from_events != public:
+            problems.append(f"{what}: events say {from_events}, public state says {public}")
+
+    same("current round", history.current_round, state.round)
+    same("run finished", history.finished, state.finished)
+    for index, theta in sorted(state.theta_of.items()):
+        if index < len(history.rounds):
+            same(f"θ of round {index}", history.rounds[index].theta_hash, theta)
+        elif index == len(history.rounds) and history.rounds:
+            same("final θ", history.rounds[-1].next_theta_hash, theta)
+    for rnd in history.rounds:
+        for c in rnd.commitments:
+            status = state.statuses.get((rnd.index, c.solver))
+            if not status or status.get("roundPlusOne") != rnd.index + 1:
+                continue  # the slot was reused by a later round with nothing left to pay
+            seats = rnd.attestations_of(c.solver)
+            passes = sum(1 for a in seats if not a.is_fail and a.standing)
+            # a standing fail is a fault, and so is an overturned pass (Verification.onResolved)
+            faults = sum(1 for a in seats if a.is_fail and a.standing) + sum(
+                1 for a in seats if not a.is_fail and not a.standing
+            )
+            same(f"round {rnd.index} {c.solver} passes/faults", (passes, faults), (status["passes"], status["faults"]))
+        if rnd.seed is not None and rnd.index in state.tallies:
+            same(
+                f"round {rnd.index} standing checks / accepted tokens",
+                (rnd.standing_checks, rnd.accepted_tokens),
+                state.tallies[rnd.index],
+            )
+        if rnd.index in state.juror_votes:
+            same(f"round {rnd.index} juror votes", rnd.juror_votes, state.juror_votes[rnd.index])
+        if rnd.index in state.minted_in_round:
+            minted = sum(m.amount for m in history.mints if m.round == rnd.index)
+            same(f"round {rnd.index} shares minted", minted, state.minted_in_round[rnd.index])
+    last: dict[tuple[str, str], tuple[int, int]] = {}
+    for point in history.stakes:
+        last[(point.account, point.role)] = (point.bonded, point.unbonding)
+    for key, value in sorted(last.items()):
+        if key in state.stakes:
+            same(f"stake of {key[0]} as {key[1]} (bonded, unbonding)", value, state.stakes[key])
+    balances = history.balances
+    for holder in sorted(set(balances) | set(state.share_balances)):
+        same(f"shares of {holder}", balances.get(holder, 0), state.share_balances.get(holder, 0))
+    same("share token total supply", history.total_supply, state.total_supply)
+    return _result(
+        PUBLIC_STATE,
+        problems,
+        f"{compared} values from events equal the contracts' public state",
+        {"values_compared": compared},
+    )
+
+
+def check_balance(contract_balances: Mapping[str, int], implied: int, by_kind: Mapping[str, int]) -> CheckResult:
+    held = sum(contract_balances.values())
+    evidence = {
+        "contract_balance_wei": held,
+        "implied_balance_wei": implied,
+        "balances": dict(contract_balances),
+        "ledger": dict(by_kind),
+    }
+    if held != implied:
+        return CheckResult(
+            BALANCE,
+            False,
+            f"contracts hold {held} wei, the events imply {implied} wei (difference {held - implied})",
+            evidence,
+        )
+    return CheckResult(BALANCE, True, f"contracts hold {held / 1e18:.6f} ETH, exactly what the events imply", evidence)

@@ -1,0 +1,122 @@
+"""`gradledger audit --run ID [--json FILE] [--html FILE]`: audit a run from the chain and artifacts.
+
+Exit status: 0 when every check passed, 1 when a check failed (the reports are still written,
+they say which and why), 2 when the audit could not be completed -- unreachable or dropping RPC,
+missing manifest, unknown run -- in which case nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gradledger.context import HomeOption, ManifestOption, PeerOption, RpcOption, resolve_home, resolve_peers
+from gradledger.logs import configure_logging, get_logger, log_event
+from protocol.errors import GradledgerError
+
+LABELS_FILE = "labels.json"
+EXIT_FAILED_CHECK = 1
+EXIT_INCOMPLETE = 2
+logger = get_logger("audit")
+
+
+def audit_command(
+    run: int | None = typer.Option(None, "--run", min=1, help="run id to audit (omit to list the deployment's runs)"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the JSON report to this file"),
+    html_out: Path | None = typer.Option(None, "--html", help="write the self-contained HTML report to this file"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    artifacts: list[Path] = typer.Option(
+        [], "--artifacts", help="an artifact store directory to read (repeatable); added to the stores under --home"
+    ),
+    peer: list[str] = PeerOption,
+    home_stores: bool = typer.Option(
+        True,
+        help="also read the creator, solver and verifier stores under --home (--no-home-stores: only "
+        "--artifacts and peers)",
+    ),
+    rpc_retries: int = typer.Option(6, min=0, max=20, help="retries (with backoff) when the RPC connection drops"),
+    threads: int = typer.Option(1, min=1, help="torch threads for re-deriving θ and evaluating loss (same results)"),
+) -> None:
+    """Rebuild a run from chain events and artifacts alone, re-derive every θ, check shares, slashes and ETH."""
+    import torch
+
+    from auditor.audit import audit_run, list_deployment_runs, open_sources
+    from auditor.report import print_summary, write_outputs
+    from gradledger.context import resolve_manifest, resolve_rpc_url
+    from protocol.adapters.chain import ChainClient
+
+    configure_logging()
+    torch.set_num_threads(threads)  # small tensors: one thread is fastest (no pool wake-ups), results are equal
+    out = Console(width=None if sys.stdout.isatty() else 140)
+    err = Console(stderr=True)
+    try:
+        root = resolve_home(home)
+        deployment = resolve_manifest(root, manifest)
+        url = resolve_rpc_url(root, rpc_url, deployment)
+        chain = ChainClient(url, deployment, max_retries=rpc_retries)
+        if run is None:
+            _print_runs(list_deployment_runs(chain, deployment), out)
+            return
+        sources = open_sources(root, artifacts, resolve_peers(root, peer), include_home=home_stores)
+        report = audit_run(chain, deployment, run, sources, read_labels(root))
+        print_summary(report, out)
+        write_outputs(report, json_out, html_out)
+    except GradledgerError as exc:
+        err.print(f"[bold red]audit incomplete:[/] {exc}", highlight=False)
+        err.print("nothing was written; fix the cause and run the audit again", highlight=False)
+        log_event(logger, "audit incomplete", run=run, error=str(exc))
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    for path in (json_out, html_out):
+        if path is not None:
+            out.print(f"wrote {path}", highlight=False)
+    log_event(
+        logger,
+        "audited",
+        run=run,
+        passed=report.passed,
+        failed=[c.name for c in report.failed],
+        block=report.block,
+        seconds=report.timings.get("total"),
+    )
+    if not report.passed:
+        sys.stdout.flush()
+        raise typer.Exit(EXIT_FAILED_CHECK)
+
+
+def read_labels(home: Path) -> dict[str, str]:
+    """Participant names from `<home>/labels.json` (address -> name; the demo writes it), if present."""
+    path = home / LABELS_FILE
+    if not path.exists():
+        return {}
+    try:
+        labels = json.loads(path.read_text())
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            raise ValueError("expected an object mapping addresses to names")
+        return {str(k): v for k, v in labels.items()}
+    except ValueError as exc:
+        raise GradledgerError(f"{path} is not a valid labels file ({exc}); fix or remove it") from None
+
+
+def _print_runs(runs, console: Console) -> None:
+    if not runs:
+        console.print("no runs in this deployment")
+        return
+    table = Table(title="runs (audit one with --run ID)", title_justify="left")
+    for column in ("run", "creator", "created at block", "rounds settled", "finished"):
+        table.add_column(column)
+    for r in runs:
+        table.add_row(
+            str(r.run_id),
+            r.creator,
+            str(r.created_block),
+            f"{r.rounds_settled}/{r.max_rounds}",
+            "yes" if r.finished else "no",
+        )
+    console.print(table)

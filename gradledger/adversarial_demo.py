@@ -1,0 +1,340 @@
+"""`gradledger demo --adversarial`: the demo with a cheating solver and a lazy verifier, caught and paid for.
+
+The same 3-round run as `gradledger demo` (fresh devnet, real training, separate processes), with:
+
+| label | account | role |
+|---|---|---|
+| solver-1 | 1 | honest solver, coordinator |
+| solver-2 | 2 | honest solver |
+| solver-3 | 3 | DISHONEST: cheats on every segment (`--adversary cheat --behaviour scaled-update`) |
+| verifier-1 | 4 | honest verifier and juror |
+| verifier-2 | 5 | DISHONEST: lazy, approves without replaying (`--adversary lazy`) |
+| juror-1, juror-2 | 6, 7 | juror-only verifiers (staked, BLS key registered, not in the run's list) |
+| whistleblower | 8 | re-checks every attestation and claim |
+
+Rules: verifiersPerCommitment = 2 with 2 run verifiers (both attest every commitment), jury size 3
+(quorum 2). What happens: in round 0 verifier-1 fails the cheater and the lazy verifier passes it;
+the whistleblower challenges the pass; the jury (verifier-1 and the two jurors, BLS votes exchanged
+over HTTP, one aggregate on-chain) overturns it: the lazy verifier loses its attestation bond and
+its stake and leaves the run, the cheater its stake; the whistleblower and the signing jurors are
+paid. The cheater is failed again in round 1 (slashed again) and cannot commit in round 2 (stake
+gone). The honest solvers' work is accepted every round and they split the solver shares.
+
+The summary is the honest demo's (`run_id`, `rounds_settled`, `loss`, `attestations`,
+`participants` with `honest`, `shares`, `contract_balance_wei`, `owed_wei`) plus `slashed`
+(`address`, `role`, `label`, `amount_wei`), `challenges` (`challenger`, `target`, `outcome`) and
+`payouts` (who was paid what, from the events).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from devnet.lifecycle import get_home, start_devnet, stop_devnet
+from devnet.runs import ETH, RunRules
+from gradledger.demo import (
+    DEMO_INNER_STEPS,
+    DemoError,
+    Participant,
+    _cli,
+    _free_ports,
+    _wait_for_run,
+    _wait_healthy,
+    build_summary,
+    prepare_home,
+)
+
+PARTICIPANTS = (
+    Participant("solver-1", 1, "solver"),
+    Participant("solver-2", 2, "solver"),
+    Participant("solver-3", 3, "solver", honest=False),
+    Participant("verifier-1", 4, "verifier"),
+    Participant("verifier-2", 5, "verifier", honest=False),
+    Participant("juror-1", 6, "juror"),
+    Participant("juror-2", 7, "juror"),
+    Participant("whistleblower", 8, "whistleblower"),
+)
+ADVERSARIES = {
+    "solver-3": ("--adversary", "cheat", "--behaviour", "scaled-update"),
+    "verifier-2": ("--adversary", "lazy"),
+}
+ADVERSARIAL_RULES = RunRules(
+    rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
+    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90,
+)  # fmt: skip
+"""Windows sized for 8 node processes sharing 2 CPU cores: every verifier and the whistleblower must
+replay its samples of the default model inside the attest and challenge windows."""
+ROLE_NAMES = {1: "solver", 2: "verifier"}
+
+
+def _command(p: Participant, run_id: int, port: int) -> list[str]:
+    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
+    extra = list(ADVERSARIES.get(p.label, ()))
+    if p.role == "solver":
+        return _cli("solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else []),
+                    *extra)  # fmt: skip
+    if p.role == "whistleblower":
+        return _cli("whistleblower", "watch", *common, "--exit-when-done")
+    juror_only = ["--juror-only"] if p.role == "juror" else []
+    return _cli("verifier", "serve", *common, "--exit-when-done", *juror_only, *extra)
+
+
+def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None, console: Console | None = None):
+    """Run the adversarial demo; returns the summary (also written to `json_path`)."""
+    from devnet.deploy import deploy
+    from devnet.runs import create_run
+    from protocol.adapters.artifacts import LocalArtifactStore
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+    from protocol.adapters.corpus import load_corpus_shards
+    from protocol.adapters.http import make_node_app, serve_in_thread
+    from protocol.adapters.keys import get_devnet_account
+    from protocol.config import build_run_config
+    from protocol.hashing import hash_to_hex
+
+    console = console or Console(stderr=True)
+    root = get_home(home)
+    started = time.monotonic()
+    prepare_home(root)
+    shutil.rmtree(root / "whistleblowers", ignore_errors=True)
+    info, _ = start_devnet(root, port=0)
+    processes: list[tuple[Participant, subprocess.Popen]] = []
+    server = None
+    rules = ADVERSARIAL_RULES
+    try:
+        console.print(f"devnet at {info.rpc_url}; deploying contracts")
+        manifest = deploy(info.rpc_url, get_devnet_account(0), root / "manifest.json")
+        protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
+        dataset_manifest, shards = load_corpus_shards()
+        config = build_run_config(
+            preset="default", run_seed="0x" + "00" * 31 + "2b", dataset_root=hash_to_hex(dataset_manifest.root),
+            overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
+        )  # fmt: skip
+        creator_store = LocalArtifactStore(root / "creator" / "artifacts")
+        for p in PARTICIPANTS:  # 2x the minimum, so a slash leaves something to show
+            if p.role == "solver":
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_SOLVER, 2 * rules.solver_min_stake_wei)
+            elif p.role in ("verifier", "juror"):
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_VERIFIER, 2 * rules.verifier_min_stake_wei)
+        run_id = protocol.chain.call("RunRegistry", "runCount") + 1
+        ports = _free_ports(len(PARTICIPANTS))
+        server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
+        urls = [server.url] + [f"http://127.0.0.1:{port}" for port in ports]
+        (root / "peers.txt").write_text("\n".join(urls) + "\n")
+        logs = root / "logs"
+        logs.mkdir(exist_ok=True)
+        env = {**os.environ, "GRADLEDGER_HOME": str(root)}
+        for p, port in zip(PARTICIPANTS, ports, strict=True):
+            log = open(logs / f"{p.label}.log", "wb")  # noqa: SIM115 (closed when the process ends)
+            processes.append(
+                (p, subprocess.Popen(_command(p, run_id, port), stdout=log, stderr=subprocess.STDOUT, env=env))
+            )
+        _wait_healthy(urls[1:], processes)
+        created, _terms = create_run(
+            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, rules, 30 * ETH
+        )
+        if created != run_id:
+            raise DemoError(f"expected to create run {run_id}, created {created}")
+        console.print(
+            f"run {run_id} created: 3 solvers (solver-3 cheats), 2 verifiers (verifier-2 is lazy), "
+            "2 jurors and a whistleblower staked and running"
+        )
+        _wait_for_run(protocol, run_id, processes, console)
+        summary = build_summary(protocol, run_id, config, creator_store, root, processes)
+        summary.update(build_dispute_summary(protocol, run_id))
+        audit, audit_paths = _audit(root, info.rpc_url, manifest, run_id)
+        summary["audit"] = {"passed": audit.passed, "failed": [c.name for c in audit.failed], **audit_paths}
+        summary["seconds"] = round(time.monotonic() - started, 1)
+    finally:
+        for _, process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for _, process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if server is not None:
+            server.stop()
+        stop_devnet(root)
+    print_adversarial_summary(summary, console)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = json_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(summary, indent=1) + "\n")
+        tmp.replace(json_path)
+    return summary
+
+
+def _audit(root: Path, rpc_url: str, manifest, run_id: int):
+    """`gradledger audit` of the run, with this demo's labels; writes <home>/audit/."""
+    from auditor.audit import audit_run, open_sources
+    from auditor.report import write_outputs
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.keys import get_devnet_account
+
+    labels = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
+    labels[get_devnet_account(0).address] = "creator"
+    report = audit_run(ChainClient(rpc_url, manifest), manifest, run_id, open_sources(root, [], []), labels)
+    paths = {"html": root / "audit" / f"run-{run_id}.html", "json": root / "audit" / f"run-{run_id}.json"}
+    write_outputs(report, paths["json"], paths["html"])
+    return report, {k: str(v) for k, v in paths.items()}
+
+
+def build_dispute_summary(protocol, run_id: int) -> dict:
+    """Slashes, challenges and payouts of the run, from the chain's events only."""
+    from protocol.adapters.keys import get_devnet_account
+
+    labels = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
+    chain = protocol.chain
+    events = chain.get_events(chain.manifest.deployed_block)
+    attesters: dict[tuple, str] = {}
+    slashed: dict[tuple[str, int], int] = {}
+    challenges: dict[bytes, dict] = {}
+    payouts: list[dict] = []
+    for e in events:
+        a = e.args
+        if e.name in ("PassAttested", "FailAttested") and a["runId"] == run_id:
+            attesters[(a["round"], a["solver"], a["slot"])] = a["verifier"]
+        elif e.name == "StakeSlashed" and a["taken"] > 0:
+            key = (a["account"], a["role"])
+            slashed[key] = slashed.get(key, 0) + a["taken"]
+        elif e.name == "AttestationChallenged" and a["runId"] == run_id:
+            target = attesters.get((a["round"], a["solver"], a["slot"]), "")
+            kind = "fail" if a["attestation"]["isFail"] else "pass"
+            challenges[a["disputeId"]] = {
+                "challenger": a["challenger"], "target": target, "outcome": "open", "round": a["round"],
+                "subject": f"{kind} attestation of {labels.get(a['solver'], a['solver'])} by "
+                f"{labels.get(target, target)}",
+            }  # fmt: skip
+        elif e.name == "ClaimChallenged" and a["runId"] == run_id:
+            challenges[a["disputeId"]] = {
+                "challenger": a["challenger"], "target": a["claimer"], "outcome": "open", "round": a["round"],
+                "subject": f"θ claim of round {a['round']} by {labels.get(a['claimer'], a['claimer'])}",
+            }  # fmt: skip
+        elif e.name == "DisputeExecuted" and a["disputeId"] in challenges:
+            challenges[a["disputeId"]]["outcome"] = "challenger won" if a["challengerWins"] else "challenger lost"
+            payouts.append(
+                {"address": a["winner"], "label": labels.get(a["winner"], ""), "why": "dispute winner",
+                 "amount_wei": a["toWinner"]}
+            )  # fmt: skip
+        elif e.name == "DisputeExpired" and a["disputeId"] in challenges:
+            challenges[a["disputeId"]]["outcome"] = "expired (no quorum)"
+        elif e.name == "JurorRewardClaimed" and a["disputeId"] in challenges:
+            payouts.append(
+                {"address": a["juror"], "label": labels.get(a["juror"], ""), "why": "juror reward",
+                 "amount_wei": a["reward"]}
+            )  # fmt: skip
+        elif e.name == "SolverFaultPaid" and a["runId"] == run_id and a["toVerifier"] > 0:
+            payouts.append(
+                {"address": a["verifier"], "label": labels.get(a["verifier"], ""), "why": "fail attestation upheld "
+                 "(finalized)", "amount_wei": a["toVerifier"]}
+            )  # fmt: skip
+    return {
+        "slashed": [
+            {
+                "address": account,
+                "role": ROLE_NAMES.get(role, str(role)),
+                "label": labels.get(account, ""),
+                "amount_wei": amount,
+            }
+            for (account, role), amount in slashed.items()
+        ],
+        "challenges": [{k: v for k, v in c.items()} for c in challenges.values()],
+        "payouts": payouts,
+        "stakes": {
+            labels[get_devnet_account(p.account).address]: _stake(protocol, p)
+            for p in PARTICIPANTS
+            if p.role != "whistleblower"
+        },
+    }
+
+
+def _stake(protocol, p: Participant) -> int:
+    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER
+    from protocol.adapters.keys import get_devnet_account
+
+    role = ROLE_SOLVER if p.role == "solver" else ROLE_VERIFIER
+    return protocol.bonded_of(get_devnet_account(p.account).address, role)
+
+
+def check_adversarial_summary(summary: dict) -> list[str]:
+    """What the adversarial demo must show; an empty list when it did."""
+    problems = []
+    if summary["contract_balance_wei"] != summary["owed_wei"]:
+        problems.append("the contracts' ETH balance differs from what the events say they owe")
+    if summary["rounds_settled"] < ADVERSARIAL_RULES.rounds:
+        problems.append(f"only {summary['rounds_settled']} rounds settled")
+    by_label = {p["label"]: p for p in summary["participants"]}
+    slashed = {s["label"] for s in summary["slashed"]}
+    for label in ("solver-3", "verifier-2"):
+        if label not in slashed:
+            problems.append(f"{label} (dishonest) was not slashed")
+    for label in slashed:
+        if by_label.get(label, {}).get("honest", False):
+            problems.append(f"honest {label} was slashed")
+    if not any(c["outcome"] == "challenger won" for c in summary["challenges"]):
+        problems.append("no challenge was won")
+    for label in ("solver-1", "solver-2"):
+        if summary["shares"].get(by_label[label]["address"], 0) == 0:
+            problems.append(f"honest {label} holds no shares")
+    if summary["shares"].get(by_label["solver-3"]["address"], 0):
+        problems.append("the cheater holds shares")
+    if "audit" in summary and not summary["audit"]["passed"]:
+        problems.append(f"the audit failed: {', '.join(summary['audit']['failed'])}")
+    return problems
+
+
+def print_adversarial_summary(summary: dict, console: Console) -> None:
+    from gradledger.demo import _print_summary
+
+    _print_summary(summary, console)
+    labels = {p["address"]: p["label"] for p in summary["participants"]}
+    honesty = Table(title="participants")
+    for column in ("participant", "role", "honest", "stake left (ETH)"):
+        honesty.add_column(column)
+    for p in summary["participants"]:
+        stake = summary["stakes"].get(p["label"])
+        honesty.add_row(
+            p["label"],
+            p["role"],
+            "yes" if p["honest"] else "[bold red]NO[/]",
+            "-" if stake is None else f"{stake / ETH:g}",
+        )
+    console.print(honesty)
+    slashes = Table(title="slashed")
+    for column in ("participant", "role", "amount (ETH)"):
+        slashes.add_column(column)
+    for s in summary["slashed"]:
+        slashes.add_row(s["label"] or s["address"], s["role"], f"{s['amount_wei'] / ETH:g}")
+    console.print(slashes)
+    disputes = Table(title="challenges")
+    for column in ("round", "challenger", "what", "outcome"):
+        disputes.add_column(column)
+    for c in summary["challenges"]:
+        disputes.add_row(str(c["round"]), labels.get(c["challenger"], c["challenger"]), c["subject"], c["outcome"])
+    console.print(disputes)
+    paid = Table(title="paid from slashes and forfeited bonds")
+    for column in ("participant", "why", "amount (ETH)"):
+        paid.add_column(column)
+    for p in summary["payouts"]:
+        paid.add_row(p["label"] or p["address"], p["why"], f"{p['amount_wei'] / ETH:g}")
+    console.print(paid)
+    if "audit" in summary:
+        verdict = "passed" if summary["audit"]["passed"] else "FAILED: " + ", ".join(summary["audit"]["failed"])
+        console.print(f"audit of the run (gradledger audit): {verdict}; report {summary['audit']['html']}")
+    problems = check_adversarial_summary(summary)
+    verdict = (
+        "every dishonest participant was caught; honest solvers' shares untouched"
+        if not problems
+        else ("; ".join(problems))
+    )
+    console.print(("[bold green]ok:[/] " if not problems else "[bold red]FAILED:[/] ") + verdict, highlight=False)

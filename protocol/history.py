@@ -1,0 +1,1224 @@
+"""A run's history, folded from the contracts' decoded events alone.
+
+`fold_run_history(events, run_id, timestamps)` turns the chain-ordered events of a deployment
+into a typed, frozen `RunHistory`: the run's on-chain rules, every round (start, θ_r, commitments,
+seed, attestations and how each ended, challenges and verdicts, θ claims, settlement), the
+ownership shares claimed and minted (per holder, round and kind), the share balances, revenue
+paid, released and withdrawn, the stakes of every participant over time and every slash with
+its cause. Pure: no I/O, no clock; the auditor (auditor/audit.py) reads the events and block
+timestamps through the chain adapter and hands them in.
+
+Every piece of event-specific code lives in this module (plus `protocol/ledger.py`, which only
+sums ETH flows): `EVENT_FIELDS` lists each event and the fields read from it, so a renamed event
+or field is one edit here, and `find_missing_event_fields` tells the auditor, from the ABIs in
+the deployment manifest, when the contracts and this module disagree.
+
+Which events belong to the run: those carrying its `runId`; dispute events through the dispute
+ids its challenges opened; the run's share token through its contract name
+(`share_token_contract(run_id)`, which the auditor registers the token under); stake events of
+every account that takes part in the run; slashes through their fault keys, recomputed as the
+contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)) and
+keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot))).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from eth_abi import encode as abi_encode
+from eth_utils import to_canonical_address, to_checksum_address
+
+from protocol.constants import BPS_DENOMINATOR, FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex, keccak256, to_hash32
+
+# ---------------------------------------------------------------------------------------------
+# The events this module reads, and the fields it reads from each (one place: a rename is here).
+
+RUN_CONFIG_FIELDS: dict[str, str] = {
+    # RunConfig struct field (Solidity) -> RunSettings attribute
+    "configHash": "config_hash",
+    "datasetRoot": "dataset_root",
+    "theta0Hash": "theta0_hash",
+    "innerSteps": "inner_steps",
+    "stepsPerSegment": "steps_per_segment",
+    "samplesPerCommitment": "samples_per_commitment",
+    "verifiersPerCommitment": "verifiers_per_commitment",
+    "jurySize": "jury_size",
+    "commitWindow": "commit_window",
+    "attestWindow": "attest_window",
+    "challengeWindow": "challenge_window",
+    "disputeTimeout": "dispute_timeout",
+    "solverMinStake": "solver_min_stake",
+    "verifierMinStake": "verifier_min_stake",
+    "attestationBond": "attestation_bond",
+    "challengeBond": "challenge_bond",
+    "solverShareBps": "solver_share_bps",
+    "verifierShareBps": "verifier_share_bps",
+    "jurorShareBps": "juror_share_bps",
+    "sharesPerRound": "shares_per_round",
+    "revenueReleasePeriod": "revenue_release_period",
+    "maxRounds": "max_rounds",
+}
+
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    # exactly the fields this module and protocol/ledger.py read (the audit depends on both)
+    # RunRegistry
+    "RunCreated": (
+        "runId",
+        "creator",
+        "config",
+        *(f"config.{f}" for f in RUN_CONFIG_FIELDS),
+        "shareToken",
+        "rewardPool",
+    ),
+    "RoundStarted": ("runId", "round", "start", "thetaHash"),
+    "SolverJoined": ("runId", "solver"),
+    "Committed": ("runId", "round", "solver", "root", "deltaHash", "numSegments", "tokens"),
+    "ThetaClaimed": ("runId", "round", "claimer", "thetaHash", "nonce", "bond"),
+    "ClaimResolved": ("runId", "round", "nonce", "status"),
+    "RoundSettled": ("runId", "round", "thetaHash", "claimer", "nonce"),
+    "RunFinished": ("runId",),
+    "ClaimBondWithdrawn": ("runId", "round", "amount"),
+    # Verification (and Disputes: Withdrawn)
+    "VerifierRegistered": ("runId", "verifier"),
+    "SeedDrawn": ("runId", "round", "seedBase", "blockNumber", "verifierCount"),
+    "PassAttested": ("runId", "round", "solver", "verifier", "slot"),
+    "FailAttested": ("runId", "round", "solver", "verifier", "slot", "sampleIndex", "segmentIndex"),
+    "AttestationFinalized": ("runId", "round", "solver", "slot", "bond"),
+    "AttestationResolved": ("runId", "round", "solver", "slot", "state", "bond"),
+    "VerifierSharesClaimed": ("runId", "round", "solver", "slot", "verifier", "shares"),
+    "SolverSharesClaimed": ("runId", "round", "solver", "shares"),
+    "Withdrawn": ("amount",),
+    # Disputes
+    "AttestationChallenged": ("disputeId", "runId", "round", "solver", "slot", "challenger"),
+    "ClaimChallenged": ("disputeId", "runId", "round", "claimNonce", "claimer", "challenger"),
+    "JuryDrawn": ("disputeId", "jurySize"),
+    "VerdictSubmitted": ("disputeId", "challengerWins", "signerCount"),
+    "DisputeExecuted": (
+        "disputeId",
+        "challengerWins",
+        "winner",
+        "total",
+        "toWinner",
+        "bondReturned",
+        "rewardPerJuror",
+        "signerCount",
+        "toPool",
+    ),
+    "DisputeExpired": ("disputeId", "bondReturned"),
+    "JurorRewardClaimed": ("disputeId", "juror", "seat", "reward", "shares"),
+    # StakeManager
+    "StakeDeposited": ("account", "role", "amount", "bonded"),
+    "UnbondingRequested": ("account", "role", "amount", "unbonding"),
+    "StakeWithdrawn": ("account", "role", "amount"),
+    "StakeSlashed": ("account", "role", "faultKey", "requested", "taken", "bondedAfter", "unbondingAfter"),
+    # ModelShares
+    "PoolFunded": ("runId", "from", "amount"),
+    "PoolReleased": ("runId", "round", "amount"),
+    "RevenuePaid": ("runId", "payer", "amount"),
+    "SharesMinted": ("runId", "round", "to", "kind", "amount", "mintedInRound"),
+    # RunShares (the run's share token)
+    "Transfer": ("from", "to", "value"),
+    "RevenueWithdrawn": ("holder", "amount"),
+    "UnownedRevenueSwept": ("to", "amount"),
+}
+
+
+# Enum values as the contracts number them.
+ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned")
+CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
+SHARE_KINDS = ("solver", "verifier", "juror")
+ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}
+FINISHED_RUN_ROUND = 2**64 - 1  # PoolReleased's round for slash proceeds reaching a finished run
+
+
+class HistoryError(GradledgerError):
+    """The events do not describe the requested run (or contradict the contracts' rules)."""
+
+
+class EventLike(Protocol):
+    contract: str
+    name: str
+    args: Mapping[str, Any]
+    block_number: int
+    log_index: int
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """A decoded event (what `protocol.adapters.chain.ChainEvent` carries); tests build these by hand."""
+
+    contract: str
+    name: str
+    args: Mapping[str, Any]
+    block_number: int
+    log_index: int = 0
+    transaction_hash: str = ""
+
+
+def share_token_contract(run_id: int) -> str:
+    """The contract name a run's share token is registered under (its events carry no runId)."""
+    return f"RunShares#{run_id}"
+
+
+def find_missing_event_fields(abi_events: Mapping[str, Iterable[str]]) -> list[str]:
+    """What this module reads that the deployed ABIs lack: ["Committed.tokens", "RunCreated", ...].
+
+    `abi_events` maps each event name of the manifest's ABIs to its input names, with the components
+    of a struct input as "input.component" (e.g. "config.innerSteps").
+    """
+    missing = []
+    for name, fields in EVENT_FIELDS.items():
+        if name not in abi_events:
+            missing.append(name)
+            continue
+        have = set(abi_events[name])
+        missing.extend(f"{name}.{f}" for f in fields if f not in have)
+    return missing
+
+
+# ---------------------------------------------------------------------------------------------
+# The typed history.
+
+AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned"]
+DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
+ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
+ShareKind = Literal["solver", "verifier", "juror"]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The run's `RunConfig` as created on-chain (hashes as 0x-hex, amounts in wei, windows in s)."""
+
+    config_hash: str
+    dataset_root: str
+    theta0_hash: str
+    inner_steps: int
+    steps_per_segment: int
+    samples_per_commitment: int
+    verifiers_per_commitment: int
+    jury_size: int
+    commit_window: int
+    attest_window: int
+    challenge_window: int
+    dispute_timeout: int
+    solver_min_stake: int
+    verifier_min_stake: int
+    attestation_bond: int
+    challenge_bond: int
+    solver_share_bps: int
+    verifier_share_bps: int
+    juror_share_bps: int
+    shares_per_round: int
+    revenue_release_period: int
+    max_rounds: int
+
+    @property
+    def solver_bucket(self) -> int:
+        """Solver shares of one round (RunConfig split, floored as Solidity does)."""
+        return self.shares_per_round * self.solver_share_bps // BPS_DENOMINATOR
+
+    @property
+    def verifier_bucket(self) -> int:
+        return self.shares_per_round * self.verifier_share_bps // BPS_DENOMINATOR
+
+    @property
+    def juror_bucket(self) -> int:
+        return self.shares_per_round * self.juror_share_bps // BPS_DENOMINATOR
+
+
+@dataclass(frozen=True)
+class Commitment:
+    round: int
+    solver: str
+    root: str
+    delta_hash: str
+    tokens: int
+    num_segments: int
+    block: int
+    time: int | None
+
+
+@dataclass(frozen=True)
+class Seed:
+    seed_base: str
+    block_number: int
+    verifier_count: int
+    block: int
+    time: int | None
+
+
+@dataclass(frozen=True)
+class Attestation:
+    """One verifier seat's attestation and how it ended (state as the contracts name it)."""
+
+    round: int
+    solver: str
+    slot: int
+    verifier: str
+    is_fail: bool
+    sample_index: int | None
+    segment_index: int | None
+    block: int
+    time: int | None
+    state: AttestationStateName
+    ended_block: int | None = None
+    bond_returned: int = 0
+    bond_forfeited: int = 0
+
+    @property
+    def standing(self) -> bool:
+        """Counts for the commitment and the round's checks (every state but overturned)."""
+        return self.state != "overturned"
+
+    @property
+    def kind(self) -> str:
+        return "fail" if self.is_fail else "pass"
+
+
+@dataclass(frozen=True)
+class JurorReward:
+    juror: str
+    seat: int
+    reward: int
+    shares: int
+    block: int
+
+
+@dataclass(frozen=True)
+class Dispute:
+    """A challenge (of an attestation or a θ claim), its jury, verdict and payout."""
+
+    dispute_id: str
+    kind: Literal["attestation", "claim"]
+    round: int
+    challenger: str
+    opened_block: int
+    opened_time: int | None
+    status: DisputeStatus
+    solver: str | None = None
+    slot: int | None = None
+    claim_nonce: int | None = None
+    claimer: str | None = None
+    jury_size: int | None = None
+    challenger_wins: bool | None = None
+    signer_count: int = 0
+    winner: str | None = None
+    total: int = 0
+    to_winner: int = 0
+    bond_returned: int = 0
+    reward_per_juror: int = 0
+    to_pool: int = 0
+    ended_block: int | None = None
+    juror_rewards: tuple[JurorReward, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThetaClaim:
+    round: int
+    nonce: int
+    claimer: str
+    theta_hash: str
+    bond: int
+    block: int
+    time: int | None
+    status: ClaimStatusName
+    bond_withdrawn: bool = False
+
+
+@dataclass(frozen=True)
+class Round:
+    index: int
+    start_time: int
+    start_block: int
+    theta_hash: str
+    commitments: tuple[Commitment, ...] = ()
+    seed: Seed | None = None
+    attestations: tuple[Attestation, ...] = ()
+    disputes: tuple[Dispute, ...] = ()
+    claims: tuple[ThetaClaim, ...] = ()
+    settled: bool = False
+    next_theta_hash: str | None = None
+    settled_block: int | None = None
+    settled_time: int | None = None
+    claimer: str | None = None
+    pool_released: int = 0
+
+    def commitment_of(self, solver: str) -> Commitment | None:
+        return next((c for c in self.commitments if c.solver == solver), None)
+
+    def attestations_of(self, solver: str) -> tuple[Attestation, ...]:
+        return tuple(a for a in self.attestations if a.solver == solver)
+
+    def is_accepted(self, solver: str) -> bool:
+        """Verification's rule: at least one standing pass and no standing fault (an overturned pass
+        is a proven fault; an overturned fail stops counting)."""
+        attestations = self.attestations_of(solver)
+        passes = sum(1 for a in attestations if not a.is_fail and a.standing)
+        faults = sum(1 for a in attestations if a.is_fail and a.standing)
+        faults += sum(1 for a in attestations if not a.is_fail and not a.standing)
+        return passes > 0 and faults == 0
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """Solvers whose commitment is accepted, sorted by address bytes (the outer step's order)."""
+        solvers = [c.solver for c in self.commitments if self.is_accepted(c.solver)]
+        return tuple(sorted(solvers, key=to_canonical_address))
+
+    @property
+    def accepted_tokens(self) -> int:
+        return sum(c.tokens for c in self.commitments if self.is_accepted(c.solver))
+
+    @property
+    def standing_checks(self) -> int:
+        """Verification's `totalChecks`: attestations of the round that were not overturned."""
+        return sum(1 for a in self.attestations if a.standing)
+
+    @property
+    def juror_votes(self) -> int:
+        """Disputes' `jurorVotes`: signatures of the round's executed verdicts."""
+        return sum(d.signer_count for d in self.disputes if d.status == "executed")
+
+
+@dataclass(frozen=True)
+class ShareClaim:
+    """A contribution's shares as the contract that minted them reported them."""
+
+    round: int
+    kind: ShareKind
+    holder: str
+    amount: int
+    contribution: str
+    block: int
+    transaction_hash: str
+    solver: str | None = None
+    slot: int | None = None
+    dispute_id: str | None = None
+    seat: int | None = None
+
+
+@dataclass(frozen=True)
+class ShareMint:
+    """ModelShares' `SharesMinted` record of one mint."""
+
+    round: int
+    kind: ShareKind
+    holder: str
+    amount: int
+    minted_in_round: int
+    block: int
+    time: int | None
+    transaction_hash: str
+
+
+@dataclass(frozen=True)
+class StakePoint:
+    """A participant's stake in one role right after a stake event."""
+
+    account: str
+    role: str
+    block: int
+    time: int | None
+    bonded: int
+    unbonding: int
+    change: Literal["deposit", "unbond", "withdraw", "slash"]
+    amount: int
+
+
+@dataclass(frozen=True)
+class Slash:
+    account: str
+    role: str
+    amount: int
+    requested: int
+    fault: Literal["solver fault", "wrong attestation"]
+    round: int
+    solver: str
+    slot: int | None
+    fault_key: str
+    block: int
+    time: int | None
+    transaction_hash: str
+
+
+@dataclass(frozen=True)
+class RevenueFlow:
+    kind: Literal["reward pool", "pool funded", "pool released", "revenue paid", "revenue withdrawn", "unowned swept"]
+    amount: int
+    account: str | None
+    round: int | None
+    block: int
+    time: int | None
+
+
+@dataclass(frozen=True)
+class Participant:
+    address: str
+    label: str
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunHistory:
+    run_id: int
+    creator: str
+    share_token: str
+    reward_pool: int
+    settings: RunSettings
+    created_block: int
+    created_time: int | None
+    rounds: tuple[Round, ...]
+    finished: bool
+    share_claims: tuple[ShareClaim, ...]
+    mints: tuple[ShareMint, ...]
+    share_balances: tuple[tuple[str, int], ...]
+    total_supply: int
+    stakes: tuple[StakePoint, ...]
+    slashes: tuple[Slash, ...]
+    revenue: tuple[RevenueFlow, ...]
+    participants: tuple[Participant, ...]
+    last_block: int
+
+    @property
+    def settled_rounds(self) -> tuple[Round, ...]:
+        return tuple(r for r in self.rounds if r.settled)
+
+    @property
+    def current_round(self) -> int:
+        """The round open now (== max_rounds once finished)."""
+        return len(self.settled_rounds)
+
+    def label_of(self, address: str | None) -> str:
+        if not address:
+            return ""
+        found = next((p.label for p in self.participants if p.address == address), None)
+        return found or address[:10]
+
+    def role_of(self, address: str) -> str:
+        found = next((p for p in self.participants if p.address == address), None)
+        return found.roles[0] if found and found.roles else "account"
+
+    @property
+    def balances(self) -> dict[str, int]:
+        return dict(self.share_balances)
+
+    def revenue_total(self, kind: str) -> int:
+        return sum(f.amount for f in self.revenue if f.kind == kind)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of `gradledger audit` without --run."""
+
+    run_id: int
+    creator: str
+    created_block: int
+    max_rounds: int
+    rounds_settled: int
+    finished: bool
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers.
+
+
+def _addr(value: Any) -> str:
+    return to_checksum_address(value)
+
+
+def _hex(value: Any) -> str:
+    return hash_to_hex(to_hash32(value if isinstance(value, (bytes, bytearray, str)) else bytes(value)))
+
+
+def _get(struct: Any, name: str, index: int) -> Any:
+    """A struct field decoded as a mapping (web3 with component names) or as a tuple."""
+    if isinstance(struct, Mapping):
+        return struct[name]
+    return list(struct)[index]
+
+
+def parse_run_settings(config: Any) -> RunSettings:
+    """RunConfig (mapping by Solidity field name, or tuple in field order) -> RunSettings."""
+    values = {}
+    for index, (solidity, attribute) in enumerate(RUN_CONFIG_FIELDS.items()):
+        value = _get(config, solidity, index)
+        values[attribute] = _hex(value) if attribute.endswith(("_hash", "_root")) else int(value)
+    return RunSettings(**values)
+
+
+def compute_solver_fault_key(run_id: int, round_index: int, solver: str) -> str:
+    """keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)), as Verification and Disputes compute it."""
+    encoded = abi_encode(
+        ["bytes32", "uint256", "uint64", "address"], [FAULT_SOLVER, run_id, round_index, to_canonical_address(solver)]
+    )
+    return hash_to_hex(keccak256(encoded))
+
+
+def compute_attestation_fault_key(run_id: int, round_index: int, solver: str, slot: int) -> str:
+    """keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)), as Disputes computes it."""
+    encoded = abi_encode(
+        ["bytes32", "uint256", "uint64", "address", "uint8"],
+        [FAULT_ATTESTATION, run_id, round_index, to_canonical_address(solver), slot],
+    )
+    return hash_to_hex(keccak256(encoded))
+
+
+def list_runs(events: Iterable[EventLike]) -> tuple[RunSummary, ...]:
+    """Every run of a deployment with how far it got, from RunCreated / RoundSettled / RunFinished."""
+    runs: dict[int, dict[str, Any]] = {}
+    for event in events:
+        a = event.args
+        if event.name == "RunCreated":
+            settings = parse_run_settings(a["config"])
+            runs[a["runId"]] = {
+                "creator": _addr(a["creator"]),
+                "block": event.block_number,
+                "max": settings.max_rounds,
+                "settled": 0,
+                "finished": False,
+            }
+        elif event.name == "RoundSettled" and a["runId"] in runs:
+            runs[a["runId"]]["settled"] += 1
+        elif event.name == "RunFinished" and a["runId"] in runs:
+            runs[a["runId"]]["finished"] = True
+    return tuple(
+        RunSummary(run_id, r["creator"], r["block"], r["max"], r["settled"], r["finished"])
+        for run_id, r in sorted(runs.items())
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The fold.
+
+
+@dataclass
+class _RoundBuilder:
+    index: int
+    start_time: int
+    start_block: int
+    theta_hash: str
+    commitments: list[Commitment] = field(default_factory=list)
+    seed: Seed | None = None
+    attestations: dict[tuple[str, int], Attestation] = field(default_factory=dict)
+    disputes: list[str] = field(default_factory=list)
+    claims: dict[int, ThetaClaim] = field(default_factory=dict)
+    settled: bool = False
+    next_theta_hash: str | None = None
+    settled_block: int | None = None
+    settled_time: int | None = None
+    claimer: str | None = None
+    pool_released: int = 0
+
+
+class _Fold:
+    """One pass over the events; `build()` freezes the result."""
+
+    def __init__(self, run_id: int, timestamps: Mapping[int, int]) -> None:
+        self.run_id = run_id
+        self.timestamps = timestamps
+        self.created: dict[str, Any] | None = None
+        self.token_contract = share_token_contract(run_id)
+        self.rounds: dict[int, _RoundBuilder] = {}
+        self.finished = False
+        self.disputes: dict[str, Dispute] = {}
+        self.claims: list[ShareClaim] = []
+        self.mints: list[ShareMint] = []
+        self.balances: dict[str, int] = {}
+        self.supply = 0
+        self.stake_state: dict[tuple[str, str], tuple[int, int]] = {}
+        self.stakes: list[StakePoint] = []
+        self.fault_keys: dict[str, tuple[str, int, str, int | None]] = {}
+        self.slashes: list[Slash] = []
+        self.revenue: list[RevenueFlow] = []
+        self.roles: dict[str, list[str]] = {}
+        self.order: dict[str, list[str]] = {"solver": [], "verifier": [], "juror": []}
+        self.last_block = 0
+
+    # -- small helpers ---------------------------------------------------------------------------
+
+    def time(self, block: int) -> int | None:
+        return self.timestamps.get(block)
+
+    def role(self, address: str, role: str) -> None:
+        roles = self.roles.setdefault(address, [])
+        if role not in roles:
+            roles.append(role)
+        if role in self.order and address not in self.order[role]:
+            self.order[role].append(address)
+
+    def round(self, index: int) -> _RoundBuilder:
+        if index not in self.rounds:
+            raise HistoryError(f"run {self.run_id}: event for round {index} before that round started")
+        return self.rounds[index]
+
+    def ours(self, args: Mapping[str, Any]) -> bool:
+        return args.get("runId") == self.run_id and self.created is not None
+
+    def set_attestation(self, index: int, solver: str, slot: int, **changes: Any) -> Attestation:
+        rnd = self.round(index)
+        key = (solver, slot)
+        if key not in rnd.attestations:
+            raise HistoryError(f"run {self.run_id} round {index}: seat {solver}/{slot} changed before it attested")
+        rnd.attestations[key] = replace(rnd.attestations[key], **changes)
+        return rnd.attestations[key]
+
+    # -- dispatch --------------------------------------------------------------------------------
+
+    def apply(self, event: EventLike) -> None:
+        self.last_block = max(self.last_block, event.block_number)
+        handler = getattr(self, f"on_{event.name}", None)
+        if handler is not None:
+            handler(event, event.args)
+
+    # RunRegistry ----------------------------------------------------------------------------------
+
+    def on_RunCreated(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if a["runId"] != self.run_id:
+            return
+        self.created = {
+            "creator": _addr(a["creator"]),
+            "token": _addr(a["shareToken"]),
+            "pool": int(a["rewardPool"]),
+            "settings": parse_run_settings(a["config"]),
+            "block": e.block_number,
+        }
+        self.role(self.created["creator"], "creator")
+        self.revenue.append(
+            RevenueFlow(
+                "reward pool",
+                int(a["rewardPool"]),
+                self.created["creator"],
+                None,
+                e.block_number,
+                self.time(e.block_number),
+            )
+        )
+
+    def on_RoundStarted(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            index = int(a["round"])
+            self.rounds[index] = _RoundBuilder(index, int(a["start"]), e.block_number, _hex(a["thetaHash"]))
+
+    def on_SolverJoined(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.role(_addr(a["solver"]), "solver")
+
+    def on_Committed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        index, solver = int(a["round"]), _addr(a["solver"])
+        self.round(index).commitments.append(
+            Commitment(
+                index,
+                solver,
+                _hex(a["root"]),
+                _hex(a["deltaHash"]),
+                int(a["tokens"]),
+                int(a["numSegments"]),
+                e.block_number,
+                self.time(e.block_number),
+            )
+        )
+        self.role(solver, "solver")
+        self.fault_keys[compute_solver_fault_key(self.run_id, index, solver)] = ("solver fault", index, solver, None)
+
+    def on_ThetaClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        index, claimer = int(a["round"]), _addr(a["claimer"])
+        self.round(index).claims[int(a["nonce"])] = ThetaClaim(
+            index,
+            int(a["nonce"]),
+            claimer,
+            _hex(a["thetaHash"]),
+            int(a["bond"]),
+            e.block_number,
+            self.time(e.block_number),
+            "posted",
+        )
+        self.role(claimer, "claimer")
+
+    def on_ClaimResolved(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        rnd, nonce = self.round(int(a["round"])), int(a["nonce"])
+        status = CLAIM_STATUSES[int(a["status"])]
+        if nonce in rnd.claims:
+            rnd.claims[nonce] = replace(rnd.claims[nonce], status="upheld" if status == "upheld" else "rejected")
+
+    def on_RoundSettled(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        rnd = self.round(int(a["round"]))
+        rnd.settled, rnd.next_theta_hash = True, _hex(a["thetaHash"])
+        rnd.settled_block, rnd.settled_time, rnd.claimer = (
+            e.block_number,
+            self.time(e.block_number),
+            _addr(a["claimer"]),
+        )
+        nonce = int(a["nonce"])
+        if nonce in rnd.claims:
+            rnd.claims[nonce] = replace(rnd.claims[nonce], status="settled")
+
+    def on_RunFinished(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.finished = True
+
+    def on_ClaimBondWithdrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        rnd = self.round(int(a["round"]))
+        for nonce, claim in rnd.claims.items():
+            if claim.status == "settled":
+                rnd.claims[nonce] = replace(claim, bond_withdrawn=True)
+
+    # Verification ---------------------------------------------------------------------------------
+
+    def on_VerifierRegistered(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.role(_addr(a["verifier"]), "verifier")
+
+    def on_SeedDrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.round(int(a["round"])).seed = Seed(
+                _hex(a["seedBase"]),
+                int(a["blockNumber"]),
+                int(a["verifierCount"]),
+                e.block_number,
+                self.time(e.block_number),
+            )
+
+    def _attested(self, e: EventLike, a: Mapping[str, Any], is_fail: bool) -> None:
+        index, solver, slot, verifier = int(a["round"]), _addr(a["solver"]), int(a["slot"]), _addr(a["verifier"])
+        sample = int(a["sampleIndex"]) if is_fail else None
+        segment = int(a["segmentIndex"]) if is_fail else None
+        self.round(index).attestations[(solver, slot)] = Attestation(
+            index,
+            solver,
+            slot,
+            verifier,
+            is_fail,
+            sample,
+            segment,
+            e.block_number,
+            self.time(e.block_number),
+            "attested",
+        )
+        self.role(verifier, "verifier")
+        key = compute_attestation_fault_key(self.run_id, index, solver, slot)
+        self.fault_keys[key] = ("wrong attestation", index, solver, slot)
+
+    def on_PassAttested(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self._attested(e, a, False)
+
+    def on_FailAttested(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self._attested(e, a, True)
+
+    def on_AttestationFinalized(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.set_attestation(
+                int(a["round"]),
+                _addr(a["solver"]),
+                int(a["slot"]),
+                state="finalized",
+                ended_block=e.block_number,
+                bond_returned=int(a["bond"]),
+            )
+
+    def on_AttestationResolved(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        state = ATTESTATION_STATES[int(a["state"])]
+        bond = int(a["bond"])
+        changes = {"bond_forfeited": bond} if state == "overturned" else {"bond_returned": bond}
+        self.set_attestation(
+            int(a["round"]), _addr(a["solver"]), int(a["slot"]), state=state, ended_block=e.block_number, **changes
+        )
+
+    def on_VerifierSharesClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            solver, slot = _addr(a["solver"]), int(a["slot"])
+            self.claims.append(
+                ShareClaim(
+                    int(a["round"]),
+                    "verifier",
+                    _addr(a["verifier"]),
+                    int(a["shares"]),
+                    f"attestation {solver} slot {slot}",
+                    e.block_number,
+                    _tx(e),
+                    solver=solver,
+                    slot=slot,
+                )
+            )
+
+    def on_SolverSharesClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            solver = _addr(a["solver"])
+            self.claims.append(
+                ShareClaim(
+                    int(a["round"]),
+                    "solver",
+                    solver,
+                    int(a["shares"]),
+                    f"commitment of {solver}",
+                    e.block_number,
+                    _tx(e),
+                    solver=solver,
+                )
+            )
+
+    # Disputes -------------------------------------------------------------------------------------
+
+    def on_AttestationChallenged(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        dispute_id, index = _hex(a["disputeId"]), int(a["round"])
+        challenger = _addr(a["challenger"])
+        self.disputes[dispute_id] = Dispute(
+            dispute_id,
+            "attestation",
+            index,
+            challenger,
+            e.block_number,
+            self.time(e.block_number),
+            "open",
+            solver=_addr(a["solver"]),
+            slot=int(a["slot"]),
+        )
+        self.round(index).disputes.append(dispute_id)
+        self.set_attestation(index, _addr(a["solver"]), int(a["slot"]), state="challenged")
+        self.role(challenger, "challenger")
+
+    def on_ClaimChallenged(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        dispute_id, index, nonce = _hex(a["disputeId"]), int(a["round"]), int(a["claimNonce"])
+        challenger = _addr(a["challenger"])
+        self.disputes[dispute_id] = Dispute(
+            dispute_id,
+            "claim",
+            index,
+            challenger,
+            e.block_number,
+            self.time(e.block_number),
+            "open",
+            claim_nonce=nonce,
+            claimer=_addr(a["claimer"]),
+        )
+        rnd = self.round(index)
+        rnd.disputes.append(dispute_id)
+        if nonce in rnd.claims:
+            rnd.claims[nonce] = replace(rnd.claims[nonce], status="challenged")
+        self.role(challenger, "challenger")
+
+    def _dispute(self, a: Mapping[str, Any]) -> str | None:
+        dispute_id = _hex(a["disputeId"])
+        return dispute_id if dispute_id in self.disputes else None
+
+    def on_JuryDrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if (d := self._dispute(a)) is not None:
+            self.disputes[d] = replace(self.disputes[d], status="jury drawn", jury_size=int(a["jurySize"]))
+
+    def on_VerdictSubmitted(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if (d := self._dispute(a)) is not None:
+            self.disputes[d] = replace(
+                self.disputes[d],
+                status="decided",
+                challenger_wins=bool(a["challengerWins"]),
+                signer_count=int(a["signerCount"]),
+            )
+
+    def on_DisputeExecuted(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if (d := self._dispute(a)) is not None:
+            winner = _addr(a["winner"])
+            self.disputes[d] = replace(
+                self.disputes[d],
+                status="executed",
+                challenger_wins=bool(a["challengerWins"]),
+                winner=winner,
+                total=int(a["total"]),
+                to_winner=int(a["toWinner"]),
+                bond_returned=int(a["bondReturned"]),
+                reward_per_juror=int(a["rewardPerJuror"]),
+                signer_count=int(a["signerCount"]),
+                to_pool=int(a["toPool"]),
+                ended_block=e.block_number,
+            )
+
+    def on_DisputeExpired(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if (d := self._dispute(a)) is not None:
+            self.disputes[d] = replace(
+                self.disputes[d], status="expired", bond_returned=int(a["bondReturned"]), ended_block=e.block_number
+            )
+
+    def on_JurorRewardClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if (d := self._dispute(a)) is None:
+            return
+        juror, seat = _addr(a["juror"]), int(a["seat"])
+        dispute = self.disputes[d]
+        reward = JurorReward(juror, seat, int(a["reward"]), int(a["shares"]), e.block_number)
+        self.disputes[d] = replace(dispute, juror_rewards=(*dispute.juror_rewards, reward))
+        self.claims.append(
+            ShareClaim(
+                dispute.round,
+                "juror",
+                juror,
+                int(a["shares"]),
+                f"verdict {d[:10]} seat {seat}",
+                e.block_number,
+                _tx(e),
+                dispute_id=d,
+                seat=seat,
+            )
+        )
+        self.role(juror, "juror")
+
+    # StakeManager ---------------------------------------------------------------------------------
+
+    def _stake(self, e: EventLike, a: Mapping[str, Any], change: str, bonded: int | None, unbonding: int | None):
+        account, role = _addr(a["account"]), ROLE_NAMES.get(int(a["role"]), str(a["role"]))
+        old_bonded, old_unbonding = self.stake_state.get((account, role), (0, 0))
+        new = (old_bonded if bonded is None else bonded, old_unbonding if unbonding is None else unbonding)
+        self.stake_state[(account, role)] = new
+        amount = int(a["taken"]) if change == "slash" else int(a["amount"])
+        self.stakes.append(
+            StakePoint(account, role, e.block_number, self.time(e.block_number), new[0], new[1], change, amount)
+        )
+
+    def on_StakeDeposited(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        self._stake(e, a, "deposit", int(a["bonded"]), None)
+
+    def on_UnbondingRequested(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        account, role = _addr(a["account"]), ROLE_NAMES.get(int(a["role"]), str(a["role"]))
+        bonded = self.stake_state.get((account, role), (0, 0))[0] - int(a["amount"])
+        self._stake(e, a, "unbond", bonded, int(a["unbonding"]))
+
+    def on_StakeWithdrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        self._stake(e, a, "withdraw", None, 0)
+
+    def on_StakeSlashed(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        self._stake(e, a, "slash", int(a["bondedAfter"]), int(a["unbondingAfter"]))
+        key = _hex(a["faultKey"])
+        if key not in self.fault_keys:
+            return  # another run's fault
+        fault, index, solver, slot = self.fault_keys[key]
+        self.slashes.append(
+            Slash(
+                _addr(a["account"]),
+                ROLE_NAMES.get(int(a["role"]), str(a["role"])),
+                int(a["taken"]),
+                int(a["requested"]),
+                fault,
+                index,
+                solver,
+                slot,
+                key,
+                e.block_number,
+                self.time(e.block_number),
+                _tx(e),
+            )
+        )
+
+    # ModelShares and the run's share token --------------------------------------------------------
+
+    def on_PoolFunded(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.revenue.append(
+                RevenueFlow(
+                    "pool funded", int(a["amount"]), _addr(a["from"]), None, e.block_number, self.time(e.block_number)
+                )
+            )
+
+    def on_PoolReleased(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if not self.ours(a):
+            return
+        index = int(a["round"])
+        amount = int(a["amount"])
+        round_index = None if index == FINISHED_RUN_ROUND else index
+        if round_index is not None and round_index in self.rounds:
+            self.rounds[round_index].pool_released += amount
+        self.revenue.append(
+            RevenueFlow("pool released", amount, None, round_index, e.block_number, self.time(e.block_number))
+        )
+
+    def on_RevenuePaid(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            self.revenue.append(
+                RevenueFlow(
+                    "revenue paid", int(a["amount"]), _addr(a["payer"]), None, e.block_number, self.time(e.block_number)
+                )
+            )
+
+    def on_SharesMinted(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if self.ours(a):
+            holder = _addr(a["to"])
+            self.mints.append(
+                ShareMint(
+                    int(a["round"]),
+                    SHARE_KINDS[int(a["kind"])],
+                    holder,
+                    int(a["amount"]),
+                    int(a["mintedInRound"]),
+                    e.block_number,
+                    self.time(e.block_number),
+                    _tx(e),
+                )
+            )
+            self.role(holder, "holder")
+
+    def on_Transfer(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if e.contract != self.token_contract:
+            return
+        sender, receiver, value = _addr(a["from"]), _addr(a["to"]), int(a["value"])
+        zero = _addr("0x" + "00" * 20)
+        if sender == zero:
+            self.supply += value
+        else:
+            self.balances[sender] = self.balances.get(sender, 0) - value
+        if receiver == zero:
+            self.supply -= value
+        else:
+            self.balances[receiver] = self.balances.get(receiver, 0) + value
+            self.role(receiver, "holder")
+
+    def on_RevenueWithdrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if e.contract == self.token_contract:
+            self.revenue.append(
+                RevenueFlow(
+                    "revenue withdrawn",
+                    int(a["amount"]),
+                    _addr(a["holder"]),
+                    None,
+                    e.block_number,
+                    self.time(e.block_number),
+                )
+            )
+
+    def on_UnownedRevenueSwept(self, e: EventLike, a: Mapping[str, Any]) -> None:
+        if e.contract == self.token_contract:
+            self.revenue.append(
+                RevenueFlow(
+                    "unowned swept", int(a["amount"]), _addr(a["to"]), None, e.block_number, self.time(e.block_number)
+                )
+            )
+
+    # -- freeze ----------------------------------------------------------------------------------
+
+    def build(self, labels: Mapping[str, str]) -> RunHistory:
+        if self.created is None:
+            raise HistoryError(f"run {self.run_id} does not exist in these events (no RunCreated for it)")
+        rounds = []
+        for index in sorted(self.rounds):
+            b = self.rounds[index]
+            rounds.append(
+                Round(
+                    b.index,
+                    b.start_time,
+                    b.start_block,
+                    b.theta_hash,
+                    tuple(b.commitments),
+                    b.seed,
+                    tuple(sorted(b.attestations.values(), key=lambda x: (x.block, x.solver, x.slot))),
+                    tuple(self.disputes[d] for d in b.disputes),
+                    tuple(b.claims[n] for n in sorted(b.claims)),
+                    b.settled,
+                    b.next_theta_hash,
+                    b.settled_block,
+                    b.settled_time,
+                    b.claimer,
+                    b.pool_released,
+                )
+            )
+        participants = self._participants(labels)
+        members = {p.address for p in participants}
+        return RunHistory(
+            run_id=self.run_id,
+            creator=self.created["creator"],
+            share_token=self.created["token"],
+            reward_pool=self.created["pool"],
+            settings=self.created["settings"],
+            created_block=self.created["block"],
+            created_time=self.time(self.created["block"]),
+            rounds=tuple(rounds),
+            finished=self.finished,
+            share_claims=tuple(self.claims),
+            mints=tuple(self.mints),
+            share_balances=tuple(sorted((h, b) for h, b in self.balances.items() if b)),
+            total_supply=self.supply,
+            stakes=tuple(s for s in self.stakes if s.account in members),
+            slashes=tuple(self.slashes),
+            revenue=tuple(self.revenue),
+            participants=participants,
+            last_block=self.last_block,
+        )
+
+    def _participants(self, labels: Mapping[str, str]) -> tuple[Participant, ...]:
+        given = {_addr(k): v for k, v in labels.items()}
+        derived: dict[str, str] = {}
+        for role in ("solver", "verifier", "juror"):
+            for n, address in enumerate(self.order[role], start=1):
+                derived.setdefault(address, f"{role}-{n}")
+        out = []
+        others: dict[str, int] = {}
+        for address, roles in self.roles.items():
+            label = given.get(address) or derived.get(address)
+            if label is None:
+                others[roles[0]] = others.get(roles[0], 0) + 1
+                label = "creator" if roles[0] == "creator" else f"{roles[0]}-{others[roles[0]]}"
+            out.append(Participant(address, label, tuple(roles)))
+        return tuple(out)
+
+
+def _tx(event: EventLike) -> str:
+    return str(getattr(event, "transaction_hash", ""))
+
+
+def fold_run_history(
+    events: Iterable[EventLike],
+    run_id: int,
+    timestamps: Mapping[int, int] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> RunHistory:
+    """The history of run `run_id` from a deployment's chain-ordered events.
+
+    `timestamps` maps block numbers to block timestamps (missing blocks give `time=None`);
+    `labels` names participants (address -> label), else they are numbered per role in the order
+    they joined the run ("solver-1", "verifier-2", ...).
+    """
+    fold = _Fold(run_id, timestamps or {})
+    for event in sorted(events, key=lambda e: (e.block_number, e.log_index)):
+        fold.apply(event)
+    return fold.build(labels or {})
+
+
+def get_round_phase(history: RunHistory, index: int, now: int) -> str:
+    """Where round `index` stands at time `now`: settled, or the window or step it waits in."""
+    if index >= len(history.rounds):
+        return "not started"
+    rnd, s = history.rounds[index], history.settings
+    if rnd.settled:
+        return "settled"
+    commit_end = rnd.start_time + s.commit_window
+    attest_end = commit_end + s.attest_window
+    challenge_end = attest_end + s.challenge_window
+    if any(d.status in ("open", "jury drawn", "decided") for d in rnd.disputes):
+        return "dispute open"
+    if now < commit_end:
+        return "commit window"
+    if now < attest_end:
+        return "attest window"
+    if now < challenge_end:
+        return "challenge window"
+    live = [c for c in rnd.claims if c.status in ("posted", "challenged", "upheld")]
+    if not live:
+        return "awaiting θ claim"
+    claim = live[-1]
+    if claim.status == "posted" and claim.time is not None and now < claim.time + s.challenge_window:
+        return "claim window"
+    return "awaiting settlement"

@@ -1,0 +1,416 @@
+"""Juries, exactly as `Disputes.sol` draws and checks them: pure functions, no chain, no clock.
+
+A dispute's jury comes from the global juror registry (one entry per `JurorRegistered` index,
+in registration order; `JurorDeregistered` marks an entry inactive, entries never move):
+
+    seed      = keccak256(abi.encode(blockhash(openedBlock + 1), disputeId))
+    offset    = uint256(seed) % registrySize
+    poolSize  = min(jurySize + JURY_PARTY_SLACK, registrySize)
+    seat s    = registry[(offset + s) % registrySize],  s < poolSize
+    eligible  = the first jurySize seats whose juror is active and is not the challenger, the
+                defendant (attester or claimer) or the solver
+    quorum    = ceil(2 * jurySize / 3) signers among the eligible seats
+
+`drawJury` takes every pool seat's (account, key) and stores the hash of the sum of the eligible
+keys; `submitVerdict` takes the signer bitmap, that sum and the keys of the eligible seats that
+did not sign (in increasing seat order), and verifies the aggregate signature against
+sum - non-signers. Everything here builds exactly those arguments, so a node that calls them
+with what this module returns cannot be rejected for a wrong pool, bitmap or key.
+
+A juror's BLS key is derived from its account key (`derive_juror_key`): one secret to keep, and a
+node that restarts re-derives the key it registered. The derivation hashes a versioned domain
+tag with the account's private key (keccak256), which is then the IKM of the IETF KeyGen in
+`protocol.bls.compute_key_pair`; the BLS key reveals nothing about the account key (a one-way
+hash of it), and the tag keeps it apart from any other key derived from the same secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from eth_abi import encode as abi_encode
+from eth_utils import to_canonical_address, to_checksum_address
+from py_ecc.bls.g2_primitives import G1_to_pubkey
+from py_ecc.fields import optimized_bls12_381_FQ as FQ
+from py_ecc.optimized_bls12_381 import b as _G1_B
+from py_ecc.optimized_bls12_381 import is_on_curve
+
+from protocol import bls
+from protocol.constants import JURY_PARTY_SLACK, get_quorum
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32, keccak256, to_hash32
+
+JUROR_KEY_DOMAIN = b"gradledger.juror-bls-key.v1"
+KIND_ATTESTATION = 1
+KIND_CLAIM = 2
+ZERO_ADDRESS = "0x" + "00" * 20
+
+
+class JuryError(GradledgerError):
+    """A jury, vote or verdict does not fit the registry or the dispute."""
+
+
+@dataclass(frozen=True)
+class JurorEntry:
+    """One registry entry: its index, account, key (EIP-2537 G1, 128 bytes) and whether it is active."""
+
+    index: int
+    account: str
+    public_key_g1: bytes
+    active: bool
+
+    @property
+    def public_key(self) -> bytes:
+        """The key as py_ecc's 48-byte compressed point."""
+        return decode_eip2537_g1(self.public_key_g1)
+
+
+@dataclass(frozen=True)
+class DisputeSubject:
+    """What a dispute is about (the Solidity struct); its id is keccak256(abi.encode(subject))."""
+
+    kind: int
+    run_id: int
+    round: int
+    solver: str = ZERO_ADDRESS
+    slot: int = 0
+    claim_nonce: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "solver", to_checksum_address(self.solver))
+
+    def to_abi(self) -> tuple:
+        return (self.kind, self.run_id, self.round, to_checksum_address(self.solver), self.slot, self.claim_nonce)
+
+    @property
+    def dispute_id(self) -> Hash32:
+        return compute_dispute_id(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "round": self.round,
+            "solver": to_checksum_address(self.solver),
+            "slot": self.slot,
+            "claim_nonce": self.claim_nonce,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DisputeSubject:
+        return cls(
+            int(data["kind"]),
+            int(data["run_id"]),
+            int(data["round"]),
+            str(data["solver"]),
+            int(data["slot"]),
+            int(data["claim_nonce"]),
+        )
+
+
+@dataclass(frozen=True)
+class Jury:
+    """A drawn jury: pool seats in seat order, the eligible bitmap and the sizes it was drawn with."""
+
+    offset: int
+    registry_size: int
+    jury_size: int
+    pool: tuple[JurorEntry, ...]
+    eligible: int
+
+    @property
+    def quorum(self) -> int:
+        return get_quorum(self.jury_size)
+
+    @property
+    def eligible_seats(self) -> tuple[int, ...]:
+        return tuple(s for s in range(len(self.pool)) if self.eligible >> s & 1)
+
+    def seat_of(self, account: str) -> int | None:
+        """The eligible seat of `account`, if it has one."""
+        for seat in self.eligible_seats:
+            if self.pool[seat].account.lower() == account.lower():
+                return seat
+        return None
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One juror's signed verdict on one dispute (96-byte compressed G2 signature)."""
+
+    dispute_id: Hash32
+    seat: int
+    juror: str
+    challenger_wins: bool
+    signature: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dispute_id": "0x" + self.dispute_id.hex(),
+            "seat": self.seat,
+            "juror": to_checksum_address(self.juror),
+            "challenger_wins": self.challenger_wins,
+            "signature": "0x" + self.signature.hex(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Vote:
+        try:
+            signature = bytes.fromhex(str(data["signature"]).removeprefix("0x"))
+            return cls(
+                to_hash32(data["dispute_id"], "dispute id"),
+                int(data["seat"]),
+                to_checksum_address(str(data["juror"])),
+                bool(data["challenger_wins"]),
+                signature,
+            )
+        except (KeyError, ValueError, TypeError, GradledgerError) as exc:
+            raise JuryError(
+                f"malformed vote {dict(data)!r}: {exc}; a vote is "
+                "{dispute_id, seat, juror, challenger_wins, signature (0x-hex, 96 bytes)}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The arguments of `Disputes.submitVerdict` for a quorum of matching votes."""
+
+    challenger_wins: bool
+    signers: int
+    signature_g2: bytes
+    eligible_aggregate_g1: bytes
+    non_signers: tuple[tuple[int, str, bytes], ...]
+
+    @property
+    def signer_count(self) -> int:
+        return bin(self.signers).count("1")
+
+
+DisputeAction = Literal["draw_jury", "wait_seed_block", "execute", "expire", "wait", "done"]
+
+
+# ---------------------------------------------------------------------------------------
+# Keys
+
+
+def derive_juror_key(account_private_key: bytes) -> bls.BlsKeyPair:
+    """A node's juror BLS key from its account key: KeyGen(keccak256(domain tag || private key))."""
+    if not isinstance(account_private_key, (bytes, bytearray)) or len(account_private_key) != 32:
+        raise JuryError("a juror key is derived from a 32-byte account private key")
+    return bls.compute_key_pair(keccak256(JUROR_KEY_DOMAIN + bytes(account_private_key)))
+
+
+def decode_eip2537_g1(encoded: bytes) -> bytes:
+    """The 48-byte compressed form of a 128-byte EIP-2537 G1 point (as JurorRegistered carries it)."""
+    if not isinstance(encoded, (bytes, bytearray)) or len(encoded) != bls.G1_ENCODED_BYTES:
+        raise JuryError(f"an EIP-2537 G1 point is {bls.G1_ENCODED_BYTES} bytes")
+    if bls.is_infinity_encoding(encoded):
+        raise bls.InfinityPointError("juror key is the point at infinity")
+    half = bls.FP_ENCODED_BYTES
+    if any(encoded[:16]) or any(encoded[half : half + 16]):
+        raise JuryError("EIP-2537 Fp elements start with 16 zero bytes")
+    point = (FQ(int.from_bytes(encoded[:half], "big")), FQ(int.from_bytes(encoded[half:], "big")), FQ.one())
+    if not is_on_curve(point, _G1_B):
+        raise JuryError("juror key is not a point of G1")
+    return bytes(G1_to_pubkey(point))
+
+
+# ---------------------------------------------------------------------------------------
+# Registry and jury drawing
+
+
+def build_juror_registry(events: Iterable[Any]) -> list[JurorEntry]:
+    """Registry entries from chain-ordered JurorRegistered / JurorDeregistered events (other events ignored)."""
+    entries: dict[int, JurorEntry] = {}
+    for event in events:
+        args = event.args
+        if event.name == "JurorRegistered":
+            index = int(args["index"])
+            key = bytes(args["publicKey"])
+            if index in entries and entries[index].public_key_g1 != key:
+                raise JuryError(f"registry entry {index} re-registered with another key (the contract forbids it)")
+            if index not in entries and index != len(entries):
+                raise JuryError(f"registry events are incomplete: entry {index} before entry {len(entries)}")
+            entries[index] = JurorEntry(index, to_checksum_address(args["juror"]), key, True)
+        elif event.name == "JurorDeregistered":
+            index = int(args["index"])
+            if index not in entries:
+                raise JuryError(f"deregistration of unknown registry entry {index}")
+            entry = entries[index]
+            entries[index] = JurorEntry(entry.index, entry.account, entry.public_key_g1, False)
+    return [entries[i] for i in range(len(entries))]
+
+
+def compute_dispute_id(subject: DisputeSubject) -> Hash32:
+    """keccak256(abi.encode(DisputeSubject)) -- `Disputes.disputeIdOf`."""
+    encoded = abi_encode(
+        ["(uint8,uint256,uint64,address,uint8,uint16)"],
+        [
+            (
+                subject.kind,
+                subject.run_id,
+                subject.round,
+                to_canonical_address(subject.solver),
+                subject.slot,
+                subject.claim_nonce,
+            )
+        ],
+    )
+    return keccak256(encoded)
+
+
+def compute_jury_seed(seed_block_hash: bytes | str, dispute_id: bytes | str) -> Hash32:
+    """keccak256(abi.encode(blockhash(openedBlock + 1), disputeId))."""
+    return keccak256(
+        abi_encode(
+            ["bytes32", "bytes32"],
+            [to_hash32(seed_block_hash, "seed block hash"), to_hash32(dispute_id, "dispute id")],
+        )
+    )
+
+
+def get_pool_size(jury_size: int, registry_size: int) -> int:
+    return min(jury_size + JURY_PARTY_SLACK, registry_size)
+
+
+def draw_jury(
+    registry: Sequence[JurorEntry],
+    seed: bytes | str,
+    jury_size: int,
+    parties: Iterable[str],
+) -> Jury:
+    """The jury `drawJury` marks for this seed: pool seats from the offset, first `jury_size` eligible.
+
+    `parties` are the challenger, the defendant and (for an attestation) the solver; the zero address
+    stands for "none" and never matches a juror.
+    """
+    if not registry:
+        raise JuryError("the juror registry is empty: no jury can be drawn (NoJurors)")
+    if jury_size < 1:
+        raise JuryError(f"jury size must be positive, got {jury_size}")
+    size = len(registry)
+    offset = int.from_bytes(to_hash32(seed, "jury seed"), "big") % size
+    pool = tuple(registry[(offset + seat) % size] for seat in range(get_pool_size(jury_size, size)))
+    excluded = {p.lower() for p in parties if p and p.lower() != ZERO_ADDRESS}
+    eligible, left = 0, jury_size
+    for seat, entry in enumerate(pool):
+        if left == 0 or not entry.active or entry.account.lower() in excluded:
+            continue
+        eligible |= 1 << seat
+        left -= 1
+    return Jury(offset, size, jury_size, pool, eligible)
+
+
+def check_drawn_jury(jury: Jury, offset: int, registry_size: int, pool_size: int, eligible: int) -> None:
+    """Raise JuryError unless the jury matches what the chain recorded at `drawJury`."""
+    recorded = (offset, registry_size, pool_size, eligible)
+    computed = (jury.offset, jury.registry_size, len(jury.pool), jury.eligible)
+    if recorded != computed:
+        raise JuryError(
+            f"jury on chain (offset, registry, pool, eligible) = {recorded} differs from the registry replay "
+            f"{computed}; the juror registry events are incomplete"
+        )
+
+
+def compute_eligible_aggregate(jury: Jury) -> bytes:
+    """Sum of the eligible seats' keys, EIP-2537 encoded (what `drawJury` hashed)."""
+    seats = jury.eligible_seats
+    if not seats:
+        raise JuryError("the jury has no eligible seat; the dispute can only expire")
+    return bls.compute_eip2537_g1(bls.compute_aggregate_public_key([jury.pool[s].public_key for s in seats]))
+
+
+def get_non_signers(jury: Jury, signers: int) -> tuple[tuple[int, str, bytes], ...]:
+    """(seat, account, G1 key) of every eligible seat not in `signers`, in increasing seat order."""
+    if signers & ~jury.eligible:
+        raise JuryError(f"signer bitmap {signers:#x} has seats outside the jury {jury.eligible:#x}")
+    return tuple(
+        (seat, to_checksum_address(jury.pool[seat].account), jury.pool[seat].public_key_g1)
+        for seat in jury.eligible_seats
+        if not signers >> seat & 1
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Votes and verdicts
+
+
+def compute_vote(
+    key: bls.BlsKeyPair, disputes: str, chain_id: int, dispute_id: bytes, seat: int, juror: str, challenger_wins: bool
+) -> Vote:
+    """Sign the verdict message of a dispute."""
+    message = bls.compute_verdict_message(disputes, chain_id, dispute_id, challenger_wins)
+    signature = bls.compute_signature(key, message)
+    return Vote(to_hash32(dispute_id), seat, to_checksum_address(juror), challenger_wins, signature)
+
+
+def check_vote(vote: Vote, jury: Jury, disputes: str, chain_id: int, dispute_id: bytes) -> str | None:
+    """Why `vote` cannot count for this jury (wrong dispute, seat not eligible, bad signature), or None."""
+    if vote.dispute_id != to_hash32(dispute_id):
+        return "vote is for another dispute"
+    if not 0 <= vote.seat < len(jury.pool) or not jury.eligible >> vote.seat & 1:
+        return f"seat {vote.seat} is not an eligible seat of this jury (eligible bitmap {jury.eligible:#x})"
+    entry = jury.pool[vote.seat]
+    if entry.account.lower() != vote.juror.lower():
+        return f"seat {vote.seat} belongs to {entry.account}, not to {vote.juror}"
+    message = bls.compute_verdict_message(disputes, chain_id, dispute_id, vote.challenger_wins)
+    try:
+        valid = bls.verify_signature(entry.public_key, message, vote.signature)
+    except (bls.BlsError, ValueError, TypeError, AssertionError):
+        valid = False
+    if not valid:
+        return f"signature does not verify under the registered key of seat {vote.seat}"
+    return None
+
+
+def assemble_verdict(jury: Jury, votes: Iterable[Vote]) -> Verdict | None:
+    """The verdict of a quorum of matching (already checked) votes, or None while no outcome has a quorum.
+
+    One vote per seat counts (the first seen). Should both outcomes reach a quorum -- only possible
+    when some juror signed both -- the one with more votes wins and ties go to "attestation right".
+    """
+    by_seat: dict[int, Vote] = {}
+    for vote in votes:
+        if jury.eligible >> vote.seat & 1:
+            by_seat.setdefault(vote.seat, vote)
+    best: Verdict | None = None
+    for outcome in (False, True):
+        chosen = sorted((v for v in by_seat.values() if v.challenger_wins == outcome), key=lambda v: v.seat)
+        if len(chosen) < jury.quorum:
+            continue
+        signers = bls.compute_signer_bitmap([v.seat for v in chosen], len(jury.pool))
+        verdict = Verdict(
+            outcome,
+            signers,
+            bls.compute_eip2537_g2(bls.compute_aggregate_signature([v.signature for v in chosen])),
+            compute_eligible_aggregate(jury),
+            get_non_signers(jury, signers),
+        )
+        if best is None or verdict.signer_count > best.signer_count:
+            best = verdict
+    return best
+
+
+# ---------------------------------------------------------------------------------------
+# What anyone does next with a dispute (Disputes.Status: 1 Open, 2 JuryDrawn, 3 Decided, 4 Executed, 5 Expired)
+
+STATUS_NAMES = {0: "none", 1: "open", 2: "jury_drawn", 3: "decided", 4: "executed", 5: "expired"}
+
+
+def get_dispute_action(status: int, now: int, deadline: int, latest_block: int, opened_block: int) -> DisputeAction:
+    """The next permissionless step of a dispute, from its status, the time and the chain height."""
+    if status in (4, 5):
+        return "done"
+    if status == 3:
+        return "execute"
+    if status in (1, 2) and now >= deadline:
+        return "expire"
+    if status == 1:
+        if latest_block <= opened_block:
+            return "wait_seed_block"  # the seed block (opened + 1) is not mined yet
+        if latest_block - (opened_block + 1) >= 255:
+            return "wait"  # the seed block is out of reach of blockhash: only expiry is left
+        return "draw_jury"
+    return "wait"

@@ -1,0 +1,146 @@
+"""Adversarial solver roles for tests and the adversarial demo: never a default.
+
+A solver node runs one of these only when started with `--adversary MODE`:
+
+- `cheat` (with `--behaviour B`, any `solver.adversarial.Behaviour`): every segment of every
+  round is built by `make_dishonest_segment` on the cheater's own trajectory, so the published
+  document is internally consistent (leaves chain from c_0 of θ_r, Δ = θ_r - c_H, honest token
+  counts) and only a replay can tell;
+- `withhold`: trains honestly and commits, but its artifact API serves nothing (no checkpoint,
+  no Δ); only the commitment document is published, so the leaves are provable on-chain while
+  the checkpoints they name are unavailable;
+- `wrong-claim`: as coordinator, posts a wrong θ_(r+1) hash for a round's first claim (nonce 0);
+  after a jury rejects it (its bond forfeited) it posts the right one, so the run goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from enum import StrEnum
+
+import torch
+
+from protocol.adapters.artifacts import ArtifactNotFoundError, ArtifactStore
+from protocol.config import RunConfig
+from protocol.data import TokenDataset
+from protocol.errors import ConfigError
+from protocol.hashing import Hash32, hash_to_hex
+from protocol.sketch import compute_sketch_hash, compute_update_sketch
+from protocol.state import compute_state_hash
+from protocol.training import (
+    PARAM,
+    SegmentRecord,
+    State,
+    compute_param_update,
+    get_segment_tokens,
+    make_start_checkpoint,
+)
+from solver.adversarial import Behaviour, make_dishonest_segment, train_honestly
+
+
+class SolverAdversary(StrEnum):
+    """Dishonest solver roles (`gradledger solver run --adversary MODE`)."""
+
+    CHEAT = "cheat"
+    WITHHOLD = "withhold"
+    WRONG_CLAIM = "wrong-claim"
+
+
+@dataclass(frozen=True)
+class AdversarySettings:
+    mode: SolverAdversary
+    behaviour: Behaviour | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode is SolverAdversary.CHEAT and self.behaviour is None:
+            raise ConfigError(f"--adversary cheat needs --behaviour, one of: {', '.join(b.value for b in Behaviour)}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode.value}:{self.behaviour.value}" if self.behaviour else self.mode.value
+
+
+def _record(config: RunConfig, index: int, start: State, end: State, losses: list[float]) -> SegmentRecord:
+    sketch = compute_update_sketch(compute_param_update(start, end), config.get_sketch_spec())
+    return SegmentRecord(
+        index=index,
+        start_hash=compute_state_hash(start),
+        end_hash=compute_state_hash(end),
+        sketch=sketch,
+        sketch_hash=compute_sketch_hash(sketch),
+        tokens=get_segment_tokens(config),
+        mean_loss=sum(losses) / len(losses) if losses else float("nan"),
+    )
+
+
+def train_dishonest_round(
+    behaviour: Behaviour,
+    config: RunConfig,
+    dataset: TokenDataset,
+    theta_params: Mapping[str, torch.Tensor],
+    round_index: int,
+    solver: str,
+    save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
+    seed: int = 0,
+) -> tuple[list[SegmentRecord], State]:
+    """What `protocol.training.train_round` returns, for a solver that cheats on every segment.
+
+    Each segment starts where the cheater's previous one ended (the trajectory chains), so the
+    document checks pass and the fault shows only when a sampled segment is replayed. A reused
+    update needs a previous segment: segment 0 of that behaviour is trained honestly.
+    """
+    checkpoint = make_start_checkpoint(theta_params)
+    if save_checkpoint is not None:
+        save_checkpoint(0, checkpoint)
+    records: list[SegmentRecord] = []
+    previous_update: State | None = None
+    for index in range(config.train.num_segments):
+        if behaviour is Behaviour.REUSED_UPDATE and previous_update is None:
+            end, losses = train_honestly(config, dataset, round_index, solver, index, checkpoint)
+            record = _record(config, index, checkpoint, end, losses)
+        else:
+            segment = make_dishonest_segment(
+                behaviour, config, dataset, round_index, solver, index, checkpoint,
+                seed=seed * 1000 + round_index * 100 + index, previous_update=previous_update,
+            )  # fmt: skip
+            end, record = segment.end_checkpoint, segment.record
+        previous_update = compute_param_update(checkpoint, end)
+        records.append(record)
+        if save_checkpoint is not None:
+            saved = save_checkpoint(index + 1, end)
+            if isinstance(saved, Future):
+                saved = saved.result()
+            if saved != record.end_hash:
+                raise AssertionError("stored checkpoint hash differs from the record's end hash")
+        checkpoint = end
+    return records, checkpoint
+
+
+def make_wrong_theta(next_state: Mapping[str, torch.Tensor]) -> State:
+    """A plausible-looking but wrong θ_(r+1): the first parameter tensor nudged by 1e-3."""
+    wrong = {k: v.clone() for k, v in next_state.items()}
+    first = sorted(k for k in wrong if k.startswith(PARAM))[0]
+    wrong[first] = wrong[first] + 1e-3
+    return wrong
+
+
+class WithholdingStore:
+    """A read-only view of a store that serves nothing (a solver that withholds its checkpoints)."""
+
+    def __init__(self, inner: ArtifactStore) -> None:
+        self.inner = inner
+
+    def has(self, digest: bytes) -> bool:
+        return False
+
+    def get(self, digest: bytes) -> bytes:
+        raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} withheld by this solver")
+
+    def put(self, data: bytes) -> Hash32:
+        raise ArtifactNotFoundError("a withholding view is read-only")
+
+    def delete(self, digest: bytes) -> None:
+        raise ArtifactNotFoundError("a withholding view is read-only")

@@ -1,0 +1,110 @@
+"""auditor.report and the CLI's labels file, on a hand-built audit report (no chain)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from auditor import checks
+from auditor.audit import AuditReport
+from auditor.cli import read_labels
+from auditor.report import SCHEMA, build_json, print_summary, render_html, write_atomic, write_outputs
+from protocol.errors import GradledgerError
+from protocol.history import fold_run_history
+from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds
+
+
+def _report(ev: RunEvents, failed: bool = False) -> AuditReport:
+    history = fold_run_history(ev.events, 1, ev.timestamps, labels={SOLVER_A: "alice"})
+    shares, contributions = checks.check_shares(history)
+    results = [shares, checks.check_balance({"StakeManager": 30 * ETH}, 30 * ETH + int(failed), {"x": 1})]
+    return AuditReport(
+        run_id=1,
+        chain_id=31337,
+        rpc_url="http://127.0.0.1:8545",
+        block=ev.block,
+        block_time=2_000_000_000,
+        history=history,
+        checks=tuple(results),
+        derivations=(),
+        losses={0: 5.5, 1: 4.25, 2: 3.5},
+        documents={},
+        start_hashes={},
+        contributions=tuple(contributions),
+        pending=("round 9: something",),
+        contract_balances={"StakeManager": 30 * ETH},
+        implied_balance=30 * ETH + int(failed),
+        ledger_by_kind={},
+        sources="1 local store(s) and 0 peer(s)",
+    )
+
+
+def test_json_export_has_the_documented_keys():
+    data = build_json(_report(honest_two_rounds()))
+    for key in (
+        "schema",
+        "run_id",
+        "checks",
+        "rounds",
+        "slashed",
+        "shares",
+        "contract_balance_wei",
+        "implied_balance_wei",
+        "participants",
+        "stakes",
+        "revenue",
+        "pending",
+        "loss",
+    ):
+        assert key in data, key
+    assert data["schema"] == SCHEMA and data["run_id"] == 1 and data["passed"]
+    assert data["shares"] == {SOLVER_A: 800 * ETH, SOLVER_B: 800 * ETH, VERIFIER: 300 * ETH}
+    assert [c["name"] for c in data["checks"]] == ["shares minted", "ETH balance"]
+    assert {"name", "passed", "detail", "evidence"} <= set(data["checks"][0])
+    first = data["rounds"][0]
+    assert first["status"] == "settled" and first["loss"] == 5.5 and first["loss_after"] == 4.25
+    assert first["commitments"][0]["label"] == "alice" and first["shares_minted"]["solver"] == 800 * ETH
+    assert first["commitments"][0]["document"].startswith("commitment document missing")
+    assert data["rounds"][1]["attestations"][-1]["state"] == "finalized"
+    assert json.loads(json.dumps(data)) == data  # plain JSON types only
+
+
+def test_html_is_self_contained_with_three_plots():
+    ev = honest_two_rounds()
+    page = render_html(_report(ev))
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert page.count('src="data:image/svg+xml;base64,') == 3
+    assert "all 2 checks passed" in page and "alice" in page
+    failing = render_html(_report(ev, failed=True))
+    assert "1 of 2 checks failed: ETH balance" in failing
+
+
+def test_terminal_summary_names_failures():
+    out = io.StringIO()
+    print_summary(_report(honest_two_rounds(), failed=True), Console(file=out, width=140))
+    text = out.getvalue()
+    assert "1 of 2 checks failed: ETH balance" in text and "round 9: something" in text and "alice" in text
+
+
+def test_outputs_are_written_whole_or_not_at_all(tmp_path):
+    report = _report(honest_two_rounds())
+    write_outputs(report, tmp_path / "a" / "audit.json", tmp_path / "a" / "audit.html")
+    assert json.loads((tmp_path / "a" / "audit.json").read_text())["run_id"] == 1
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["audit.html", "audit.json"]
+    blocked = tmp_path / "b" / "audit.json"
+    blocked.mkdir(parents=True)  # a directory where the file should go: the rename fails
+    with pytest.raises(OSError):
+        write_atomic(blocked, "{}")
+    assert [p.name for p in (tmp_path / "b").iterdir()] == ["audit.json"], "the temp file was removed"
+
+
+def test_labels_file(tmp_path):
+    assert read_labels(tmp_path) == {}
+    (tmp_path / "labels.json").write_text(json.dumps({SOLVER_A: "solver-1"}))
+    assert read_labels(tmp_path) == {SOLVER_A: "solver-1"}
+    (tmp_path / "labels.json").write_text("[1, 2]")
+    with pytest.raises(GradledgerError, match="not a valid labels file"):
+        read_labels(tmp_path)

@@ -1,0 +1,117 @@
+"""Fixtures of the dispute scenarios: a fresh anvil + deployment per test, node processes, assertions.
+
+The juror registry is global to a deployment, so every scenario gets its own chain: jurors of an
+earlier scenario (whose services are gone) would otherwise sit in later pools and break quorums.
+Deploying is five transactions on a fresh anvil (the contracts are built once per session).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from devnet.anvil import AnvilProcess
+from devnet.deploy import build_contracts, deploy_protocol
+from protocol.adapters.chain import ChainClient
+from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.manifest import write_manifest
+from protocol.ledger import compute_ledger
+from tests.chain_fixtures import Deployment, RunSetup, free_port
+
+
+@pytest.fixture(scope="session")
+def contracts_out():
+    return build_contracts()
+
+
+@pytest.fixture
+def fresh_deployment(contracts_out, tmp_path) -> Deployment:
+    with AnvilProcess() as anvil:
+        chain = ChainClient(anvil.rpc_url)
+        manifest = deploy_protocol(chain, get_devnet_account(0), contracts_out)
+        write_manifest(tmp_path / "manifest.json", manifest)
+        yield Deployment(anvil, tmp_path / "manifest.json", ProtocolClient(ChainClient(anvil.rpc_url, manifest)))
+
+
+@dataclass
+class Node:
+    label: str
+    account: int
+    process: subprocess.Popen
+
+
+def start(setup: RunSetup, label: str, command: list[str], account: int, *extra: str) -> Node:
+    """Start a node process (`solver run`, `verifier serve`, `whistleblower watch`) through the CLI."""
+    if account not in setup.ports:
+        setup.ports[account] = free_port()
+    args = [*command, "--run", str(setup.run_id), "--devnet-account", str(account)]
+    args += ["--port", str(setup.ports[account]), "--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
+    log = open(setup.home / f"{label}.log", "ab")  # noqa: SIM115 (the process owns it)
+    command_line = [sys.executable, "-m", "gradledger", *args, *extra]
+    process = subprocess.Popen(command_line, stdout=log, stderr=subprocess.STDOUT)
+    return Node(label, account, process)
+
+
+def stop_all(nodes: list[Node]) -> None:
+    for node in nodes:
+        if node.process.poll() is None:
+            node.process.terminate()
+    for node in nodes:
+        try:
+            node.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            node.process.kill()
+            node.process.wait()
+
+
+def logs(setup: RunSetup, nodes: list[Node]) -> str:
+    """Every node's log, for assertion messages."""
+    parts = []
+    for node in nodes:
+        path = setup.home / f"{node.label}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        parts.append(f"===== {node.label}\n{text[-6000:]}")
+    return "\n".join(parts)
+
+
+def address(account: int) -> str:
+    return get_devnet_account(account).address
+
+
+def all_events(protocol: ProtocolClient) -> list:
+    chain = protocol.chain
+    for r in range(1, chain.call("RunRegistry", "runCount") + 1):
+        chain.add_contract(f"RunShares#{r}", protocol.share_token(r), chain.manifest.contracts["RunShares"].abi)
+    return chain.get_events(chain.manifest.deployed_block)
+
+
+def assert_balance_matches_events(protocol: ProtocolClient) -> None:
+    """The contracts' ETH balance equals what the events say they hold (protocol/ledger.py)."""
+    chain = protocol.chain
+    events = all_events(protocol)
+    contracts = [rec.address for name, rec in chain.manifest.contracts.items() if name != "RunShares"]
+    tokens = [protocol.share_token(r) for r in range(1, chain.call("RunRegistry", "runCount") + 1)]
+    balance = sum(chain.get_balance(a) for a in [*contracts, *tokens])
+    assert balance == compute_ledger(events).implied_balance
+
+
+def slashed(events: list) -> dict[tuple[str, int], int]:
+    """(account, role) -> wei taken by slashes."""
+    out: dict[tuple[str, int], int] = {}
+    for e in events:
+        if e.name == "StakeSlashed":
+            key = (e.args["account"], e.args["role"])
+            out[key] = out.get(key, 0) + e.args["taken"]
+    return out
+
+
+def healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,159 @@
+"""A cheating solver and a lazy verifier on a real anvil: caught, slashed, everyone else paid.
+
+One round, 2 solvers (honest coordinator, cheater), 2 run verifiers attesting every commitment
+(honest, lazy), 2 juror-only verifiers, 1 whistleblower, jury size 3. The honest verifier fails the
+cheater, the lazy one passes it; the whistleblower challenges the lazy pass; the jury (BLS votes
+exchanged over HTTP, one aggregate on-chain) overturns it: the lazy verifier loses its bond and its
+stake, the cheater its stake. The test itself then plays a dishonest challenger against an honest
+pass and loses its bond to a second jury.
+"""
+
+from __future__ import annotations
+
+from devnet.runs import RunRules
+from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
+from protocol.adapters.keys import get_devnet_account
+from protocol.commitment import decode_commitment_doc
+from protocol.constants import JUROR_REWARD_BPS, WINNER_REWARD_BPS
+from protocol.jury import KIND_ATTESTATION, DisputeSubject
+from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from tests.chain_fixtures import prepare_run, wait_until
+from tests.disputes.conftest import (
+    address,
+    all_events,
+    assert_balance_matches_events,
+    logs,
+    slashed,
+    start,
+    stop_all,
+)
+
+RULES = RunRules(
+    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=12,
+    attest_window_s=10, challenge_window_s=10, dispute_timeout_s=45,
+)  # fmt: skip
+HONEST, CHEATER, VERIFIER, LAZY, JUROR_A, JUROR_B, WHISTLEBLOWER, FALSE_CHALLENGER = 1, 2, 3, 4, 5, 6, 7, 8
+
+
+def _events(protocol, name):
+    return [e for e in all_events(protocol) if e.name == name]
+
+
+def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_bond(fresh_deployment, corpus, tmp_path):
+    setup = prepare_run(
+        fresh_deployment, corpus, tmp_path / "home", [HONEST, CHEATER], [VERIFIER, LAZY, JUROR_A, JUROR_B], RULES
+    )
+    protocol, run_id = setup.protocol, setup.run_id
+    solver, verifier, watch = ["solver", "run", "--no-progress"], ["verifier", "serve"], ["whistleblower", "watch"]
+    nodes = [
+        start(setup, "honest", solver, HONEST, "--coordinator"),
+        start(setup, "cheater", solver, CHEATER, "--adversary", "cheat", "--behaviour", "scaled-update"),
+        start(setup, "verifier", verifier, VERIFIER, "--exit-when-done"),
+        start(setup, "lazy", verifier, LAZY, "--adversary", "lazy"),
+        start(setup, "juror-a", verifier, JUROR_A, "--juror-only", "--exit-when-done"),
+        start(setup, "juror-b", verifier, JUROR_B, "--juror-only", "--exit-when-done"),
+        start(setup, "whistleblower", watch, WHISTLEBLOWER, "--exit-when-done"),
+    ]
+    try:
+        setup.create()
+        # The test as a dishonest challenger: challenge the honest verifier's pass on honest work.
+        ref = _honest_pass(setup, nodes)
+        false_subject = _false_challenge(setup, ref)
+        wait_until(lambda: protocol.round_times(run_id).finished, 150, "the run to finish")
+        wait_until(
+            lambda: all(n.process.poll() is not None for n in nodes if n.label not in ("lazy", "honest", "cheater")),
+            90, "verifiers, jurors and the whistleblower to finish and exit",
+        )  # fmt: skip
+    finally:
+        stop_all(nodes)
+    detail = logs(setup, nodes)
+    events = all_events(protocol)
+    bond, attestation_bond = RULES.challenge_bond_wei, RULES.attestation_bond_wei
+
+    # Detected: the honest verifier failed the cheater, the whistleblower challenged the lazy pass.
+    fails = [e for e in events if e.name == "FailAttested"]
+    assert [(e.args["solver"], e.args["verifier"]) for e in fails] == [(address(CHEATER), address(VERIFIER))], detail
+    challenged = [e for e in events if e.name == "AttestationChallenged"]
+    by_challenger = {e.args["challenger"]: e for e in challenged}
+    assert set(by_challenger) == {address(WHISTLEBLOWER), address(FALSE_CHALLENGER)}, detail
+    wb = by_challenger[address(WHISTLEBLOWER)]
+    assert wb.args["solver"] == address(CHEATER) and not wb.args["attestation"]["isFail"]
+
+    # The jury: a BLS aggregate of a quorum, overturning the lazy pass.
+    executed = {e.args["disputeId"]: e for e in events if e.name == "DisputeExecuted"}
+    verdicts = {e.args["disputeId"]: e for e in events if e.name == "VerdictSubmitted"}
+    won = executed[wb.args["disputeId"]]
+    assert won.args["challengerWins"] and won.args["winner"] == address(WHISTLEBLOWER), detail
+    assert verdicts[wb.args["disputeId"]].args["signerCount"] >= 2
+
+    # Slashed by the right amounts: the lazy verifier its verifier stake, the cheater its solver stake (once).
+    taken = slashed(events)
+    assert taken[(address(LAZY), ROLE_VERIFIER)] == RULES.verifier_min_stake_wei
+    assert taken[(address(CHEATER), ROLE_SOLVER)] == RULES.solver_min_stake_wei
+    assert set(taken) == {(address(LAZY), ROLE_VERIFIER), (address(CHEATER), ROLE_SOLVER)}, taken
+    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == 0
+    assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == 0
+
+    # The challenger and the jurors were paid exactly as docs/contracts.md says.
+    total = won.args["total"]
+    solver_part = sum(e.args["taken"] for e in events if e.name == "StakeSlashed" and e.args["recipient"] ==
+                      protocol.chain.contract("Disputes").address and e.args["role"] == ROLE_SOLVER)  # fmt: skip
+    assert total == attestation_bond + RULES.verifier_min_stake_wei + solver_part
+    assert won.args["toWinner"] == total * WINNER_REWARD_BPS // 10_000 and won.args["bondReturned"] == bond
+    per_juror = total * JUROR_REWARD_BPS // 10_000 // won.args["signerCount"]
+    rewards = [e for e in events if e.name == "JurorRewardClaimed" and e.args["disputeId"] == wb.args["disputeId"]]
+    assert len(rewards) == won.args["signerCount"] and all(e.args["reward"] == per_juror for e in rewards), detail
+    assert all(e.args["shares"] > 0 for e in rewards)
+    withdrawn = {e.args["account"]: e.args["amount"] for e in events if e.name == "Withdrawn"
+                 and e.contract == "Disputes"}  # fmt: skip
+    assert withdrawn[address(WHISTLEBLOWER)] == won.args["toWinner"] + bond
+
+    # The false challenge: upheld, the dishonest challenger's bond went to the attester, jurors and pool.
+    lost = executed[false_subject.dispute_id]
+    assert not lost.args["challengerWins"] and lost.args["winner"] == address(VERIFIER)
+    assert lost.args["total"] == bond and lost.args["bondReturned"] == 0
+    assert protocol.credits_of("Disputes", address(FALSE_CHALLENGER)) == 0
+
+    # Honest parties untouched: the honest solver accepted and paid in shares; the honest verifier kept its stake.
+    assert protocol.is_accepted(run_id, 0, address(HONEST)) and not protocol.is_accepted(run_id, 0, address(CHEATER))
+    assert protocol.shares_of(run_id, address(HONEST)) == RULES.shares_per_round * RULES.solver_share_bps // 10_000
+    assert protocol.shares_of(run_id, address(CHEATER)) == 0
+    assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.solver_min_stake_wei
+    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei
+    assert_balance_matches_events(protocol)
+
+
+def _honest_pass(setup, nodes) -> AttestationRef:
+    """The honest verifier's pass on the honest solver (waits for it)."""
+
+    def find():
+        for e in setup.protocol.chain.get_events(setup.protocol.chain.manifest.deployed_block, names=["PassAttested"]):
+            if e.args["solver"] == address(HONEST) and e.args["verifier"] == address(VERIFIER):
+                return AttestationRef(e.args["runId"], e.args["round"], e.args["solver"], e.args["slot"])
+        return None
+
+    try:
+        return wait_until(find, 120, "the honest verifier's pass on the honest solver")
+    except AssertionError:
+        raise AssertionError(logs(setup, nodes)) from None
+
+
+def _false_challenge(setup, ref: AttestationRef) -> DisputeSubject:
+    """Challenge a correct pass (a dishonest challenger) with the committed leaf of draw 0."""
+    import httpx
+
+    protocol = setup.protocol
+    url = f"http://127.0.0.1:{setup.ports[HONEST]}/commitments/{ref.run_id}/{ref.round}"
+    doc = decode_commitment_doc(httpx.get(url, timeout=10).json()["document"].encode())
+    commitment = protocol.get_commitments(ref.run_id, ref.round, 0)[ref.solver]
+    segment = protocol.sampled_segment(ref.run_id, ref.round, ref.solver, 0)
+    tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
+    leaf = doc.leaves[segment]
+    protocol.challenge_attestation(
+        get_devnet_account(FALSE_CHALLENGER), ref, commitment, 0,
+        LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens),
+        list(get_merkle_proof_at(tree, segment)), RULES.challenge_bond_wei,
+    )  # fmt: skip
+    subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
+    assert protocol.dispute_of(subject.dispute_id).status == DisputeStatus.OPEN
+    return subject

@@ -1,0 +1,163 @@
+"""Jury safety and liveness on a real anvil: forged votes and aggregates are rejected; no quorum -> timeout.
+
+A cheater's commitment is passed by a lazy verifier (the only run verifier) and challenged by the
+whistleblower. The registry holds three jurors but only one runs a service; the other two were
+registered by the test, which holds their keys. The test then:
+- offers the online juror votes that must not count (from a non-juror, for a seat outside the jury,
+  with a signature by the wrong key): each gets a 403 and is not stored;
+- submits forged aggregates (one juror's signature claimed for two seats; two signatures of the
+  other verdict): the contract rejects them with InvalidSignature;
+kills the whistleblower (SIGKILL) with its challenge open and restarts it, and lets the dispute
+time out: `expire` returns the challenger's bond and the attestation bond,
+slashes nobody, and the (wrong) attestation stands -- the liveness rule of docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import httpx
+
+from devnet.runs import RunRules
+from protocol import bls
+from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
+from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.nodestate import NodeState
+from protocol.jury import (
+    DisputeSubject,
+    compute_eligible_aggregate,
+    compute_vote,
+    derive_juror_key,
+    get_non_signers,
+)
+from tests.chain_fixtures import prepare_run, wait_until
+from tests.disputes.conftest import address, all_events, assert_balance_matches_events, logs, start, stop_all
+from verifier.disputes import JurorRegistryReader, get_drawn_jury
+
+RULES = RunRules(
+    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=12,
+    attest_window_s=10, challenge_window_s=10, dispute_timeout_s=25,
+)  # fmt: skip
+HONEST, CHEATER, LAZY, ONLINE_JUROR, OFFLINE_A, OFFLINE_B, WHISTLEBLOWER, OUTSIDER = 1, 2, 3, 4, 5, 6, 7, 8
+
+
+def _key(account: int) -> bls.BlsKeyPair:
+    return derive_juror_key(bytes(get_devnet_account(account).key))
+
+
+def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_deployment, corpus, tmp_path):
+    setup = prepare_run(
+        fresh_deployment, corpus, tmp_path / "home", [HONEST, CHEATER], [LAZY, ONLINE_JUROR, OFFLINE_A, OFFLINE_B],
+        RULES,
+    )  # fmt: skip
+    protocol, run_id = setup.protocol, setup.run_id
+    for offline in (OFFLINE_A, OFFLINE_B):  # registered jurors that never show up (no node, no port)
+        setup.ports.pop(offline)
+        registration = bls.compute_juror_registration(_key(offline))
+        protocol.register_juror(
+            get_devnet_account(offline), registration.public_key_g1, registration.proof_of_possession_g2
+        )
+    solver, verifier = ["solver", "run", "--no-progress"], ["verifier", "serve"]
+    nodes = [
+        start(setup, "honest", solver, HONEST, "--coordinator"),
+        start(setup, "cheater", solver, CHEATER, "--adversary", "cheat", "--behaviour", "wrong-data"),
+        start(setup, "lazy", verifier, LAZY, "--adversary", "lazy"),
+        start(setup, "juror", verifier, ONLINE_JUROR, "--juror-only", "--exit-when-done"),
+        start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"),
+    ]
+    try:
+        setup.create()
+
+        def drawn():
+            for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=["JuryDrawn"]):
+                return e
+            return None
+
+        jury_event = wait_until(drawn, 120, "the whistleblower's challenge and its jury")
+        dispute_id = jury_event.args["disputeId"]
+        record = protocol.dispute_of(dispute_id)
+        challenge = next(
+            e
+            for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=["AttestationChallenged"])
+            if e.args["disputeId"] == dispute_id
+        )
+        subject = DisputeSubject(1, run_id, 0, challenge.args["solver"], challenge.args["slot"], 0)
+        jury = get_drawn_jury(JurorRegistryReader(protocol.chain).read(), record)
+        seats = {jury.pool[s].account: s for s in jury.eligible_seats}
+        assert set(seats) == {address(a) for a in (ONLINE_JUROR, OFFLINE_A, OFFLINE_B)}
+        disputes, chain_id = protocol.chain.contract("Disputes").address, protocol.chain.chain_id
+
+        # Votes that must not count, offered to the online juror over HTTP.
+        url = f"http://127.0.0.1:{setup.ports[ONLINE_JUROR]}/jury/votes"
+        seat_a = seats[address(OFFLINE_A)]
+        outsider = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OUTSIDER), True)
+        wrong_key = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OFFLINE_A), True)
+        outside_seat = compute_vote(_key(OFFLINE_A), disputes, chain_id, dispute_id, 7, address(OFFLINE_A), True)
+        for vote, why in ((outsider, "belongs to"), (wrong_key, "signature does not verify"), (outside_seat, "seat 7")):
+            response = httpx.post(url, json=vote.to_json(), timeout=30)
+            assert response.status_code == 403 and why in response.text, response.text
+        assert httpx.post(url, json={"seat": 1}, timeout=10).status_code == 400
+        held = httpx.get(f"{url}/0x{dispute_id.hex()}", timeout=10).json()
+        assert all(v["juror"] == address(ONLINE_JUROR) for v in held), held
+
+        # Forged aggregates: rejected on-chain by the BLS check.
+        seat_b = seats[address(OFFLINE_B)]
+        message = bls.compute_verdict_message(disputes, chain_id, dispute_id, True)
+        signers = bls.compute_signer_bitmap(sorted([seat_a, seat_b]), len(jury.pool))
+        one_signature = bls.compute_signature(_key(OFFLINE_A), message)
+        other_verdict = bls.compute_verdict_message(disputes, chain_id, dispute_id, False)
+        wrong_message = bls.compute_aggregate_signature(
+            [bls.compute_signature(_key(a), other_verdict) for a in (OFFLINE_A, OFFLINE_B)]
+        )
+        for forged in (one_signature, wrong_message):
+            try:
+                protocol.submit_verdict(
+                    get_devnet_account(OUTSIDER), subject, True, signers, bls.compute_eip2537_g2(forged),
+                    compute_eligible_aggregate(jury), list(get_non_signers(jury, signers)),
+                )  # fmt: skip
+            except ContractRevertError as exc:
+                assert exc.error == "InvalidSignature", exc
+            else:
+                raise AssertionError("a forged aggregate was accepted")
+        assert protocol.dispute_of(dispute_id).status == DisputeStatus.JURY_DRAWN
+
+        # The whistleblower is killed with its challenge open and restarted: its SQLite state has the challenge.
+        watcher = next(n for n in nodes if n.label == "whistleblower")
+        watcher.process.send_signal(signal.SIGKILL)
+        watcher.process.wait()
+        nodes.remove(watcher)
+        nodes.append(start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"))
+
+        # No quorum (one juror of three online): the dispute expires after its deadline.
+        wait_until(lambda: protocol.round_times(run_id).finished, 150, "the run to finish after the timeout")
+        wait_until(
+            lambda: all(n.process.poll() is not None for n in nodes if n.label in ("juror", "whistleblower")), 90,
+            "the juror and the whistleblower to exit",
+        )  # fmt: skip
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
+    finally:
+        stop_all(nodes)
+    detail = logs(setup, nodes)
+    events = all_events(protocol)
+    expired = [e for e in events if e.name == "DisputeExpired"]
+    assert [(e.args["disputeId"], e.args["challenger"]) for e in expired] == [(dispute_id, address(WHISTLEBLOWER))]
+    assert expired[0].args["bondReturned"] == RULES.challenge_bond_wei
+    assert not [e for e in events if e.name in ("VerdictSubmitted", "DisputeExecuted", "StakeSlashed")], detail
+    withdrawn = [e for e in events if e.name == "Withdrawn" and e.args["account"] == address(WHISTLEBLOWER)]
+    assert [e.args["amount"] for e in withdrawn] == [RULES.challenge_bond_wei]
+    state = NodeState(setup.home / "whistleblowers" / address(WHISTLEBLOWER).lower() / "state.sqlite")
+    records = [value for _, value in state.list("challenge")]
+    assert [(r["dispute_id"], r["status"], r["outcome"]) for r in records] == [
+        ("0x" + dispute_id.hex(), "closed", "expired")
+    ], records
+    resolved = [e for e in events if e.name == "AttestationResolved"]
+    assert [(e.args["verifier"], e.args["state"], e.args["bond"]) for e in resolved] == [
+        (address(LAZY), AttestationState.UPHELD, RULES.attestation_bond_wei)
+    ]
+    # The status quo stands: the cheater's work counts, nobody lost stake.
+    assert protocol.is_accepted(run_id, 0, address(CHEATER))
+    assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == RULES.solver_min_stake_wei
+    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == RULES.verifier_min_stake_wei
+    assert_balance_matches_events(protocol)

@@ -1,0 +1,418 @@
+"""Hand-built contract events for history and audit unit tests (no chain).
+
+`RunEvents` emits what the contracts emit for each step of a run, with the fields of
+contracts/src/*.sol, one block per step; tests then fold them with protocol.history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from protocol.history import RawEvent, compute_attestation_fault_key, compute_solver_fault_key, share_token_contract
+
+ETH = 10**18
+SOLVER_A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+SOLVER_B = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+VERIFIER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+CHALLENGER = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
+JUROR = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"
+CREATOR = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+TOKEN = "0x856e4424f806D16E8CBC702B3c0F2ede5468eae5"
+ZERO = "0x" + "00" * 20
+TOKENS = 768
+
+CONFIG = {
+    "configHash": b"\x01" * 32,
+    "datasetRoot": b"\x02" * 32,
+    "theta0Hash": b"\x10" * 32,
+    "innerSteps": 6,
+    "stepsPerSegment": 2,
+    "samplesPerCommitment": 2,
+    "verifiersPerCommitment": 1,
+    "jurySize": 3,
+    "commitWindow": 30,
+    "attestWindow": 15,
+    "challengeWindow": 4,
+    "disputeTimeout": 60,
+    "solverMinStake": 10 * ETH,
+    "verifierMinStake": 10 * ETH,
+    "attestationBond": ETH,
+    "challengeBond": 2 * ETH,
+    "solverShareBps": 8000,
+    "verifierShareBps": 1500,
+    "jurorShareBps": 500,
+    "sharesPerRound": 1000 * ETH,
+    "revenueReleasePeriod": 3600,
+    "maxRounds": 2,
+}
+
+
+def theta(index: int) -> bytes:
+    return bytes([0x10 + index]) * 32
+
+
+def time_of(block: int) -> int:
+    return 1_800_000_000 + 10 * block
+
+
+class RunEvents:
+    """A chain-ordered event list for one deployment, built step by step (one block per call)."""
+
+    def __init__(self, run_id: int = 1, **config: Any) -> None:
+        self.run_id = run_id
+        self.config = {**CONFIG, **config}
+        self.events: list[RawEvent] = []
+        self.block = 10
+        self.minted: dict[int, int] = {}
+        self.stakes: dict[tuple[str, int], int] = {}
+
+    @property
+    def timestamps(self) -> dict[int, int]:
+        return {e.block_number: time_of(e.block_number) for e in self.events}
+
+    def emit(self, contract: str, name: str, **args: Any) -> RawEvent:
+        event = RawEvent(contract, name, args, self.block, len(self.events), f"0x{self.block:064x}")
+        self.events.append(event)
+        return event
+
+    def step(self) -> RawEvent | None:
+        self.block += 1
+        return None
+
+    # -- stake ---------------------------------------------------------------------------------
+
+    def deposit(self, account: str, role: int, amount: int = 10 * ETH) -> None:
+        self.step()
+        self.stakes[(account, role)] = self.stakes.get((account, role), 0) + amount
+        self.emit(
+            "StakeManager",
+            "StakeDeposited",
+            account=account,
+            role=role,
+            amount=amount,
+            bonded=self.stakes[(account, role)],
+        )
+
+    def slash(self, account: str, role: int, key: str, requested: int = 10 * ETH, recipient: str = ZERO) -> int:
+        bonded = self.stakes.get((account, role), 0)
+        taken = min(bonded, requested)
+        self.stakes[(account, role)] = bonded - taken
+        self.emit(
+            "StakeManager",
+            "StakeSlashed",
+            account=account,
+            role=role,
+            faultKey=bytes.fromhex(key[2:]),
+            requested=requested,
+            taken=taken,
+            recipient=recipient,
+            bondedAfter=bonded - taken,
+            unbondingAfter=0,
+        )
+        return taken
+
+    # -- run and rounds ------------------------------------------------------------------------
+
+    def create(self, pool: int = 10 * ETH) -> None:
+        self.step()
+        self.emit(
+            "RunRegistry",
+            "RunCreated",
+            runId=self.run_id,
+            creator=CREATOR,
+            config=dict(self.config),
+            shareToken=TOKEN,
+            rewardPool=pool,
+        )
+        self.emit(
+            "RunRegistry",
+            "RoundStarted",
+            runId=self.run_id,
+            round=0,
+            start=time_of(self.block),
+            thetaHash=self.config["theta0Hash"],
+        )
+
+    def join(self, solver: str) -> None:
+        self.step()
+        self.emit("RunRegistry", "SolverJoined", runId=self.run_id, solver=solver)
+
+    def register(self, verifier: str, index: int = 0) -> None:
+        self.step()
+        self.emit("Verification", "VerifierRegistered", runId=self.run_id, verifier=verifier, index=index)
+
+    def commit(self, r: int, solver: str, tokens: int = TOKENS, delta_hash: bytes | None = None) -> None:
+        self.step()
+        self.emit(
+            "RunRegistry",
+            "Committed",
+            runId=self.run_id,
+            round=r,
+            solver=solver,
+            root=bytes([0xA0 + r]) + solver.encode()[2:33].ljust(31, b"0"),
+            deltaHash=delta_hash or bytes([0xD0 + r]) * 32,
+            numSegments=3,
+            tokens=tokens,
+        )
+
+    def seed(self, r: int) -> None:
+        self.step()
+        self.emit(
+            "Verification",
+            "SeedDrawn",
+            runId=self.run_id,
+            round=r,
+            seedBase=b"\x55" * 12 + b"\x00" * 20,
+            blockNumber=self.block - 1,
+            blockHash=b"\x55" * 32,
+            verifierCount=1,
+        )
+
+    def attest(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0, fail: bool = False) -> None:
+        self.step()
+        if fail:
+            leaf = {"startHash": b"\x01" * 32, "endHash": b"\x02" * 32, "sketchHash": b"\x03" * 32, "tokens": 256}
+            self.emit(
+                "Verification",
+                "FailAttested",
+                runId=self.run_id,
+                round=r,
+                solver=solver,
+                verifier=verifier,
+                slot=slot,
+                sampleIndex=1,
+                segmentIndex=2,
+                leaf=leaf,
+            )
+        else:
+            self.emit(
+                "Verification", "PassAttested", runId=self.run_id, round=r, solver=solver, verifier=verifier, slot=slot
+            )
+
+    def finalize(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0, fail: bool = False) -> None:
+        self.step()
+        self.emit(
+            "Verification",
+            "AttestationFinalized",
+            runId=self.run_id,
+            round=r,
+            solver=solver,
+            slot=slot,
+            verifier=verifier,
+            bond=self.config["attestationBond"],
+        )
+        if fail:
+            key = compute_solver_fault_key(self.run_id, r, solver)
+            taken = self.slash(solver, 1, key, recipient="Verification")
+            self.emit(
+                "Verification",
+                "SolverFaultPaid",
+                runId=self.run_id,
+                round=r,
+                solver=solver,
+                faultKey=bytes.fromhex(key[2:]),
+                taken=taken,
+                verifier=verifier,
+                toVerifier=taken // 2,
+                toPool=taken - taken // 2,
+            )
+            if taken - taken // 2:
+                self.emit(
+                    "ModelShares",
+                    "PoolFunded",
+                    runId=self.run_id,
+                    **{"from": CREATOR},
+                    amount=taken - taken // 2,
+                    pool=0,
+                )
+
+    def claim_theta(self, r: int, claimer: str = SOLVER_A, nonce: int = 0, value: bytes | None = None) -> None:
+        self.step()
+        self.emit(
+            "RunRegistry",
+            "ThetaClaimed",
+            runId=self.run_id,
+            round=r,
+            claimer=claimer,
+            thetaHash=value or theta(r + 1),
+            nonce=nonce,
+            bond=self.config["challengeBond"],
+        )
+
+    def settle(
+        self, r: int, claimer: str = SOLVER_A, nonce: int = 0, released: int = 5 * ETH, theta_hash: bytes | None = None
+    ) -> None:
+        self.step()
+        next_theta = theta_hash or theta(r + 1)
+        self.emit(
+            "RunRegistry",
+            "RoundSettled",
+            runId=self.run_id,
+            round=r,
+            thetaHash=next_theta,
+            claimer=claimer,
+            nonce=nonce,
+        )
+        if r + 1 >= self.config["maxRounds"]:
+            self.emit("RunRegistry", "RunFinished", runId=self.run_id, rounds=r + 1)
+        else:
+            self.emit(
+                "RunRegistry",
+                "RoundStarted",
+                runId=self.run_id,
+                round=r + 1,
+                start=time_of(self.block),
+                thetaHash=next_theta,
+            )
+        self.emit("ModelShares", "PoolReleased", runId=self.run_id, round=r, amount=released, pool=0)
+
+    def _mint(self, r: int, to: str, kind: int, amount: int) -> None:
+        self.minted[r] = self.minted.get(r, 0) + amount
+        self.emit(
+            "ModelShares",
+            "SharesMinted",
+            runId=self.run_id,
+            round=r,
+            to=to,
+            kind=kind,
+            amount=amount,
+            mintedInRound=self.minted[r],
+        )
+        self.emit(share_token_contract(self.run_id), "Transfer", **{"from": ZERO, "to": to, "value": amount})
+
+    def claim_solver(self, r: int, solver: str, shares: int) -> None:
+        self.step()
+        self.emit("Verification", "SolverSharesClaimed", runId=self.run_id, round=r, solver=solver, shares=shares)
+        self._mint(r, solver, 0, shares)
+
+    def claim_verifier(self, r: int, solver: str, shares: int, verifier: str = VERIFIER, slot: int = 0) -> None:
+        self.step()
+        self.emit(
+            "Verification",
+            "VerifierSharesClaimed",
+            runId=self.run_id,
+            round=r,
+            solver=solver,
+            slot=slot,
+            verifier=verifier,
+            shares=shares,
+        )
+        self._mint(r, verifier, 1, shares)
+
+    # -- a dispute over a pass attestation, won by the challenger ------------------------------
+
+    def overturn_pass(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0) -> str:
+        """Challenge, jury, verdict (challenger wins, 1 signer) and execution; returns the dispute id."""
+        dispute = "0x" + "dd" * 32
+        self.step()
+        self.emit(
+            "Disputes",
+            "AttestationChallenged",
+            disputeId=bytes.fromhex(dispute[2:]),
+            runId=self.run_id,
+            round=r,
+            solver=solver,
+            slot=slot,
+            challenger=CHALLENGER,
+            attestation={"isFail": False, "sampleIndex": 0, "segmentIndex": 1},
+            leaf={},
+        )
+        self.step()
+        self.emit(
+            "Disputes",
+            "JuryDrawn",
+            disputeId=bytes.fromhex(dispute[2:]),
+            seed=b"\x00" * 32,
+            offset=0,
+            registrySize=1,
+            poolSize=1,
+            jurySize=1,
+            eligible=1,
+        )
+        self.step()
+        self.emit(
+            "Disputes",
+            "VerdictSubmitted",
+            disputeId=bytes.fromhex(dispute[2:]),
+            challengerWins=True,
+            signers=1,
+            signerCount=1,
+        )
+        self.step()
+        self.emit(
+            "Verification",
+            "AttestationResolved",
+            runId=self.run_id,
+            round=r,
+            solver=solver,
+            slot=slot,
+            verifier=verifier,
+            state=5,
+            bond=self.config["attestationBond"],
+        )
+        self.emit("Verification", "VerifierDeregistered", runId=self.run_id, verifier=verifier, index=0, slashed=True)
+        taken = self.slash(verifier, 2, compute_attestation_fault_key(self.run_id, r, solver, slot))
+        taken += self.slash(solver, 1, compute_solver_fault_key(self.run_id, r, solver))
+        total = taken + self.config["attestationBond"]
+        to_winner = total // 2
+        reward = total * 2000 // 10_000
+        self.emit(
+            "Disputes",
+            "DisputeExecuted",
+            disputeId=bytes.fromhex(dispute[2:]),
+            challengerWins=True,
+            winner=CHALLENGER,
+            total=total,
+            toWinner=to_winner,
+            bondReturned=self.config["challengeBond"],
+            rewardPerJuror=reward,
+            signerCount=1,
+            toPool=total - to_winner - reward,
+        )
+        return dispute
+
+    def claim_juror(self, r: int, dispute: str, shares: int, juror: str = JUROR) -> None:
+        self.step()
+        self.emit(
+            "Disputes",
+            "JurorRewardClaimed",
+            disputeId=bytes.fromhex(dispute[2:]),
+            juror=juror,
+            seat=0,
+            reward=ETH,
+            shares=shares,
+        )
+        self._mint(r, juror, 2, shares)
+
+
+def honest_two_rounds(events: RunEvents | None = None, unclaimed: tuple[tuple[int, str], ...] = ()) -> RunEvents:
+    """Two solvers and one verifier, two rounds, everything accepted, settled and claimed (but for the
+    solver shares of `unclaimed` (round, solver) pairs)."""
+    ev = events or RunEvents()
+    for account in (SOLVER_A, SOLVER_B):
+        ev.deposit(account, 1)
+    ev.deposit(VERIFIER, 2)
+    ev.create()
+    ev.join(SOLVER_A)
+    ev.join(SOLVER_B)
+    ev.register(VERIFIER)
+    for r in (0, 1):
+        ev.commit(r, SOLVER_A)
+        ev.commit(r, SOLVER_B)
+        ev.seed(r)
+        ev.attest(r, SOLVER_A)
+        ev.attest(r, SOLVER_B)
+        ev.finalize(r, SOLVER_A)
+        ev.finalize(r, SOLVER_B)
+        ev.claim_theta(r)
+        ev.settle(r)
+        for solver in (SOLVER_A, SOLVER_B):
+            if (r, solver) not in unclaimed:
+                ev.claim_solver(r, solver, 400 * ETH)
+            ev.claim_verifier(r, solver, 75 * ETH)
+    return ev
+
+
+def with_args(event: RawEvent, **changes: Any) -> RawEvent:
+    return replace(event, args={**event.args, **changes})

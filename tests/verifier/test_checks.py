@@ -1,0 +1,108 @@
+"""The shared commitment checker against every cheating behaviour, a withholding solver and honest work.
+
+No chain: the two chain reads of the checker (sampled segment, θ_r's hash) come from a stand-in
+that samples every segment, and documents come from the solver's store. What the roles do with
+the verdicts on a real anvil is tested in tests/disputes/.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from protocol.adapters.artifacts import LocalArtifactStore, put_state
+from protocol.adapters.contracts import Commitment
+from protocol.adapters.http import PeerSet
+from protocol.adapters.runs import RunContext
+from protocol.commitment import CommitmentDoc, encode_commitment_doc
+from protocol.outer import get_initial_global_state
+from protocol.training import compute_pseudo_gradient, get_params, train_round
+from solver.adversarial import Behaviour
+from solver.roles import train_dishonest_round
+from tests.conftest import SOLVER_A
+from verifier.checks import CommitmentChecker
+
+RUN_ID, ROUND = 3, 0
+
+
+class ChainStandIn:
+    """The checker's chain reads: every segment is sampled (draw j = segment j); θ_0 is the round's θ."""
+
+    def __init__(self, theta_hash: bytes) -> None:
+        self.theta_hash = theta_hash
+
+    def sampled_segment(self, run_id: int, round_index: int, solver: str, j: int) -> int:
+        return j
+
+    def theta_of(self, run_id: int, round_index: int) -> bytes:
+        return self.theta_hash
+
+
+def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str):
+    store = LocalArtifactStore(tmp_path / name)
+    global_state = get_initial_global_state(config)
+    theta_hash = put_state(store, global_state)
+    theta = get_params(global_state)
+
+    def save(_index, state):
+        return put_state(store, state)
+
+    if behaviour is None:
+        records, end = train_round(config, dataset, theta, ROUND, SOLVER_A, save_checkpoint=save)
+    else:
+        records, end = train_dishonest_round(behaviour, config, dataset, theta, ROUND, SOLVER_A, save, seed=5)
+    delta_hash = put_state(store, compute_pseudo_gradient(theta, end))
+    doc = CommitmentDoc(
+        RUN_ID, ROUND, SOLVER_A, theta_hash, delta_hash, tuple(r.to_leaf(RUN_ID, ROUND, SOLVER_A) for r in records)
+    )
+    ctx = RunContext(RUN_ID, SimpleNamespace(samples_per_commitment=config.train.num_segments), config, dataset, "", 0)
+    checker = CommitmentChecker(
+        ctx, store, PeerSet([]), ChainStandIn(theta_hash), fetch_document=lambda *_: encode_commitment_doc(doc)
+    )
+    return checker, store, doc, Commitment(doc.root, doc.delta_hash, doc.tokens)
+
+
+def test_honest_work_passes_and_a_fail_on_it_is_wrong(tmp_path, tiny_config, dataset):
+    checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "honest")
+    decision, _ = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    assert decision.kind == "pass", decision
+    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, False, -1)[0]
+    assert not checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, 1)[0]
+
+
+@pytest.mark.parametrize("behaviour", list(Behaviour))
+def test_every_cheat_is_caught_and_a_pass_on_it_is_wrong(tmp_path, tiny_config, dataset, behaviour):
+    checker, _, doc, commitment = _publish(tmp_path, tiny_config, dataset, behaviour, behaviour.value)
+    decision, checked = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    assert checked is not None and checked.root == doc.root
+    assert decision.kind == "fail", decision
+    # The document itself is consistent (it chains and binds Δ): only a replay tells.
+    assert "replay" in decision.reason or "differs" in decision.reason, decision.reason
+    assert not checker.is_attestation_right(ROUND, SOLVER_A, commitment, False, -1)[0]
+    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, decision.sample_index)[0]
+
+
+def test_withheld_checkpoints_count_as_failed(tmp_path, tiny_config, dataset):
+    checker, store, doc, commitment = _publish(tmp_path, tiny_config, dataset, None, "withheld")
+    for leaf in doc.leaves:
+        store.delete(leaf.end_hash)
+    decision, _ = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    assert decision.kind == "fail" and "not served" in decision.reason
+    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, 0)[0]
+
+
+def test_no_document_means_abstain(tmp_path, tiny_config, dataset):
+    checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "nodoc")
+    checker._fetch_document = lambda *_: b"not json"
+    decision, doc = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    assert decision.kind == "abstain" and doc is None
+
+
+def test_dishonest_verifiers_attest_without_checking():
+    from verifier.roles import VerifierAdversary, decide_dishonest_attestation
+
+    lazy = decide_dishonest_attestation(VerifierAdversary.LAZY, [(0, 2), (1, 0)])
+    assert lazy.kind == "pass" and "without replaying" in lazy.reason
+    false_fail = decide_dishonest_attestation(VerifierAdversary.FAIL_HONEST, [(0, 2), (1, 0)])
+    assert (false_fail.kind, false_fail.sample_index, false_fail.segment) == ("fail", 0, 2)

@@ -1,0 +1,136 @@
+"""Dispute plumbing shared by jurors (the verifier service) and whistleblowers.
+
+Everything anyone may do to move a dispute along -- draw its jury once the seed block exists,
+execute a decided verdict, expire it after the deadline -- plus reading the juror registry from
+events and rebuilding a drawn jury. The decisions are `protocol.jury.get_dispute_action` (pure);
+this module reads the chain and acts.
+
+On the automining devnet a block is mined only when a transaction arrives, so the block after a
+challenge (the jury seed) may never come on a quiet chain. There, and only there (chain id
+31337), a party waiting for the seed block mines an empty one; on a real chain blocks arrive on
+their own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from eth_account.signers.local import LocalAccount
+
+from gradledger.logs import get_logger, log_event
+from protocol.adapters.chain import ChainClient, ContractRevertError
+from protocol.adapters.contracts import AttestationRef, DisputeRecord, DisputeStatus, ProtocolClient
+from protocol.adapters.keys import DEVNET_CHAIN_ID
+from protocol.jury import (
+    KIND_ATTESTATION,
+    DisputeSubject,
+    JurorEntry,
+    Jury,
+    build_juror_registry,
+    compute_jury_seed,
+    draw_jury,
+    get_dispute_action,
+)
+
+logger = get_logger("disputes")
+
+# Reverts that mean "someone else already moved this dispute" (or the step is not possible yet).
+RACE_ERRORS = frozenset({"WrongStatus", "JurySeedNotReady", "DeadlinePassed", "DeadlineNotReached"})
+
+
+class JurorRegistryReader:
+    """The juror registry, replayed from JurorRegistered / JurorDeregistered events (incrementally)."""
+
+    def __init__(self, chain: ChainClient) -> None:
+        self.chain = chain
+        self._events: list = []
+        self._next_block = chain.manifest.deployed_block
+
+    def read(self) -> list[JurorEntry]:
+        latest = self.chain.block_number()
+        if latest >= self._next_block:
+            self._events += self.chain.get_events(
+                self._next_block, latest, names=["JurorRegistered", "JurorDeregistered"], contracts=["Disputes"]
+            )
+            self._next_block = latest + 1
+        return build_juror_registry(self._events)
+
+
+def get_drawn_jury(registry: list[JurorEntry], record: DisputeRecord) -> Jury:
+    """The jury `drawJury` recorded, with each pool seat's registry entry."""
+    if len(registry) < record.registry_size:
+        raise ContractRevertError(
+            "RegistryBehind", {}, f"juror registry events cover {len(registry)} entries, the jury used "
+            f"{record.registry_size}; retry once the node has caught up",
+        )  # fmt: skip
+    pool = tuple(registry[(record.jury_offset + s) % record.registry_size] for s in range(record.pool_size))
+    return Jury(record.jury_offset, record.registry_size, record.jury_size, pool, record.eligible)
+
+
+def get_parties(protocol: ProtocolClient, subject: DisputeSubject, challenger: str) -> tuple[str, ...]:
+    """Challenger, defendant (attester or claimer) and solver: the accounts that may not sit on the jury."""
+    if subject.kind == KIND_ATTESTATION:
+        ref = AttestationRef(subject.run_id, subject.round, subject.solver, subject.slot)
+        return (challenger, protocol.attester_of(ref), subject.solver)
+    return (challenger, protocol.claimer_of(subject.run_id, subject.round))
+
+
+def draw_dispute_jury(
+    protocol: ProtocolClient,
+    account: LocalAccount,
+    registry: list[JurorEntry],
+    subject: DisputeSubject,
+    record: DisputeRecord,
+) -> Jury:
+    """Send `drawJury` with the pool the contract will check (seed block hash, registry, parties)."""
+    chain = protocol.chain
+    seed_block = chain.get_block(record.opened_block + 1)
+    seed = compute_jury_seed(bytes(seed_block["hash"]), subject.dispute_id)
+    jury_size = protocol.dispute_terms(subject.run_id).jury_size
+    jury = draw_jury(registry, seed, jury_size, get_parties(protocol, subject, record.challenger))
+    protocol.draw_jury(account, subject, [(e.account, e.public_key_g1) for e in jury.pool])
+    log_event(logger, "jury drawn", dispute="0x" + subject.dispute_id.hex()[:16], eligible=hex(jury.eligible))
+    return jury
+
+
+def advance_dispute(
+    protocol: ProtocolClient,
+    account: LocalAccount,
+    registry: JurorRegistryReader,
+    subject: DisputeSubject,
+    now: int,
+) -> DisputeRecord:
+    """Take the next permissionless step of a dispute if there is one; returns its record (re-read)."""
+    chain = protocol.chain
+    record = protocol.dispute_of(subject.dispute_id)
+    action = get_dispute_action(record.status, now, record.deadline, chain.block_number(), record.opened_block)
+    short = "0x" + subject.dispute_id.hex()[:16]
+    try:
+        if action == "draw_jury":
+            entries = registry.read()
+            if not entries:
+                log_event(logger, "no jurors registered; the dispute can only expire", dispute=short)
+                return record
+            draw_dispute_jury(protocol, account, entries, subject, record)
+        elif action == "wait_seed_block":
+            if chain.chain_id == DEVNET_CHAIN_ID:
+                chain.mine()  # devnet only: see the module docstring
+            return record
+        elif action == "execute":
+            protocol.execute_dispute(account, subject)
+            log_event(logger, "dispute executed", dispute=short)
+        elif action == "expire":
+            protocol.expire_dispute(account, subject)
+            log_event(logger, "dispute expired", dispute=short)
+        else:
+            return record
+    except ContractRevertError as exc:
+        if exc.error not in RACE_ERRORS:
+            log_event(logger, f"{action} failed", level=logging.WARNING, dispute=short, error=str(exc))
+            raise
+        return record
+    return protocol.dispute_of(subject.dispute_id)
+
+
+def is_closed(record: DisputeRecord) -> bool:
+    return record.status in (DisputeStatus.EXECUTED, DisputeStatus.EXPIRED)

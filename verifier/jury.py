@@ -1,0 +1,346 @@
+"""Jury duty of a verifier service: register a BLS key, watch disputes, vote, aggregate, get paid.
+
+At startup the node registers its juror key (derived from its account key, protocol/jury.py)
+with a proof of possession; registration is idempotent (an active entry is left alone, an
+inactive one is re-activated with the same key). Each tick, for every dispute of the watched
+run (AttestationChallenged / ClaimChallenged):
+
+1. anyone's step first: draw the jury once the seed block exists, execute a decided verdict,
+   expire a dispute past its deadline (verifier/disputes.py);
+2. when this node holds an eligible seat: decide with the shared checker -- an attestation:
+   "was it right?" (a pass: are all sampled segments honest? a fail: is the named segment (or
+   the commitment as a whole) really faulty?); a θ_(r+1) claim: "is it the hash the accepted
+   pseudo-gradients give?" -- sign the verdict message and store the vote in SQLite;
+3. exchange votes with the other verifiers over HTTP (push to `POST /jury/votes`, pull from
+   `GET /jury/votes/{dispute_id}`), keeping only votes that verify against the seat's
+   registered key;
+4. holding a quorum of matching votes, submit the aggregate (`submitVerdict`: signer bitmap,
+   eligible aggregate key, non-signers); racing jurors are harmless (the losers' transactions
+   revert and are ignored);
+5. after the round settles, claim the juror reward of every executed verdict it signed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import httpx
+from eth_account.signers.local import LocalAccount
+
+from gradledger.logs import get_logger, log_event
+from protocol import bls
+from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import ROLE_VERIFIER, DisputeStatus, ProtocolClient
+from protocol.adapters.http import PeerSet
+from protocol.adapters.nodestate import NodeState
+from protocol.adapters.runs import RunContext, compute_next_theta
+from protocol.constants import JUROR_MIN_STAKE
+from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex, to_hash32
+from protocol.jury import (
+    KIND_ATTESTATION,
+    KIND_CLAIM,
+    DisputeSubject,
+    JuryError,
+    Vote,
+    assemble_verdict,
+    check_vote,
+    compute_vote,
+    derive_juror_key,
+)
+from verifier.checks import CommitmentChecker
+from verifier.disputes import JurorRegistryReader, advance_dispute, get_drawn_jury, is_closed
+
+logger = get_logger("jury")
+
+
+class VoteRejectedError(GradledgerError):
+    """A vote offered to this node cannot count; `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class DisputeInfo:
+    """What this node recorded about a dispute of its run (SQLite kind "dispute")."""
+
+    dispute_id: str
+    subject: dict
+    challenger: str
+    is_fail: bool = False
+    sample_index: int = 0
+    my_seat: int = -1
+    my_verdict: str = ""  # "challenger" | "defendant" once voted
+    status: str = "open"  # open -> closed (executed or expired) -> done (reward claimed or nothing to claim)
+
+
+class JuryDuty:
+    def __init__(
+        self,
+        run_id: int,
+        account: LocalAccount,
+        protocol: ProtocolClient,
+        state: NodeState,
+        peers: PeerSet,
+        get_context: Callable[[], RunContext],
+        get_checker: Callable[[], CommitmentChecker],
+        store,
+    ) -> None:
+        self.run_id = run_id
+        self.account = account
+        self.address = account.address
+        self.protocol = protocol
+        self.chain = protocol.chain
+        self.state = state
+        self.peers = peers
+        self.get_context = get_context
+        self.get_checker = get_checker
+        self.store = store
+        self.key = derive_juror_key(bytes(account.key))
+        self.registration = bls.compute_juror_registration(self.key)
+        self.registry = JurorRegistryReader(self.chain)
+        self.disputes_address = self.chain.contract("Disputes").address
+        self.http = httpx.Client(timeout=10)
+        self._verifier_urls: dict[str, bool] = {}
+        self.registered = False
+
+    # -- registration ----------------------------------------------------------------------
+
+    def ensure_registered(self) -> bool:
+        """Register (or re-activate) this node's juror key; False when its verifier stake is too low."""
+        index_plus_one, active = self.protocol.juror_of(self.address)
+        if active:
+            self.registered = True
+            return True
+        bonded = self.protocol.bonded_of(self.address, ROLE_VERIFIER)
+        if bonded < JUROR_MIN_STAKE:
+            log_event(
+                logger, "not registering as juror: verifier stake below JUROR_MIN_STAKE", level=logging.WARNING,
+                bonded_wei=bonded, required_wei=JUROR_MIN_STAKE,
+            )  # fmt: skip
+            return False
+        try:
+            self.protocol.register_juror(
+                self.account, self.registration.public_key_g1, self.registration.proof_of_possession_g2
+            )
+        except ContractRevertError as exc:
+            if exc.error != "AlreadyRegistered":
+                raise
+        log_event(logger, "juror registered", juror=self.address, returning=index_plus_one != 0)
+        self.registered = True
+        return True
+
+    # -- records ---------------------------------------------------------------------------
+
+    def list_disputes(self) -> list[dict]:
+        return [value for _, value in self.state.list("dispute")]
+
+    def _save(self, info: dict) -> None:
+        self.state.put("dispute", info["dispute_id"], info)
+
+    def _votes(self, dispute_id: bytes) -> list[Vote]:
+        prefix = hash_to_hex(dispute_id)
+        return [Vote.from_json(v) for k, v in self.state.list("vote") if k.startswith(prefix)]
+
+    def list_votes(self, dispute_id: str) -> list[dict]:
+        try:
+            digest = to_hash32(dispute_id, "dispute id")
+        except GradledgerError as exc:
+            raise VoteRejectedError(400, str(exc)) from None
+        return [v.to_json() for v in self._votes(digest)]
+
+    def _store_vote(self, vote: Vote) -> None:
+        self.state.put("vote", f"{hash_to_hex(vote.dispute_id)}:{vote.seat}", vote.to_json())
+
+    def pending(self) -> bool:
+        """Whether a dispute still needs this node (open, or a reward to claim)."""
+        return any(d["status"] != "done" for d in self.list_disputes())
+
+    # -- incoming votes (HTTP) -------------------------------------------------------------
+
+    def accept_vote(self, payload: dict) -> dict:
+        """Check and store a vote offered by a peer; VoteRejectedError (with an HTTP status) if it cannot count."""
+        try:
+            vote = Vote.from_json(payload)
+        except JuryError as exc:
+            raise VoteRejectedError(400, str(exc)) from None
+        known = self.state.get("vote", f"{hash_to_hex(vote.dispute_id)}:{vote.seat}")
+        if known is not None and known == vote.to_json():
+            return {"accepted": True, "known": True}
+        record = self.protocol.dispute_of(vote.dispute_id)
+        if record.status == DisputeStatus.NONE:
+            raise VoteRejectedError(404, f"no dispute {hash_to_hex(vote.dispute_id)} on this chain")
+        if record.status == DisputeStatus.OPEN:
+            raise VoteRejectedError(409, "the jury of this dispute is not drawn yet; send the vote after drawJury")
+        jury = get_drawn_jury(self.registry.read(), record)
+        problem = check_vote(vote, jury, self.disputes_address, self.chain.chain_id, vote.dispute_id)
+        if problem is not None:
+            raise VoteRejectedError(403, f"vote rejected: {problem}")
+        if known is not None:
+            raise VoteRejectedError(409, f"seat {vote.seat} already voted differently; one vote per seat counts")
+        self._store_vote(vote)
+        return {"accepted": True, "known": False}
+
+    # -- loop ------------------------------------------------------------------------------
+
+    def tick(self, now: int) -> None:
+        self._discover()
+        for info in self.list_disputes():
+            if info["status"] == "done":
+                continue
+            try:
+                self._handle(info, now)
+            except ContractRevertError as exc:
+                log_event(logger, "dispute step failed", level=logging.WARNING, dispute=info["dispute_id"][:18],
+                          error=str(exc))  # fmt: skip
+
+    def _discover(self) -> None:
+        """Record every new challenge of the watched run."""
+        start = self.state.get_cursor("jury", self.chain.manifest.deployed_block)
+        latest = self.chain.block_number()
+        if latest < start:
+            return
+        for event in self.chain.get_events(
+            start, latest, names=["AttestationChallenged", "ClaimChallenged"], contracts=["Disputes"]
+        ):
+            a = event.args
+            if a["runId"] != self.run_id:
+                continue
+            dispute_id = hash_to_hex(a["disputeId"])
+            if self.state.get("dispute", dispute_id) is not None:
+                continue
+            if event.name == "AttestationChallenged":
+                attestation = a["attestation"]
+                is_fail, sample = (
+                    (attestation["isFail"], attestation["sampleIndex"])
+                    if hasattr(attestation, "get") or isinstance(attestation, dict)
+                    else (attestation[0], attestation[1])
+                )
+                subject = DisputeSubject(KIND_ATTESTATION, a["runId"], a["round"], a["solver"], a["slot"], 0)
+                info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"], bool(is_fail), int(sample))
+            else:
+                subject = DisputeSubject(KIND_CLAIM, a["runId"], a["round"], claim_nonce=a["claimNonce"])
+                info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"])
+            self._save(asdict(info))
+            log_event(logger, "dispute seen", dispute=dispute_id[:18], kind=subject.kind, challenger=a["challenger"])
+        self.state.set_cursor("jury", latest + 1)
+
+    def _handle(self, info: dict, now: int) -> None:
+        subject = DisputeSubject.from_json(info["subject"])
+        record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
+        if record.status == DisputeStatus.JURY_DRAWN:
+            self._serve(info, subject, record)
+        elif is_closed(record):
+            self._after(info, subject, record)
+
+    def _serve(self, info: dict, subject: DisputeSubject, record) -> None:
+        jury = get_drawn_jury(self.registry.read(), record)
+        seat = jury.seat_of(self.address)
+        if seat is not None and info["my_seat"] < 0:
+            challenger_wins = self._decide(subject, info)
+            vote = compute_vote(
+                self.key, self.disputes_address, self.chain.chain_id, subject.dispute_id, seat, self.address,
+                challenger_wins,
+            )  # fmt: skip
+            self._store_vote(vote)
+            info = {**info, "my_seat": seat, "my_verdict": "challenger" if challenger_wins else "defendant"}
+            self._save(info)
+            log_event(logger, "voted", dispute=info["dispute_id"][:18], seat=seat, challenger_wins=challenger_wins)
+        self._exchange(subject.dispute_id, jury)
+        verdict = assemble_verdict(jury, self._votes(subject.dispute_id))
+        if verdict is None:
+            return
+        try:
+            self.protocol.submit_verdict(
+                self.account, subject, verdict.challenger_wins, verdict.signers, verdict.signature_g2,
+                verdict.eligible_aggregate_g1, list(verdict.non_signers),
+            )  # fmt: skip
+            log_event(logger, "verdict submitted", dispute=info["dispute_id"][:18],
+                      challenger_wins=verdict.challenger_wins, signers=verdict.signer_count)  # fmt: skip
+        except ContractRevertError as exc:
+            if exc.error != "WrongStatus":  # another juror submitted first
+                raise
+
+    def _decide(self, subject: DisputeSubject, info: dict) -> bool:
+        """The juror's verdict: True when the challenger is right."""
+        ctx = self.get_context()
+        if subject.kind == KIND_ATTESTATION:
+            commitments = self.protocol.get_commitments(subject.run_id, subject.round, ctx.created_block)
+            commitment = commitments[subject.solver]
+            right, decision, _ = self.get_checker().is_attestation_right(
+                subject.round, subject.solver, commitment, info["is_fail"], info["sample_index"]
+            )
+            log_event(logger, "juror check", dispute=info["dispute_id"][:18], attestation_right=right,
+                      finding=decision.reason)  # fmt: skip
+            return not right
+        claim = self.protocol.claim_of(subject.run_id, subject.round)
+        _, expected, accepted = compute_next_theta(self.protocol, self.store, self.peers, ctx, subject.round)
+        log_event(logger, "juror check", dispute=info["dispute_id"][:18], claim=hash_to_hex(claim.theta_hash)[:18],
+                  expected=hash_to_hex(expected)[:18], accepted=len(accepted))  # fmt: skip
+        return claim.theta_hash != expected
+
+    def _peer_verifiers(self) -> list[str]:
+        """Peer URLs that answer /identity as verifiers (cached once known)."""
+        for url in self.peers.urls:
+            if url in self._verifier_urls:
+                continue
+            try:
+                identity = self.http.get(f"{url}/identity", timeout=3).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            self._verifier_urls[url] = identity.get("role") == "verifier" and (
+                str(identity.get("address", "")).lower() != self.address.lower()
+            )
+        return [url for url, ok in self._verifier_urls.items() if ok]
+
+    def _exchange(self, dispute_id: bytes, jury) -> None:
+        """Push this node's vote to every verifier peer and pull theirs (each checked before it counts)."""
+        mine = [v for v in self._votes(dispute_id) if v.juror.lower() == self.address.lower()]
+        known = {(v.seat, v.signature) for v in self._votes(dispute_id)}
+        for url in self._peer_verifiers():
+            for vote in mine:
+                with contextlib.suppress(httpx.HTTPError):
+                    self.http.post(f"{url}/jury/votes", json=vote.to_json())
+            try:
+                response = self.http.get(f"{url}/jury/votes/{hash_to_hex(dispute_id)}")
+                offered = response.json() if response.status_code == 200 else []
+            except (httpx.HTTPError, ValueError):
+                continue
+            for raw in offered:
+                try:
+                    vote = Vote.from_json(raw)
+                except JuryError:
+                    continue
+                if (vote.seat, vote.signature) in known:
+                    continue
+                if check_vote(vote, jury, self.disputes_address, self.chain.chain_id, dispute_id) is None:
+                    if self.state.get("vote", f"{hash_to_hex(dispute_id)}:{vote.seat}") is None:
+                        self._store_vote(vote)
+                    known.add((vote.seat, vote.signature))
+
+    def _after(self, info: dict, subject: DisputeSubject, record) -> None:
+        """A closed dispute: claim the reward of a verdict this node signed once the round settled."""
+        seat = info["my_seat"]
+        signed = record.status == DisputeStatus.EXECUTED and seat >= 0 and record.signers >> seat & 1
+        if not signed or record.claimed >> seat & 1:
+            self._save({**info, "status": "done"})
+            return
+        if info["status"] != "closed":
+            info = {**info, "status": "closed"}
+            self._save(info)
+        if not self.protocol.is_settled(subject.run_id, subject.round):
+            return
+        try:
+            self.protocol.claim_juror_reward(self.account, subject, seat, self.registration.public_key_g1)
+            log_event(logger, "juror reward claimed", dispute=info["dispute_id"][:18], seat=seat)
+        except ContractRevertError as exc:
+            if exc.error != "AlreadyClaimed":
+                raise
+        self._save({**info, "status": "done"})
+        if self.protocol.credits_of("Disputes", self.address) > 0:
+            self.protocol.withdraw_credits(self.account, "Disputes")

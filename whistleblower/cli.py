@@ -1,0 +1,82 @@
+"""`gradledger whistleblower watch`: re-check attestations and claims of a run, challenge wrong ones."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+import typer
+
+from gradledger.context import (
+    DevnetAccountOption,
+    HomeOption,
+    KeystoreOption,
+    ManifestOption,
+    PeerOption,
+    RpcOption,
+    resolve_account,
+    resolve_home,
+    resolve_manifest,
+    resolve_peers,
+    resolve_rpc_url,
+)
+from gradledger.logs import configure_logging
+
+app = typer.Typer(help="Watch a run's attestations and claims; challenge wrong ones.", no_args_is_help=True)
+
+
+@app.command()
+def watch(
+    run: int = typer.Option(..., "--run", help="run id to watch"),
+    fraction: float = typer.Option(
+        1.0, "--fraction", min=0.0, max=1.0, help="share of attestations to re-check (drawn from the chain)"
+    ),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = DevnetAccountOption,
+    peer: list[str] = PeerOption,
+    host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
+    port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
+    threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
+    exit_when_done: bool = typer.Option(False, help="stop once the run is finished, disputes closed and paid"),
+) -> None:
+    """Re-check attestations (all or a fraction) and θ(r+1) claims; challenge wrong ones; API: /health /challenges."""
+    from protocol.adapters.http import make_node_app, serve_in_thread
+    from whistleblower.watcher import Whistleblower
+
+    configure_logging()
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    url = resolve_rpc_url(root, rpc_url, deployment)
+    account = resolve_account(keystore, devnet_account, deployment.chain_id)
+    watcher = Whistleblower(run, root, account, url, deployment, resolve_peers(root, peer), fraction, threads)
+    thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
+
+    def health() -> dict:
+        return {"run_id": run, "watcher_alive": thread.is_alive(), "last_error": watcher.last_error}
+
+    app_ = make_node_app("whistleblower", account.address, watcher.store, health)
+
+    @app_.get("/challenges")
+    def challenges() -> list[dict]:
+        return watcher.list_challenges()
+
+    @app_.get("/checks")
+    def checks() -> list[dict]:
+        return watcher.list_checks()
+
+    handle = serve_in_thread(app_, host, port)
+    thread.start()
+    typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.is_set() and (thread.is_alive() or not exit_when_done):
+        stop.wait(0.5)
+    watcher.stop.set()
+    thread.join(timeout=30)
+    handle.stop()

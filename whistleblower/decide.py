@@ -1,0 +1,105 @@
+"""What a whistleblower does with an attestation or a claim: pure functions of what it read and checked.
+
+The loop is read (chain events, the shared checker's verdict) -> decide (here) -> act (challenge
+with the bond, drive the dispute, withdraw). Everything here is a plain value, so the decisions
+are unit-tested without a chain (tests/whistleblower/test_decide.py).
+
+Which attestations to re-check, with `--fraction F` < 1: a deterministic draw from the hash of
+the block mined right after the attestation, the seat and the whistleblower's address. The
+attester cannot know that block hash when it attests, so it cannot tell which of its
+attestations a given whistleblower will check; anyone can re-derive the choice from the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from eth_abi import encode as abi_encode
+from eth_utils import to_canonical_address
+
+from protocol.hashing import keccak256, to_hash32
+
+SELECTION_DOMAIN = b"gradledger.whistleblower.selection.v1"
+
+
+@dataclass(frozen=True)
+class ChallengePlan:
+    """Challenge this attestation over draw `sample_index` (the draw a fail named; for a pass, the
+    first draw the whistleblower found faulty)."""
+
+    sample_index: int
+    reason: str
+
+
+Verdict = Literal["right", "challenge", "unprovable", "late", "not_selected"]
+
+
+def is_selected(
+    block_hash: bytes | str,
+    run_id: int,
+    round_index: int,
+    solver: str,
+    slot: int,
+    watcher: str,
+    fraction: float | Fraction,
+) -> bool:
+    """Whether this whistleblower re-checks seat (run, round, solver, slot): uniform draw < fraction."""
+    share = Fraction(fraction)
+    if share >= 1:
+        return True
+    if share <= 0:
+        return False
+    digest = keccak256(
+        abi_encode(
+            ["bytes32", "bytes32", "uint256", "uint64", "address", "uint8", "address"],
+            [
+                keccak256(SELECTION_DOMAIN),
+                to_hash32(block_hash, "block hash"),
+                run_id,
+                round_index,
+                to_canonical_address(solver),
+                slot,
+                to_canonical_address(watcher),
+            ],
+        )
+    )
+    return Fraction(int.from_bytes(digest, "big"), 2**256) < share
+
+
+def decide_attestation_challenge(
+    is_fail: bool,
+    attestation_right: bool,
+    provable: bool,
+    fail_sample_index: int,
+    finding_sample_index: int,
+    finding: str,
+) -> ChallengePlan | None:
+    """Challenge a wrong attestation: a pass on faulty work, or a fail on honest work.
+
+    `provable` is False when the whistleblower could not get the solver's document (it needs the
+    committed leaf and its Merkle proof to challenge). A pass is challenged over the draw the
+    checker found faulty (draw 0 when the fault is in the document or trajectory as a whole); a
+    fail can only be challenged over the draw it named.
+    """
+    if attestation_right or not provable:
+        return None
+    if is_fail:
+        return ChallengePlan(fail_sample_index, f"fail attestation on honest work: {finding}")
+    return ChallengePlan(max(finding_sample_index, 0), f"pass attestation on faulty work: {finding}")
+
+
+def is_claim_wrong(claimed_hash: bytes, expected_hash: bytes) -> bool:
+    """A θ_(r+1) claim is wrong when it is not the outer step over the accepted pseudo-gradients."""
+    return to_hash32(claimed_hash) != to_hash32(expected_hash)
+
+
+def can_challenge_attestation(now: int, round_index: int, current_round: int, challenge_end: int) -> bool:
+    """Attestations of the current round can be challenged until its challenge window closes."""
+    return round_index == current_round and now < challenge_end
+
+
+def is_done(run_finished: bool, open_challenges: int, credits_wei: int) -> bool:
+    """A whistleblower watching one run is done once it finished, its disputes closed and it was paid."""
+    return run_finished and open_challenges == 0 and credits_wei == 0

@@ -1,0 +1,329 @@
+"""The whistleblower: re-check attestations and θ_(r+1) claims, challenge wrong ones, get paid.
+
+A thin loop like the solver's and the verifier's: read (chain events, node state) -> decide
+(whistleblower/decide.py, pure) -> act. Each tick:
+
+1. every new PassAttested / FailAttested of the watched run is recorded in SQLite;
+2. each recorded attestation (all of them, or a deterministic fraction) is re-checked with the
+   shared checker (verifier/checks.py) while its challenge window is open -- a pass is wrong if
+   a sampled segment (or the document, the trajectory, the data it must serve) is faulty; a fail
+   is wrong if the commitment is sound at the draw it named -- and a wrong one is challenged with
+   the run's challenge bond;
+3. a posted θ_(r+1) claim is compared with the outer step over the accepted Δs and challenged
+   if it differs;
+4. its open disputes are driven (draw the jury, execute, expire: verifier/disputes.py) until
+   closed; its credits (bond back, winner's reward) are withdrawn.
+
+A challenge is recorded ("sending") before its transaction and confirmed from the chain after
+a restart (the dispute id is a pure function of the seat), so a restart loses no open challenge
+and never challenges twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from eth_account.signers.local import LocalAccount
+
+from gradledger.logs import get_logger, log_event
+from protocol.adapters.artifacts import ArtifactError, LocalArtifactStore
+from protocol.adapters.chain import ChainClient, ContractRevertError
+from protocol.adapters.contracts import (
+    AttestationRef,
+    ClaimStatus,
+    DisputeStatus,
+    LeafData,
+    ProtocolClient,
+)
+from protocol.adapters.http import PeerSet
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.nodestate import NodeState
+from protocol.adapters.runs import (
+    RunContext,
+    RunNotFoundError,
+    compute_next_theta,
+    load_run_context,
+    wait_for_run,
+)
+from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex
+from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
+from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.profile import apply_execution_profile
+from verifier.checks import CommitmentChecker
+from verifier.disputes import JurorRegistryReader, advance_dispute, is_closed
+from whistleblower.decide import (
+    can_challenge_attestation,
+    decide_attestation_challenge,
+    is_claim_wrong,
+    is_done,
+    is_selected,
+)
+
+logger = get_logger("whistleblower")
+
+
+def seat_id(run_id: int, round_index: int, solver: str, slot: int) -> str:
+    return f"{run_id}:{round_index}:{solver.lower()}:{slot}"
+
+
+class Whistleblower:
+    def __init__(
+        self,
+        run_id: int,
+        home: Path,
+        account: LocalAccount,
+        rpc_url: str,
+        manifest: DeploymentManifest,
+        peers: tuple[str, ...],
+        fraction: float = 1.0,
+        threads: int = 1,
+    ) -> None:
+        self.run_id = run_id
+        self.fraction = fraction
+        self.threads = threads
+        self.account = account
+        self.address = account.address
+        self.chain = ChainClient(rpc_url, manifest)
+        self.protocol = ProtocolClient(self.chain)
+        node_dir = home / "whistleblowers" / self.address.lower()
+        self.store = LocalArtifactStore(node_dir / "artifacts")
+        self.state = NodeState(node_dir / "state.sqlite")
+        self.peers = PeerSet(peers)
+        self.registry = JurorRegistryReader(self.chain)
+        self.ctx: RunContext | None = None
+        self.checker: CommitmentChecker | None = None
+        self.stop = threading.Event()
+        self.last_error = ""
+
+    # -- state -----------------------------------------------------------------------------
+
+    def load(self) -> RunContext:
+        if self.ctx is None:
+            if not wait_for_run(self.protocol, self.run_id, self.stop):
+                raise RunNotFoundError(f"stopped before run {self.run_id} was created")
+            self.ctx = load_run_context(self.protocol, self.store, self.peers, self.run_id)
+            apply_execution_profile(self.ctx.config.profile, self.threads)
+            self.checker = CommitmentChecker(self.ctx, self.store, self.peers, self.protocol)
+        return self.ctx
+
+    def list_challenges(self) -> list[dict]:
+        return [value for _, value in self.state.list("challenge")]
+
+    def list_checks(self) -> list[dict]:
+        return [value for _, value in self.state.list("check")]
+
+    def _open_challenges(self) -> list[dict]:
+        return [c for c in self.list_challenges() if c["status"] in ("sending", "open")]
+
+    # -- loop ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.load()
+                break
+            except GradledgerError as exc:
+                self.last_error = str(exc)
+                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
+                self.stop.wait(1.0)
+        else:
+            return
+        log_event(logger, "watching", run=self.run_id, whistleblower=self.address, fraction=self.fraction)
+        while not self.stop.is_set():
+            try:
+                finished = self.tick()
+                self.last_error = ""
+            except (ArtifactError, GradledgerError) as exc:
+                self.last_error = str(exc)
+                log_event(logger, "tick failed", level=logging.WARNING, error=str(exc))
+                finished = False
+            if finished:
+                break
+            self.stop.wait(0.5)
+
+    def tick(self) -> bool:
+        """One pass; True when the run is finished and nothing is left to do."""
+        self.load()
+        times = self.protocol.round_times(self.run_id)
+        now = max(int(time.time()), self.chain.get_block("latest")["timestamp"])
+        self._discover()
+        self._check_attestations(now, times)
+        if not times.finished:
+            self._check_claim(now, times.round)
+        for challenge in self._open_challenges():
+            self._drive(challenge, now)
+        credits = self.protocol.credits_of("Disputes", self.address)
+        if credits > 0 and not self._open_challenges():
+            self.protocol.withdraw_credits(self.account, "Disputes")
+            log_event(logger, "credits withdrawn", amount_wei=credits)
+            credits = 0
+        return is_done(times.finished, len(self._open_challenges()), credits)
+
+    # -- attestations ----------------------------------------------------------------------
+
+    def _discover(self) -> None:
+        start = self.state.get_cursor("attestations", self.load().created_block)
+        latest = self.chain.block_number()
+        if latest < start:
+            return
+        for event in self.chain.get_events(
+            start, latest, names=["PassAttested", "FailAttested"], contracts=["Verification"]
+        ):
+            a = event.args
+            if a["runId"] != self.run_id:
+                continue
+            key = seat_id(a["runId"], a["round"], a["solver"], a["slot"])
+            if self.state.get("check", key) is not None:
+                continue
+            is_fail = event.name == "FailAttested"
+            self.state.put(
+                "check",
+                key,
+                {
+                    "id": key, "run_id": a["runId"], "round": a["round"], "solver": a["solver"], "slot": a["slot"],
+                    "verifier": a["verifier"], "is_fail": is_fail,
+                    "sample_index": a["sampleIndex"] if is_fail else -1, "block": event.block_number,
+                    "status": "pending", "finding": "",
+                },
+            )  # fmt: skip
+        self.state.set_cursor("attestations", latest + 1)
+
+    def _check_attestations(self, now: int, times) -> None:
+        for check in self.list_checks():
+            if check["status"] != "pending":
+                continue
+            challenge_end = times.challenge_end if check["round"] == times.round else 0
+            if times.finished or not can_challenge_attestation(now, check["round"], times.round, challenge_end):
+                self._set(check, "late", "challenge window closed before the check")
+                continue
+            if self.fraction < 1:
+                if self.chain.block_number() <= check["block"]:
+                    continue  # the selection block (attestation block + 1) is not mined yet
+                block_hash = bytes(self.chain.get_block(check["block"] + 1)["hash"])
+                chosen = is_selected(
+                    block_hash, check["run_id"], check["round"], check["solver"], check["slot"], self.address,
+                    self.fraction,
+                )  # fmt: skip
+                if not chosen:
+                    self._set(check, "not_selected", f"not in this whistleblower's {self.fraction:g} sample")
+                    continue
+            self._check_one(check)
+
+    def _set(self, check: dict, status: str, finding: str) -> None:
+        self.state.put("check", check["id"], {**check, "status": status, "finding": finding})
+
+    def _check_one(self, check: dict) -> None:
+        ctx, checker = self.load(), self.checker
+        commitment = self.protocol.get_commitments(ctx.run_id, check["round"], ctx.created_block)[check["solver"]]
+        right, decision, doc = checker.is_attestation_right(
+            check["round"], check["solver"], commitment, check["is_fail"], check["sample_index"]
+        )
+        plan = decide_attestation_challenge(
+            check["is_fail"], right, doc is not None, check["sample_index"], decision.sample_index, decision.reason
+        )
+        kind = "fail" if check["is_fail"] else "pass"
+        if plan is None:
+            status = "right" if right else "unprovable"
+            self._set(check, status, decision.reason)
+            log_event(logger, "attestation checked", seat=check["id"], kind=kind, verdict=status)
+            return
+        ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
+        subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
+        segment = self.protocol.sampled_segment(ref.run_id, ref.round, ref.solver, plan.sample_index)
+        tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
+        leaf = doc.leaves[segment]
+        data = LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens)
+        record = {
+            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": check["verifier"],
+            "kind": f"{kind} attestation", "reason": plan.reason, "status": "sending", "outcome": "",
+        }  # fmt: skip
+        self.state.put("challenge", record["dispute_id"], record)
+        self._set(check, "challenged", plan.reason)
+        bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
+        try:
+            self.protocol.challenge_attestation(
+                self.account, ref, commitment, plan.sample_index, data, list(get_merkle_proof_at(tree, segment)), bond
+            )
+        except ContractRevertError as exc:
+            self._confirm(record, exc)
+            return
+        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
+        log_event(logger, "challenged", seat=check["id"], kind=kind, verifier=check["verifier"], reason=plan.reason)
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def _check_claim(self, now: int, round_index: int) -> None:
+        claim = self.protocol.claim_of(self.run_id, round_index)
+        if claim.status != ClaimStatus.POSTED or now >= claim.window_end:
+            return
+        key = f"claim:{self.run_id}:{round_index}:{claim.nonce}"
+        known = self.state.get("check", key)
+        if known is not None and known["status"] != "pending":
+            return
+        _, expected, accepted = compute_next_theta(self.protocol, self.store, self.peers, self.load(), round_index)
+        wrong = is_claim_wrong(claim.theta_hash, expected)
+        finding = (
+            f"claimed {hash_to_hex(claim.theta_hash)[:18]}, the outer step over {len(accepted)} accepted Δs "
+            f"gives {hash_to_hex(expected)[:18]}"
+        )
+        self.state.put(
+            "check", key, {"id": key, "status": "challenged" if wrong else "right", "finding": finding, "claim": True}
+        )
+        log_event(logger, "claim checked", round=round_index, nonce=claim.nonce, wrong=wrong, finding=finding)
+        if not wrong:
+            return
+        subject = DisputeSubject(KIND_CLAIM, self.run_id, round_index, claim_nonce=claim.nonce)
+        record = {
+            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": claim.claimer,
+            "kind": "theta claim", "reason": finding, "status": "sending", "outcome": "",
+        }  # fmt: skip
+        self.state.put("challenge", record["dispute_id"], record)
+        bond = self.protocol.dispute_terms(self.run_id).challenge_bond
+        try:
+            self.protocol.challenge_claim(self.account, self.run_id, round_index, claim.nonce, bond)
+        except ContractRevertError as exc:
+            self._confirm(record, exc)
+            return
+        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
+        log_event(logger, "challenged claim", round=round_index, claimer=claim.claimer)
+
+    # -- disputes --------------------------------------------------------------------------
+
+    def _confirm(self, record: dict, error: ContractRevertError | None = None) -> None:
+        """After a failed or interrupted challenge: is there a dispute, and is it ours?"""
+        on_chain = self.protocol.dispute_of(bytes.fromhex(record["dispute_id"][2:]))
+        if on_chain.status != DisputeStatus.NONE and on_chain.challenger.lower() == self.address.lower():
+            self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
+            return
+        reason = str(error) if error else "challenge transaction never mined"
+        if on_chain.status != DisputeStatus.NONE:
+            reason = f"challenged first by {on_chain.challenger}"
+        elif error is None:  # interrupted before the transaction: check (and challenge) again if still in time
+            subject = DisputeSubject.from_json(record["subject"])
+            key = (
+                seat_id(subject.run_id, subject.round, subject.solver, subject.slot)
+                if subject.kind == KIND_ATTESTATION
+                else f"claim:{subject.run_id}:{subject.round}:{subject.claim_nonce}"
+            )
+            check = self.state.get("check", key)
+            if check is not None:
+                self.state.put("check", key, {**check, "status": "pending"})
+        self.state.put("challenge", record["dispute_id"], {**record, "status": "failed", "outcome": reason})
+        log_event(logger, "challenge not made", level=logging.WARNING, dispute=record["dispute_id"][:18], why=reason)
+
+    def _drive(self, challenge: dict, now: int) -> None:
+        if challenge["status"] == "sending":
+            self._confirm(challenge)
+            return
+        subject = DisputeSubject.from_json(challenge["subject"])
+        record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
+        if not is_closed(record):
+            return
+        outcome = {True: "won", False: "lost"}[record.challenger_wins]
+        outcome = "expired" if record.status == DisputeStatus.EXPIRED else outcome
+        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed", "outcome": outcome})
+        log_event(logger, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)
