@@ -49,7 +49,7 @@ PARTICIPANTS = (
     Participant("verifier-1", 4, "verifier"),
     Participant("verifier-2", 5, "verifier"),
 )
-DEMO_RULES = RunRules(rounds=3, commit_window_s=30, attest_window_s=15, challenge_window_s=4, dispute_timeout_s=60)
+DEMO_RULES = RunRules(rounds=3, commit_window_s=20, attest_window_s=12, challenge_window_s=4, dispute_timeout_s=60)
 DEMO_INNER_STEPS = 20
 
 
@@ -283,9 +283,8 @@ def build_summary(protocol, run_id: int, config, store, root: Path, processes) -
 
 
 def _print_summary(summary: dict, console: Console) -> None:
-    table = Table(
-        title=f"run {summary['run_id']}: {summary['rounds_settled']} rounds settled in {summary['seconds']} s"
-    )
+    console.print(f"run {summary['run_id']}: {summary['rounds_settled']} rounds settled in {summary['seconds']} s")
+    table = Table(title="held-out loss per round")
     table.add_column("round")
     table.add_column("held-out loss of θ_r", justify="right")
     for r, loss in enumerate(summary["loss"]):
