@@ -34,16 +34,10 @@ from protocol.config import RunConfig, compute_config_hash, parse_run_config
 from protocol.data import TokenDataset, build_token_dataset, decode_manifest
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.history import (
-    RunHistory,
-    RunSummary,
-    find_missing_event_fields,
-    fold_run_history,
-    get_round_phase,
-    list_runs,
-    share_token_contract,
-)
+from protocol.history import fold_run_history, get_round_phase, list_runs
 from protocol.ledger import compute_ledger
+from protocol.run_events import find_missing_event_fields, share_token_contract
+from protocol.run_records import RunHistory, RunSummary
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import State, compute_pseudo_gradient, evaluate_params, get_params, make_start_checkpoint
 
@@ -126,8 +120,8 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
     if missing:
         raise AuditError(
             "the deployed contracts' ABIs lack events or fields the audit reads: "
-            f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS and the fold in "
-            "protocol/history.py to match"
+            f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/run_events.py "
+            "and the fold in protocol/history.py to match"
         )
     block = chain.block_number()
     block_time = int(chain.get_block(block)["timestamp"])

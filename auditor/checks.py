@@ -26,9 +26,10 @@ from typing import Any
 from protocol.commitment import verify_commitment_doc
 from protocol.config import TrainConfig
 from protocol.errors import GradledgerError
-from protocol.history import RunHistory, compute_attestation_fault_key, compute_solver_fault_key
 from protocol.outer import compute_outer_step
 from protocol.replay import verify_leaf_chain
+from protocol.run_events import compute_attestation_fault_key, compute_solver_fault_key
+from protocol.run_records import RunHistory
 from protocol.state import compute_state_hash
 from protocol.training import State
 

@@ -25,7 +25,8 @@ from rich.table import Table
 
 from auditor.audit import AuditReport
 from auditor.checks import judge_document, short
-from protocol.history import RunHistory, get_round_phase
+from protocol.history import get_round_phase
+from protocol.run_records import RunHistory
 
 SCHEMA = "gradledger-audit/1"
 KIND_COLORS = {"solver": "#1f77b4", "verifier": "#2ca02c", "juror": "#9467bd"}

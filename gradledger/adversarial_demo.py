@@ -28,29 +28,13 @@ The summary is the honest demo's (`run_id`, `rounds_settled`, `loss`, `attestati
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from devnet.lifecycle import get_home, start_devnet, stop_devnet
 from devnet.runs import ETH, RunRules
-from gradledger.demo import (
-    DEMO_INNER_STEPS,
-    DemoError,
-    Participant,
-    _cli,
-    _free_ports,
-    _wait_for_run,
-    _wait_healthy,
-    build_summary,
-    prepare_home,
-)
+from gradledger.demo import Participant, Scenario, _cli, play_scenario
 
 PARTICIPANTS = (
     Participant("solver-1", 1, "solver"),
@@ -89,104 +73,15 @@ def _command(p: Participant, run_id: int, port: int) -> list[str]:
 
 def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None, console: Console | None = None):
     """Run the adversarial demo; returns the summary (also written to `json_path`)."""
-    from devnet.deploy import deploy
-    from devnet.runs import create_run
-    from protocol.adapters.artifacts import LocalArtifactStore
-    from protocol.adapters.chain import ChainClient
-    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
-    from protocol.adapters.corpus import load_corpus_shards
-    from protocol.adapters.http import make_node_app, serve_in_thread
-    from protocol.adapters.keys import get_devnet_account
-    from protocol.config import build_run_config
-    from protocol.hashing import hash_to_hex
-
     console = console or Console(stderr=True)
-    root = get_home(home)
-    started = time.monotonic()
-    prepare_home(root)
-    shutil.rmtree(root / "whistleblowers", ignore_errors=True)
-    info, _ = start_devnet(root, port=0)
-    processes: list[tuple[Participant, subprocess.Popen]] = []
-    server = None
-    rules = ADVERSARIAL_RULES
-    try:
-        console.print(f"devnet at {info.rpc_url}; deploying contracts")
-        manifest = deploy(info.rpc_url, get_devnet_account(0), root / "manifest.json")
-        protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
-        dataset_manifest, shards = load_corpus_shards()
-        config = build_run_config(
-            preset="default", run_seed="0x" + "00" * 31 + "2b", dataset_root=hash_to_hex(dataset_manifest.root),
-            overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
-        )  # fmt: skip
-        creator_store = LocalArtifactStore(root / "creator" / "artifacts")
-        for p in PARTICIPANTS:  # 2x the minimum, so a slash leaves something to show
-            if p.role == "solver":
-                protocol.deposit_stake(get_devnet_account(p.account), ROLE_SOLVER, 2 * rules.solver_min_stake_wei)
-            elif p.role in ("verifier", "juror"):
-                protocol.deposit_stake(get_devnet_account(p.account), ROLE_VERIFIER, 2 * rules.verifier_min_stake_wei)
-        run_id = protocol.chain.call("RunRegistry", "runCount") + 1
-        ports = _free_ports(len(PARTICIPANTS))
-        server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
-        urls = [server.url] + [f"http://127.0.0.1:{port}" for port in ports]
-        (root / "peers.txt").write_text("\n".join(urls) + "\n")
-        logs = root / "logs"
-        logs.mkdir(exist_ok=True)
-        env = {**os.environ, "GRADLEDGER_HOME": str(root)}
-        for p, port in zip(PARTICIPANTS, ports, strict=True):
-            log = open(logs / f"{p.label}.log", "wb")  # noqa: SIM115 (closed when the process ends)
-            processes.append(
-                (p, subprocess.Popen(_command(p, run_id, port), stdout=log, stderr=subprocess.STDOUT, env=env))
-            )
-        _wait_healthy(urls[1:], processes)
-        created, _terms = create_run(
-            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, rules, 30 * ETH
-        )
-        if created != run_id:
-            raise DemoError(f"expected to create run {run_id}, created {created}")
-        console.print(
-            f"run {run_id} created: 3 solvers (solver-3 cheats), 2 verifiers (verifier-2 is lazy), "
-            "2 jurors and a whistleblower staked and running"
-        )
-        _wait_for_run(protocol, run_id, processes, console)
-        summary = build_summary(protocol, run_id, config, creator_store, root, processes)
-        summary.update(build_dispute_summary(protocol, run_id))
-        audit, audit_paths = _audit(root, info.rpc_url, manifest, run_id)
-        summary["audit"] = {"passed": audit.passed, "failed": [c.name for c in audit.failed], **audit_paths}
-        summary["seconds"] = round(time.monotonic() - started, 1)
-    finally:
-        for _, process in processes:
-            if process.poll() is None:
-                process.terminate()
-        for _, process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        if server is not None:
-            server.stop()
-        stop_devnet(root)
+    scenario = Scenario(
+        PARTICIPANTS, ADVERSARIAL_RULES, "0x" + "00" * 31 + "2b", _command,
+        "3 solvers (solver-3 cheats), 2 verifiers (verifier-2 is lazy), 2 jurors and a whistleblower running",
+        extra_summary=build_dispute_summary, stale_dirs=("whistleblowers",),
+    )  # fmt: skip
+    summary, _audit, _paths = play_scenario(scenario, home, json_path, console)
     print_adversarial_summary(summary, console)
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = json_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(summary, indent=1) + "\n")
-        tmp.replace(json_path)
     return summary
-
-
-def _audit(root: Path, rpc_url: str, manifest, run_id: int):
-    """`gradledger audit` of the run, with this demo's labels; writes <home>/audit/."""
-    from auditor.audit import audit_run, open_sources
-    from auditor.report import write_outputs
-    from protocol.adapters.chain import ChainClient
-    from protocol.adapters.keys import get_devnet_account
-
-    labels = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
-    labels[get_devnet_account(0).address] = "creator"
-    report = audit_run(ChainClient(rpc_url, manifest), manifest, run_id, open_sources(root, [], []), labels)
-    paths = {"html": root / "audit" / f"run-{run_id}.html", "json": root / "audit" / f"run-{run_id}.json"}
-    write_outputs(report, paths["json"], paths["html"])
-    return report, {k: str(v) for k, v in paths.items()}
 
 
 def build_dispute_summary(protocol, run_id: int) -> dict:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
@@ -61,3 +64,46 @@ def resolve_peers(home: Path, peers: list[str]) -> tuple[str, ...]:
 def eth_to_wei(amount: float) -> int:
     """ETH given on the command line to wei, without binary float rounding (0.1 ETH is exact)."""
     return int(Decimal(str(amount)) * 10**18)
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """Where a node command acts: its data directory, the deployment, the RPC URL and its key."""
+
+    home: Path
+    deployment: DeploymentManifest
+    rpc_url: str
+    account: LocalAccount
+
+
+def resolve_node(
+    home: Path | None, rpc_url: str | None, manifest: Path | None, keystore: Path | None, devnet_account: int | None
+) -> NodeTarget:
+    """The shared options of every node command, resolved in the one documented order."""
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    url = resolve_rpc_url(root, rpc_url, deployment)
+    return NodeTarget(root, deployment, url, resolve_account(keystore, devnet_account, deployment.chain_id))
+
+
+def wait_until_stopped(worker: threading.Thread, exit_when_done: bool) -> None:
+    """Block until SIGTERM/SIGINT, or (with exit_when_done) until the worker thread has finished."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.is_set() and (worker.is_alive() or not exit_when_done):
+        stop.wait(0.5)
+
+
+def connect_protocol(
+    home: Path | None, rpc_url: str | None, manifest: Path | None, keystore: Path | None, devnet_account: int | None
+):
+    """A ProtocolClient on the resolved deployment and the account that signs (for one-shot commands)."""
+    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.contracts import ProtocolClient
+
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    # connect first: the client checks the RPC's chain id against the manifest before a key is used
+    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
+    return client, resolve_account(keystore, devnet_account, client.chain.chain_id)

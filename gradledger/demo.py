@@ -16,8 +16,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -83,8 +85,59 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "gradledger", *args]
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """What differs between the demos: who takes part, how each node is started, the run's rules.
+
+    Solvers stake 2x the run's solver minimum and verifiers/jurors 2x the verifier minimum before
+    the run exists (the nodes join or register themselves once it does), so a slash leaves
+    something to show; other roles (a whistleblower) stake nothing.
+    """
+
+    participants: tuple[Participant, ...]
+    rules: RunRules
+    run_seed: str
+    command: Callable[[Participant, int, int], list[str]]
+    announcement: str
+    extra_summary: Callable[[Any, int], dict] | None = None
+    stale_dirs: tuple[str, ...] = ()
+
+
+def _honest_command(p: Participant, run_id: int, port: int) -> list[str]:
+    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
+    if p.role == "solver":
+        return _cli("solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else []))
+    return _cli("verifier", "serve", *common, "--exit-when-done")
+
+
+HONEST_SCENARIO = Scenario(
+    PARTICIPANTS, DEMO_RULES, "0x" + "00" * 31 + "2a", _honest_command, "3 solvers and 2 verifiers staked and running"
+)
+
+
 def run_demo(home: Path | None = None, json_path: Path | None = None, console: Console | None = None) -> dict:
     """Run the whole demo; returns the summary (also written to `json_path`)."""
+    console = console or Console(stderr=True)
+    summary, audit, audit_paths = play_scenario(HONEST_SCENARIO, home, json_path, console)
+    _print_summary(summary, console)
+    from auditor.report import print_summary
+
+    print_summary(audit, console, compact=True)
+    console.print(f"audit report: {audit_paths['html']} (JSON: {audit_paths['json']})", highlight=False, soft_wrap=True)
+    if not audit.passed:
+        raise DemoError(
+            f"the audit of run {summary['run_id']} failed: {', '.join(c.name for c in audit.failed)}; "
+            f"see {audit_paths['html']}"
+        )
+    return summary
+
+
+def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None, console: Console):
+    """Fresh devnet, deploy, stake, start the nodes, create the run, wait, summarise, audit, stop.
+
+    Returns (summary, audit report, audit paths); the summary is also written to `json_path`.
+    # INVARIANT: every process and the devnet this starts are stopped before it returns or raises.
+    """
     from devnet.deploy import deploy
     from devnet.runs import create_run
     from protocol.adapters.artifacts import LocalArtifactStore
@@ -96,10 +149,12 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
     from protocol.config import build_run_config
     from protocol.hashing import hash_to_hex
 
-    console = console or Console(stderr=True)
+    rules = scenario.rules
     root = get_home(home)
     started = time.monotonic()
     prepare_home(root)
+    for name in scenario.stale_dirs:
+        shutil.rmtree(root / name, ignore_errors=True)
     info, _ = start_devnet(root, port=0)
     processes: list[tuple[Participant, subprocess.Popen]] = []
     server = None
@@ -109,46 +164,40 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
         protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
         dataset_manifest, shards = load_corpus_shards()
         config = build_run_config(
-            preset="default", run_seed="0x" + "00" * 31 + "2a", dataset_root=hash_to_hex(dataset_manifest.root),
+            preset="default", run_seed=scenario.run_seed, dataset_root=hash_to_hex(dataset_manifest.root),
             overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
         )  # fmt: skip
         creator_store = LocalArtifactStore(root / "creator" / "artifacts")
-        for p in PARTICIPANTS:  # stake first; the nodes join (or register) themselves once the run exists
-            role, minimum = (
-                (ROLE_SOLVER, DEMO_RULES.solver_min_stake_wei)
-                if p.role == "solver"
-                else (ROLE_VERIFIER, DEMO_RULES.verifier_min_stake_wei)
-            )
-            protocol.deposit_stake(get_devnet_account(p.account), role, 2 * minimum)
+        for p in scenario.participants:
+            if p.role == "solver":
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_SOLVER, 2 * rules.solver_min_stake_wei)
+            elif p.role in ("verifier", "juror"):
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_VERIFIER, 2 * rules.verifier_min_stake_wei)
         run_id = protocol.chain.call("RunRegistry", "runCount") + 1
-        ports = _free_ports(len(PARTICIPANTS))
+        ports = _free_ports(len(scenario.participants))
         server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
         urls = [server.url] + [f"http://127.0.0.1:{port}" for port in ports]
         (root / "peers.txt").write_text("\n".join(urls) + "\n")
         logs = root / "logs"
         logs.mkdir(exist_ok=True)
         env = {**os.environ, "GRADLEDGER_HOME": str(root)}
-        for p, port in zip(PARTICIPANTS, ports, strict=True):
-            common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
-            if p.role == "solver":
-                args = _cli(
-                    "solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else [])
-                )
-            else:
-                args = _cli("verifier", "serve", *common, "--exit-when-done")
+        for p, port in zip(scenario.participants, ports, strict=True):
             log = open(logs / f"{p.label}.log", "wb")  # noqa: SIM115 (closed when the process ends)
+            args = scenario.command(p, run_id, port)
             processes.append((p, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)))
         _wait_healthy(urls[1:], processes)
         created, _terms = create_run(
-            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, DEMO_RULES, 30 * ETH
+            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, rules, 30 * ETH
         )
         if created != run_id:
             raise DemoError(f"expected to create run {run_id}, created {created}")
-        console.print(f"run {run_id} created; 3 solvers and 2 verifiers staked and running")
-        _wait_for_run(protocol, run_id, processes, console)
-        summary = build_summary(protocol, run_id, config, creator_store, root, processes)
+        console.print(f"run {run_id} created; {scenario.announcement}")
+        _wait_for_run(protocol, run_id, rules.rounds, processes, console)
+        summary = build_summary(protocol, run_id, rules.rounds, config, creator_store, root, processes)
+        if scenario.extra_summary is not None:
+            summary.update(scenario.extra_summary(protocol, run_id))
         # the devnet is still up: audit the run from its events and the nodes' stores (docs/audit.md)
-        audit, audit_paths = audit_demo_run(root, info.rpc_url, manifest, run_id)
+        audit, audit_paths = audit_demo_run(root, info.rpc_url, manifest, run_id, scenario.participants)
         summary["audit"] = {"passed": audit.passed, "failed": [c.name for c in audit.failed], **audit_paths}
         summary["seconds"] = round(time.monotonic() - started, 1)
     finally:
@@ -163,21 +212,12 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
         if server is not None:
             server.stop()
         stop_devnet(root)
-    _print_summary(summary, console)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = json_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(summary, indent=1) + "\n")
         tmp.replace(json_path)
-    from auditor.report import print_summary
-
-    print_summary(audit, console, compact=True)
-    console.print(f"audit report: {audit_paths['html']} (JSON: {audit_paths['json']})", highlight=False, soft_wrap=True)
-    if not audit.passed:
-        raise DemoError(
-            f"the audit of run {run_id} failed: {', '.join(c.name for c in audit.failed)}; see {audit_paths['html']}"
-        )
-    return summary
+    return summary, audit, audit_paths
 
 
 def audit_demo_run(root: Path, rpc_url: str, manifest, run_id: int, participants=PARTICIPANTS):
@@ -217,13 +257,13 @@ def _wait_healthy(urls: list[str], processes, timeout_s: float = 120) -> None:
         raise DemoError(f"nodes did not start within {timeout_s:.0f} s: {pending}")
 
 
-def _wait_for_run(protocol, run_id: int, processes, console: Console, timeout_s: float = 900) -> None:
+def _wait_for_run(protocol, run_id: int, rounds: int, processes, console: Console, timeout_s: float = 900) -> None:
     deadline = time.monotonic() + timeout_s
     with Progress(
         TextColumn("[bold]rounds settled"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(), console=console,
     ) as progress:  # fmt: skip
-        task = progress.add_task("run", total=DEMO_RULES.rounds)
+        task = progress.add_task("run", total=rounds)
         while time.monotonic() < deadline:
             times = protocol.round_times(run_id)
             progress.update(task, completed=times.round)
@@ -237,7 +277,7 @@ def _wait_for_run(protocol, run_id: int, processes, console: Console, timeout_s:
     raise DemoError(f"the run did not finish within {timeout_s:.0f} s; see the logs under <home>/logs")
 
 
-def build_summary(protocol, run_id: int, config, store, root: Path, processes) -> dict:
+def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path, processes) -> dict:
     """Loss per round, attestations, participants, shares and balances, read from chain + artifacts."""
     from protocol.adapters.keys import get_devnet_account
     from protocol.adapters.runs import get_global_state, load_run_context
@@ -249,7 +289,7 @@ def build_summary(protocol, run_id: int, config, store, root: Path, processes) -
     from protocol.adapters.artifacts import LocalArtifactStore
 
     stores = [store] + [LocalArtifactStore(d / "artifacts") for d in solver_store_dirs]
-    for r in range(DEMO_RULES.rounds + 1):
+    for r in range(rounds + 1):
         theta_hash = protocol.theta_of(run_id, r)
         source = next(s for s in stores if s.has(theta_hash))
         losses.append(

@@ -8,10 +8,9 @@ paid, released and withdrawn, the stakes of every participant over time and ever
 its cause. Pure: no I/O, no clock; the auditor (auditor/audit.py) reads the events and block
 timestamps through the chain adapter and hands them in.
 
-Every piece of event-specific code lives in this module (plus `protocol/ledger.py`, which only
-sums ETH flows): `EVENT_FIELDS` lists each event and the fields read from it, so a renamed event
-or field is one edit here, and `find_missing_event_fields` tells the auditor, from the ABIs in
-the deployment manifest, when the contracts and this module disagree.
+The event names and fields read live in `protocol/run_events.py` (a renamed event or field is one
+edit there; `find_missing_event_fields` compares them with the deployed ABIs), the typed records in
+`protocol/run_records.py`; `protocol/ledger.py` only sums ETH flows.
 
 Which events belong to the run: those carrying its `runId`; dispute events through the dispute
 ids its challenges opened; the run's share token through its contract name
@@ -25,501 +24,42 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
-
-from eth_abi import encode as abi_encode
-from eth_utils import to_canonical_address, to_checksum_address
-
-from protocol.constants import BPS_DENOMINATOR, FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
-from protocol.errors import GradledgerError
-from protocol.hashing import hash_to_hex, keccak256, to_hash32
-
-# ---------------------------------------------------------------------------------------------
-# The events this module reads, and the fields it reads from each (one place: a rename is here).
-
-RUN_CONFIG_FIELDS: dict[str, str] = {
-    # RunConfig struct field (Solidity) -> RunSettings attribute
-    "configHash": "config_hash",
-    "datasetRoot": "dataset_root",
-    "theta0Hash": "theta0_hash",
-    "innerSteps": "inner_steps",
-    "stepsPerSegment": "steps_per_segment",
-    "samplesPerCommitment": "samples_per_commitment",
-    "verifiersPerCommitment": "verifiers_per_commitment",
-    "jurySize": "jury_size",
-    "commitWindow": "commit_window",
-    "attestWindow": "attest_window",
-    "challengeWindow": "challenge_window",
-    "disputeTimeout": "dispute_timeout",
-    "solverMinStake": "solver_min_stake",
-    "verifierMinStake": "verifier_min_stake",
-    "attestationBond": "attestation_bond",
-    "challengeBond": "challenge_bond",
-    "solverShareBps": "solver_share_bps",
-    "verifierShareBps": "verifier_share_bps",
-    "jurorShareBps": "juror_share_bps",
-    "sharesPerRound": "shares_per_round",
-    "revenueReleasePeriod": "revenue_release_period",
-    "maxRounds": "max_rounds",
-}
-
-EVENT_FIELDS: dict[str, tuple[str, ...]] = {
-    # exactly the fields this module and protocol/ledger.py read (the audit depends on both)
-    # RunRegistry
-    "RunCreated": (
-        "runId",
-        "creator",
-        "config",
-        *(f"config.{f}" for f in RUN_CONFIG_FIELDS),
-        "shareToken",
-        "rewardPool",
-    ),
-    "RoundStarted": ("runId", "round", "start", "thetaHash"),
-    "SolverJoined": ("runId", "solver"),
-    "Committed": ("runId", "round", "solver", "root", "deltaHash", "numSegments", "tokens"),
-    "ThetaClaimed": ("runId", "round", "claimer", "thetaHash", "nonce", "bond"),
-    "ClaimResolved": ("runId", "round", "nonce", "status"),
-    "RoundSettled": ("runId", "round", "thetaHash", "claimer", "nonce"),
-    "RunFinished": ("runId",),
-    "ClaimBondWithdrawn": ("runId", "round", "amount"),
-    # Verification (and Disputes: Withdrawn)
-    "VerifierRegistered": ("runId", "verifier"),
-    "SeedDrawn": ("runId", "round", "seedBase", "blockNumber", "verifierCount"),
-    "PassAttested": ("runId", "round", "solver", "verifier", "slot"),
-    "FailAttested": ("runId", "round", "solver", "verifier", "slot", "sampleIndex", "segmentIndex"),
-    "AttestationFinalized": ("runId", "round", "solver", "slot", "bond"),
-    "AttestationResolved": ("runId", "round", "solver", "slot", "state", "bond"),
-    "VerifierSharesClaimed": ("runId", "round", "solver", "slot", "verifier", "shares"),
-    "SolverSharesClaimed": ("runId", "round", "solver", "shares"),
-    "Withdrawn": ("amount",),
-    # Disputes
-    "AttestationChallenged": ("disputeId", "runId", "round", "solver", "slot", "challenger"),
-    "ClaimChallenged": ("disputeId", "runId", "round", "claimNonce", "claimer", "challenger"),
-    "JuryDrawn": ("disputeId", "jurySize"),
-    "VerdictSubmitted": ("disputeId", "challengerWins", "signerCount"),
-    "DisputeExecuted": (
-        "disputeId",
-        "challengerWins",
-        "winner",
-        "total",
-        "toWinner",
-        "bondReturned",
-        "rewardPerJuror",
-        "signerCount",
-        "toPool",
-    ),
-    "DisputeExpired": ("disputeId", "bondReturned"),
-    "JurorRewardClaimed": ("disputeId", "juror", "seat", "reward", "shares"),
-    # StakeManager
-    "StakeDeposited": ("account", "role", "amount", "bonded"),
-    "UnbondingRequested": ("account", "role", "amount", "unbonding"),
-    "StakeWithdrawn": ("account", "role", "amount"),
-    "StakeSlashed": ("account", "role", "faultKey", "requested", "taken", "bondedAfter", "unbondingAfter"),
-    # ModelShares
-    "PoolFunded": ("runId", "from", "amount"),
-    "PoolReleased": ("runId", "round", "amount"),
-    "RevenuePaid": ("runId", "payer", "amount"),
-    "SharesMinted": ("runId", "round", "to", "kind", "amount", "mintedInRound"),
-    # RunShares (the run's share token)
-    "Transfer": ("from", "to", "value"),
-    "RevenueWithdrawn": ("holder", "amount"),
-    "UnownedRevenueSwept": ("to", "amount"),
-}
-
-
-# Enum values as the contracts number them.
-ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned")
-CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
-SHARE_KINDS = ("solver", "verifier", "juror")
-ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}
-FINISHED_RUN_ROUND = 2**64 - 1  # PoolReleased's round for slash proceeds reaching a finished run
-
-
-class HistoryError(GradledgerError):
-    """The events do not describe the requested run (or contradict the contracts' rules)."""
-
-
-class EventLike(Protocol):
-    contract: str
-    name: str
-    args: Mapping[str, Any]
-    block_number: int
-    log_index: int
-
-
-@dataclass(frozen=True)
-class RawEvent:
-    """A decoded event (what `protocol.adapters.chain.ChainEvent` carries); tests build these by hand."""
-
-    contract: str
-    name: str
-    args: Mapping[str, Any]
-    block_number: int
-    log_index: int = 0
-    transaction_hash: str = ""
-
-
-def share_token_contract(run_id: int) -> str:
-    """The contract name a run's share token is registered under (its events carry no runId)."""
-    return f"RunShares#{run_id}"
-
-
-def find_missing_event_fields(abi_events: Mapping[str, Iterable[str]]) -> list[str]:
-    """What this module reads that the deployed ABIs lack: ["Committed.tokens", "RunCreated", ...].
-
-    `abi_events` maps each event name of the manifest's ABIs to its input names, with the components
-    of a struct input as "input.component" (e.g. "config.innerSteps").
-    """
-    missing = []
-    for name, fields in EVENT_FIELDS.items():
-        if name not in abi_events:
-            missing.append(name)
-            continue
-        have = set(abi_events[name])
-        missing.extend(f"{name}.{f}" for f in fields if f not in have)
-    return missing
-
-
-# ---------------------------------------------------------------------------------------------
-# The typed history.
-
-AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned"]
-DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
-ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
-ShareKind = Literal["solver", "verifier", "juror"]
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The run's `RunConfig` as created on-chain (hashes as 0x-hex, amounts in wei, windows in s)."""
-
-    config_hash: str
-    dataset_root: str
-    theta0_hash: str
-    inner_steps: int
-    steps_per_segment: int
-    samples_per_commitment: int
-    verifiers_per_commitment: int
-    jury_size: int
-    commit_window: int
-    attest_window: int
-    challenge_window: int
-    dispute_timeout: int
-    solver_min_stake: int
-    verifier_min_stake: int
-    attestation_bond: int
-    challenge_bond: int
-    solver_share_bps: int
-    verifier_share_bps: int
-    juror_share_bps: int
-    shares_per_round: int
-    revenue_release_period: int
-    max_rounds: int
-
-    @property
-    def solver_bucket(self) -> int:
-        """Solver shares of one round (RunConfig split, floored as Solidity does)."""
-        return self.shares_per_round * self.solver_share_bps // BPS_DENOMINATOR
-
-    @property
-    def verifier_bucket(self) -> int:
-        return self.shares_per_round * self.verifier_share_bps // BPS_DENOMINATOR
-
-    @property
-    def juror_bucket(self) -> int:
-        return self.shares_per_round * self.juror_share_bps // BPS_DENOMINATOR
-
-
-@dataclass(frozen=True)
-class Commitment:
-    round: int
-    solver: str
-    root: str
-    delta_hash: str
-    tokens: int
-    num_segments: int
-    block: int
-    time: int | None
-
-
-@dataclass(frozen=True)
-class Seed:
-    seed_base: str
-    block_number: int
-    verifier_count: int
-    block: int
-    time: int | None
-
-
-@dataclass(frozen=True)
-class Attestation:
-    """One verifier seat's attestation and how it ended (state as the contracts name it)."""
-
-    round: int
-    solver: str
-    slot: int
-    verifier: str
-    is_fail: bool
-    sample_index: int | None
-    segment_index: int | None
-    block: int
-    time: int | None
-    state: AttestationStateName
-    ended_block: int | None = None
-    bond_returned: int = 0
-    bond_forfeited: int = 0
-
-    @property
-    def standing(self) -> bool:
-        """Counts for the commitment and the round's checks (every state but overturned)."""
-        return self.state != "overturned"
-
-    @property
-    def kind(self) -> str:
-        return "fail" if self.is_fail else "pass"
-
-
-@dataclass(frozen=True)
-class JurorReward:
-    juror: str
-    seat: int
-    reward: int
-    shares: int
-    block: int
-
-
-@dataclass(frozen=True)
-class Dispute:
-    """A challenge (of an attestation or a θ claim), its jury, verdict and payout."""
-
-    dispute_id: str
-    kind: Literal["attestation", "claim"]
-    round: int
-    challenger: str
-    opened_block: int
-    opened_time: int | None
-    status: DisputeStatus
-    solver: str | None = None
-    slot: int | None = None
-    claim_nonce: int | None = None
-    claimer: str | None = None
-    jury_size: int | None = None
-    challenger_wins: bool | None = None
-    signer_count: int = 0
-    winner: str | None = None
-    total: int = 0
-    to_winner: int = 0
-    bond_returned: int = 0
-    reward_per_juror: int = 0
-    to_pool: int = 0
-    ended_block: int | None = None
-    juror_rewards: tuple[JurorReward, ...] = ()
-
-
-@dataclass(frozen=True)
-class ThetaClaim:
-    round: int
-    nonce: int
-    claimer: str
-    theta_hash: str
-    bond: int
-    block: int
-    time: int | None
-    status: ClaimStatusName
-    bond_withdrawn: bool = False
-
-
-@dataclass(frozen=True)
-class Round:
-    index: int
-    start_time: int
-    start_block: int
-    theta_hash: str
-    commitments: tuple[Commitment, ...] = ()
-    seed: Seed | None = None
-    attestations: tuple[Attestation, ...] = ()
-    disputes: tuple[Dispute, ...] = ()
-    claims: tuple[ThetaClaim, ...] = ()
-    settled: bool = False
-    next_theta_hash: str | None = None
-    settled_block: int | None = None
-    settled_time: int | None = None
-    claimer: str | None = None
-    pool_released: int = 0
-
-    def commitment_of(self, solver: str) -> Commitment | None:
-        return next((c for c in self.commitments if c.solver == solver), None)
-
-    def attestations_of(self, solver: str) -> tuple[Attestation, ...]:
-        return tuple(a for a in self.attestations if a.solver == solver)
-
-    def is_accepted(self, solver: str) -> bool:
-        """Verification's rule: at least one standing pass and no standing fault (an overturned pass
-        is a proven fault; an overturned fail stops counting)."""
-        attestations = self.attestations_of(solver)
-        passes = sum(1 for a in attestations if not a.is_fail and a.standing)
-        faults = sum(1 for a in attestations if a.is_fail and a.standing)
-        faults += sum(1 for a in attestations if not a.is_fail and not a.standing)
-        return passes > 0 and faults == 0
-
-    @property
-    def accepted(self) -> tuple[str, ...]:
-        """Solvers whose commitment is accepted, sorted by address bytes (the outer step's order)."""
-        solvers = [c.solver for c in self.commitments if self.is_accepted(c.solver)]
-        return tuple(sorted(solvers, key=to_canonical_address))
-
-    @property
-    def accepted_tokens(self) -> int:
-        return sum(c.tokens for c in self.commitments if self.is_accepted(c.solver))
-
-    @property
-    def standing_checks(self) -> int:
-        """Verification's `totalChecks`: attestations of the round that were not overturned."""
-        return sum(1 for a in self.attestations if a.standing)
-
-    @property
-    def juror_votes(self) -> int:
-        """Disputes' `jurorVotes`: signatures of the round's executed verdicts."""
-        return sum(d.signer_count for d in self.disputes if d.status == "executed")
-
-
-@dataclass(frozen=True)
-class ShareClaim:
-    """A contribution's shares as the contract that minted them reported them."""
-
-    round: int
-    kind: ShareKind
-    holder: str
-    amount: int
-    contribution: str
-    block: int
-    transaction_hash: str
-    solver: str | None = None
-    slot: int | None = None
-    dispute_id: str | None = None
-    seat: int | None = None
-
-
-@dataclass(frozen=True)
-class ShareMint:
-    """ModelShares' `SharesMinted` record of one mint."""
-
-    round: int
-    kind: ShareKind
-    holder: str
-    amount: int
-    minted_in_round: int
-    block: int
-    time: int | None
-    transaction_hash: str
-
-
-@dataclass(frozen=True)
-class StakePoint:
-    """A participant's stake in one role right after a stake event."""
-
-    account: str
-    role: str
-    block: int
-    time: int | None
-    bonded: int
-    unbonding: int
-    change: Literal["deposit", "unbond", "withdraw", "slash"]
-    amount: int
-
-
-@dataclass(frozen=True)
-class Slash:
-    account: str
-    role: str
-    amount: int
-    requested: int
-    fault: Literal["solver fault", "wrong attestation"]
-    round: int
-    solver: str
-    slot: int | None
-    fault_key: str
-    block: int
-    time: int | None
-    transaction_hash: str
-
-
-@dataclass(frozen=True)
-class RevenueFlow:
-    kind: Literal["reward pool", "pool funded", "pool released", "revenue paid", "revenue withdrawn", "unowned swept"]
-    amount: int
-    account: str | None
-    round: int | None
-    block: int
-    time: int | None
-
-
-@dataclass(frozen=True)
-class Participant:
-    address: str
-    label: str
-    roles: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RunHistory:
-    run_id: int
-    creator: str
-    share_token: str
-    reward_pool: int
-    settings: RunSettings
-    created_block: int
-    created_time: int | None
-    rounds: tuple[Round, ...]
-    finished: bool
-    share_claims: tuple[ShareClaim, ...]
-    mints: tuple[ShareMint, ...]
-    share_balances: tuple[tuple[str, int], ...]
-    total_supply: int
-    stakes: tuple[StakePoint, ...]
-    slashes: tuple[Slash, ...]
-    revenue: tuple[RevenueFlow, ...]
-    participants: tuple[Participant, ...]
-    last_block: int
-
-    @property
-    def settled_rounds(self) -> tuple[Round, ...]:
-        return tuple(r for r in self.rounds if r.settled)
-
-    @property
-    def current_round(self) -> int:
-        """The round open now (== max_rounds once finished)."""
-        return len(self.settled_rounds)
-
-    def label_of(self, address: str | None) -> str:
-        if not address:
-            return ""
-        found = next((p.label for p in self.participants if p.address == address), None)
-        return found or address[:10]
-
-    def role_of(self, address: str) -> str:
-        found = next((p for p in self.participants if p.address == address), None)
-        return found.roles[0] if found and found.roles else "account"
-
-    @property
-    def balances(self) -> dict[str, int]:
-        return dict(self.share_balances)
-
-    def revenue_total(self, kind: str) -> int:
-        return sum(f.amount for f in self.revenue if f.kind == kind)
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One line of `gradledger audit` without --run."""
-
-    run_id: int
-    creator: str
-    created_block: int
-    max_rounds: int
-    rounds_settled: int
-    finished: bool
-
+from typing import Any
+
+from eth_utils import to_checksum_address
+
+from protocol.hashing import hash_to_hex, to_hash32
+from protocol.run_events import (
+    ATTESTATION_STATES,
+    CLAIM_STATUSES,
+    FINISHED_RUN_ROUND,
+    ROLE_NAMES,
+    RUN_CONFIG_FIELDS,
+    SHARE_KINDS,
+    EventLike,
+    HistoryError,
+    compute_attestation_fault_key,
+    compute_solver_fault_key,
+    share_token_contract,
+)
+from protocol.run_records import (
+    Attestation,
+    Commitment,
+    Dispute,
+    JurorReward,
+    Participant,
+    RevenueFlow,
+    Round,
+    RunHistory,
+    RunSettings,
+    RunSummary,
+    Seed,
+    ShareClaim,
+    ShareMint,
+    Slash,
+    StakePoint,
+    ThetaClaim,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Helpers.
@@ -547,23 +87,6 @@ def parse_run_settings(config: Any) -> RunSettings:
         value = _get(config, solidity, index)
         values[attribute] = _hex(value) if attribute.endswith(("_hash", "_root")) else int(value)
     return RunSettings(**values)
-
-
-def compute_solver_fault_key(run_id: int, round_index: int, solver: str) -> str:
-    """keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)), as Verification and Disputes compute it."""
-    encoded = abi_encode(
-        ["bytes32", "uint256", "uint64", "address"], [FAULT_SOLVER, run_id, round_index, to_canonical_address(solver)]
-    )
-    return hash_to_hex(keccak256(encoded))
-
-
-def compute_attestation_fault_key(run_id: int, round_index: int, solver: str, slot: int) -> str:
-    """keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)), as Disputes computes it."""
-    encoded = abi_encode(
-        ["bytes32", "uint256", "uint64", "address", "uint8"],
-        [FAULT_ATTESTATION, run_id, round_index, to_canonical_address(solver), slot],
-    )
-    return hash_to_hex(keccak256(encoded))
 
 
 def list_runs(events: Iterable[EventLike]) -> tuple[RunSummary, ...]:

@@ -16,12 +16,10 @@ from gradledger.context import (
     ManifestOption,
     PeerOption,
     RpcOption,
+    connect_protocol,
     eth_to_wei,
-    resolve_account,
-    resolve_home,
-    resolve_manifest,
+    resolve_node,
     resolve_peers,
-    resolve_rpc_url,
 )
 from gradledger.logs import configure_logging
 
@@ -40,14 +38,10 @@ def stake(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Deposit solver stake (and join a run). Exit 0 only when both succeeded."""
-    from protocol.adapters.chain import ChainClient
-    from protocol.adapters.contracts import ROLE_SOLVER, ProtocolClient
+    from protocol.adapters.contracts import ROLE_SOLVER
 
     configure_logging()
-    root = resolve_home(home)
-    deployment = resolve_manifest(root, manifest)
-    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
-    account = resolve_account(keystore, devnet_account, client.chain.chain_id)
+    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     wei = eth_to_wei(amount)
     if wei:
         client.deposit_stake(account, ROLE_SOLVER, wei)
@@ -85,16 +79,16 @@ def run_node(
     from solver.node import SolverNode, SolverSettings
 
     configure_logging()
-    root = resolve_home(home)
-    deployment = resolve_manifest(root, manifest)
-    url = resolve_rpc_url(root, rpc_url, deployment)
-    account = resolve_account(keystore, devnet_account, deployment.chain_id)
+    target = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
+    account = target.account
     dishonest = parse_solver_adversary(adversary, behaviour)
-    settings = SolverSettings(run, root, coordinator, resolve_peers(root, peer), host, port, threads, dishonest)
+    settings = SolverSettings(
+        run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads, dishonest
+    )
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
     node = SolverNode(
-        settings, account, url, deployment,
+        settings, account, target.rpc_url, target.deployment,
         on_progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
     )  # fmt: skip
     served = node.start_server()

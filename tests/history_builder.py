@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from protocol.history import RawEvent, compute_attestation_fault_key, compute_solver_fault_key, share_token_contract
+from protocol.run_events import RawEvent, compute_attestation_fault_key, compute_solver_fault_key, share_token_contract
 
 ETH = 10**18
 SOLVER_A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

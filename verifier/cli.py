@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
-import threading
 from pathlib import Path
 
 import typer
@@ -16,12 +14,11 @@ from gradledger.context import (
     ManifestOption,
     PeerOption,
     RpcOption,
+    connect_protocol,
     eth_to_wei,
-    resolve_account,
-    resolve_home,
-    resolve_manifest,
+    resolve_node,
     resolve_peers,
-    resolve_rpc_url,
+    wait_until_stopped,
 )
 from gradledger.logs import configure_logging
 
@@ -40,14 +37,11 @@ def stake(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Deposit verifier stake and register for a run's verifier list."""
-    from protocol.adapters.chain import ChainClient, ContractRevertError
-    from protocol.adapters.contracts import ROLE_VERIFIER, ProtocolClient
+    from protocol.adapters.chain import ContractRevertError
+    from protocol.adapters.contracts import ROLE_VERIFIER
 
     configure_logging()
-    root = resolve_home(home)
-    deployment = resolve_manifest(root, manifest)
-    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
-    account = resolve_account(keystore, devnet_account, client.chain.chain_id)
+    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     wei = eth_to_wei(amount)
     if wei:
         client.deposit_stake(account, ROLE_VERIFIER, wei)
@@ -98,21 +92,14 @@ def serve(
         ) from None
 
     configure_logging()
-    root = resolve_home(home)
-    deployment = resolve_manifest(root, manifest)
-    url = resolve_rpc_url(root, rpc_url, deployment)
-    account = resolve_account(keystore, devnet_account, deployment.chain_id)
+    node = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
     worker = VerifierWorker(
-        run, root, account, url, deployment, resolve_peers(root, peer), VerifierMetrics(), threads,
-        jury=jury, juror_only=juror_only, adversary=dishonest,
+        run, node.home, node.account, node.rpc_url, node.deployment, resolve_peers(node.home, peer),
+        VerifierMetrics(), threads, jury=jury, juror_only=juror_only, adversary=dishonest,
     )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
-    typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    while not stop.is_set() and (thread.is_alive() or not exit_when_done):
-        stop.wait(0.5)
+    typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": node.account.address}), err=True)
+    wait_until_stopped(thread, exit_when_done)
     worker.stop.set()
     thread.join(timeout=30)
     handle.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import threading
 from pathlib import Path
 
@@ -16,11 +15,9 @@ from gradledger.context import (
     ManifestOption,
     PeerOption,
     RpcOption,
-    resolve_account,
-    resolve_home,
-    resolve_manifest,
+    resolve_node,
     resolve_peers,
-    resolve_rpc_url,
+    wait_until_stopped,
 )
 from gradledger.logs import configure_logging
 
@@ -49,11 +46,11 @@ def watch(
     from whistleblower.watcher import Whistleblower
 
     configure_logging()
-    root = resolve_home(home)
-    deployment = resolve_manifest(root, manifest)
-    url = resolve_rpc_url(root, rpc_url, deployment)
-    account = resolve_account(keystore, devnet_account, deployment.chain_id)
-    watcher = Whistleblower(run, root, account, url, deployment, resolve_peers(root, peer), fraction, threads)
+    node = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
+    account = node.account
+    watcher = Whistleblower(
+        run, node.home, account, node.rpc_url, node.deployment, resolve_peers(node.home, peer), fraction, threads
+    )
     thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
 
     def health() -> dict:
@@ -72,11 +69,7 @@ def watch(
     handle = serve_in_thread(app_, host, port)
     thread.start()
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    while not stop.is_set() and (thread.is_alive() or not exit_when_done):
-        stop.wait(0.5)
+    wait_until_stopped(thread, exit_when_done)
     watcher.stop.set()
     thread.join(timeout=30)
     handle.stop()

@@ -460,6 +460,6 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
 
 def test_deployed_abis_carry_every_event_field_the_audit_reads(deployment):
     from auditor.audit import _abi_events
-    from protocol.history import find_missing_event_fields
+    from protocol.run_events import find_missing_event_fields
 
     assert find_missing_event_fields(_abi_events(load_manifest(deployment.manifest_path))) == []

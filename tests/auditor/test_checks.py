@@ -118,7 +118,7 @@ def test_slashes_fail_on_a_missing_or_unexplained_slash():
     assert not result.passed and "fail attestation finalized, but no slash" in result.detail
 
     ev = honest_two_rounds()
-    from protocol.history import compute_solver_fault_key
+    from protocol.run_events import compute_solver_fault_key
 
     ev.step()
     ev.slash(SOLVER_B, 1, compute_solver_fault_key(1, 1, SOLVER_B))

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.history import (
+from protocol.history import fold_run_history, get_round_phase, list_runs
+from protocol.run_events import (
     EVENT_FIELDS,
     HistoryError,
     RawEvent,
     compute_solver_fault_key,
     find_missing_event_fields,
-    fold_run_history,
-    get_round_phase,
-    list_runs,
     share_token_contract,
 )
 from tests.history_builder import (
