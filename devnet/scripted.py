@@ -26,7 +26,7 @@ from eth_account.signers.local import LocalAccount
 from devnet.runs import ETH, RunRules, create_run
 from protocol.adapters.artifacts import LocalArtifactStore, put_state
 from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
-from protocol.adapters.http import PeerSet, ServerHandle, make_node_app, serve_in_thread
+from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import get_global_state
@@ -223,7 +223,7 @@ def start_scripted_run(
     peers = tuple(server.url for server in servers)
     (home / "peers.txt").write_text("\n".join(peers) + "\n")
     for node in nodes.values():
-        node.peers = PeerSet(peers)
+        node.peers.add(peers)
         node.load()
         node.ensure_joined()
     workers = {}

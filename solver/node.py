@@ -21,23 +21,20 @@ from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
 from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError, BackgroundStateWriter, LocalArtifactStore, put_state
-from protocol.adapters.chain import ChainClient, ChainError, ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus, Commitment, ProtocolClient
-from protocol.adapters.http import PeerSet, make_node_app
+from protocol.adapters.artifacts import ArtifactError, BackgroundStateWriter, put_state
+from protocol.adapters.chain import ChainError, ContractRevertError
+from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus, Commitment
+from protocol.adapters.http import make_node_app
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.nodestate import NodeState
 from protocol.adapters.runs import (
     RunContext,
-    RunNotFoundError,
     compute_next_theta,
     get_global_state,
-    load_run_context,
-    wait_for_run,
+    load_run_when_created,
+    open_node_adapters,
 )
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.hashing import hash_to_hex, to_hash32
-from protocol.profile import apply_execution_profile
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import compute_pseudo_gradient, get_params, train_round
@@ -74,12 +71,11 @@ class SolverNode:
         self.settings = settings
         self.account = account
         self.address = account.address
-        self.chain = ChainClient(rpc_url, manifest)
-        self.protocol = ProtocolClient(self.chain)
         node_dir = settings.home / "solvers" / self.address.lower()
-        self.store = LocalArtifactStore(node_dir / "artifacts")
-        self.state = NodeState(node_dir / "state.sqlite")
-        self.peers = PeerSet(settings.peers)
+        self.io = open_node_adapters(node_dir, rpc_url, manifest, settings.peers)
+        self.chain, self.protocol, self.store, self.state, self.peers = (
+            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
+        )  # fmt: skip
         self.on_progress = on_progress
         self.ctx: RunContext | None = None
         self.server = None
@@ -118,10 +114,7 @@ class SolverNode:
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
         if self.ctx is None:
-            if not wait_for_run(self.protocol, self.settings.run_id, self._stop):
-                raise RunNotFoundError(f"stopped before run {self.settings.run_id} was created")
-            self.ctx = load_run_context(self.protocol, self.store, self.peers, self.settings.run_id)
-            apply_execution_profile(self.ctx.config.profile, self.settings.threads)
+            self.ctx = load_run_when_created(self.io, self.settings.run_id, self._stop, self.settings.threads)
         return self.ctx
 
     def ensure_joined(self) -> None:

@@ -25,17 +25,15 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 
 from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError, LocalArtifactStore
-from protocol.adapters.chain import ChainClient, ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData, ProtocolClient
-from protocol.adapters.http import PeerError, PeerSet
+from protocol.adapters.artifacts import ArtifactError
+from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData
+from protocol.adapters.http import PeerError
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context, wait_for_run
+from protocol.adapters.runs import RunContext, load_run_when_created, open_node_adapters
 from protocol.commitment import CommitmentDoc, CommitmentDocError
 from protocol.errors import GradledgerError
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.profile import apply_execution_profile
 from verifier.checks import CommitmentChecker
 from verifier.decide import AttestationDecision, get_verifier_phase
 from verifier.jury import JuryDuty
@@ -88,12 +86,10 @@ class VerifierWorker:
         self.threads = threads
         self.account = account
         self.address = account.address
-        self.chain = ChainClient(rpc_url, manifest)
-        self.protocol = ProtocolClient(self.chain)
-        node_dir = home / "verifiers" / self.address.lower()
-        self.store = LocalArtifactStore(node_dir / "artifacts")
-        self.state = NodeState(node_dir / "state.sqlite")
-        self.peers = PeerSet(peers)
+        self.io = open_node_adapters(home / "verifiers" / self.address.lower(), rpc_url, manifest, peers)
+        self.chain, self.protocol, self.store, self.state, self.peers = (
+            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
+        )  # fmt: skip
         self.metrics = metrics
         self.ctx: RunContext | None = None
         self.checker: CommitmentChecker | None = None
@@ -109,10 +105,7 @@ class VerifierWorker:
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
         if self.ctx is None:
-            if not wait_for_run(self.protocol, self.run_id, self.stop):
-                raise RunNotFoundError(f"stopped before run {self.run_id} was created")
-            self.ctx = load_run_context(self.protocol, self.store, self.peers, self.run_id)
-            apply_execution_profile(self.ctx.config.profile, self.threads)
+            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
         return self.ctx
 
     def get_checker(self) -> CommitmentChecker:

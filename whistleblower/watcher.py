@@ -29,30 +29,25 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 
 from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError, LocalArtifactStore
-from protocol.adapters.chain import ChainClient, ContractRevertError
+from protocol.adapters.artifacts import ArtifactError
+from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import (
     AttestationRef,
     ClaimStatus,
     DisputeStatus,
     LeafData,
-    ProtocolClient,
 )
-from protocol.adapters.http import PeerSet
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.nodestate import NodeState
 from protocol.adapters.runs import (
     RunContext,
-    RunNotFoundError,
     compute_next_theta,
-    load_run_context,
-    wait_for_run,
+    load_run_when_created,
+    open_node_adapters,
 )
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.profile import apply_execution_profile
 from verifier.checks import CommitmentChecker
 from verifier.disputes import JurorRegistryReader, advance_dispute, is_closed
 from whistleblower.decide import (
@@ -87,12 +82,10 @@ class Whistleblower:
         self.threads = threads
         self.account = account
         self.address = account.address
-        self.chain = ChainClient(rpc_url, manifest)
-        self.protocol = ProtocolClient(self.chain)
-        node_dir = home / "whistleblowers" / self.address.lower()
-        self.store = LocalArtifactStore(node_dir / "artifacts")
-        self.state = NodeState(node_dir / "state.sqlite")
-        self.peers = PeerSet(peers)
+        self.io = open_node_adapters(home / "whistleblowers" / self.address.lower(), rpc_url, manifest, peers)
+        self.chain, self.protocol, self.store, self.state, self.peers = (
+            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
+        )  # fmt: skip
         self.registry = JurorRegistryReader(self.chain)
         self.ctx: RunContext | None = None
         self.checker: CommitmentChecker | None = None
@@ -103,10 +96,7 @@ class Whistleblower:
 
     def load(self) -> RunContext:
         if self.ctx is None:
-            if not wait_for_run(self.protocol, self.run_id, self.stop):
-                raise RunNotFoundError(f"stopped before run {self.run_id} was created")
-            self.ctx = load_run_context(self.protocol, self.store, self.peers, self.run_id)
-            apply_execution_profile(self.ctx.config.profile, self.threads)
+            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
             self.checker = CommitmentChecker(self.ctx, self.store, self.peers, self.protocol)
         return self.ctx
 

@@ -80,6 +80,12 @@ class PeerSet:
         self.client = httpx.Client(timeout=timeout_s)
         self._by_address: dict[str, str] = {}
 
+    def add(self, urls: Sequence[str]) -> None:
+        """Learn peers that started after this node (kept in order, no duplicates)."""
+        for url in urls:
+            if url.rstrip("/") not in self.urls:
+                self.urls.append(url.rstrip("/"))
+
     def url_of(self, address: str) -> str | None:
         """The URL of the peer with this chain address (identities are fetched lazily)."""
         key = address.lower()

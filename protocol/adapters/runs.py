@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
-from protocol.adapters.artifacts import ArtifactStore, put_state
+from protocol.adapters.artifacts import ArtifactStore, LocalArtifactStore, put_state
+from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient, RunTerms
 from protocol.adapters.http import PeerSet
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.nodestate import NodeState
 from protocol.config import RunConfig, compute_config_hash, encode_config, parse_run_config
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset, decode_manifest, encode_manifest
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
+from protocol.profile import apply_execution_profile
 from protocol.state import decode_state
 
 
@@ -95,6 +100,44 @@ def wait_for_run(protocol: ProtocolClient, run_id: int, stop: threading.Event, p
             return True
         stop.wait(poll_s)
     return False
+
+
+@dataclass(frozen=True)
+class NodeAdapters:
+    """The adapters one node process uses; every role opens them the same way.
+
+    <home>/<role dir>/<address>/ holds the node's artifact store and its SQLite state, so two roles
+    (or two accounts) on one machine never share a store or a state file.
+    """
+
+    chain: ChainClient
+    protocol: ProtocolClient
+    store: LocalArtifactStore
+    state: NodeState
+    peers: PeerSet
+
+
+def open_node_adapters(
+    node_dir: Path, rpc_url: str, manifest: DeploymentManifest, peers: tuple[str, ...]
+) -> NodeAdapters:
+    """Chain client, contracts, artifact store and node state of the node living in `node_dir`."""
+    chain = ChainClient(rpc_url, manifest)
+    return NodeAdapters(
+        chain,
+        ProtocolClient(chain),
+        LocalArtifactStore(node_dir / "artifacts"),
+        NodeState(node_dir / "state.sqlite"),
+        PeerSet(peers),
+    )
+
+
+def load_run_when_created(io: NodeAdapters, run_id: int, stop: threading.Event, threads: int) -> RunContext:
+    """Wait for the run to exist, load its context and pin this process to the run's execution profile."""
+    if not wait_for_run(io.protocol, run_id, stop):
+        raise RunNotFoundError(f"stopped before run {run_id} was created")
+    ctx = load_run_context(io.protocol, io.store, io.peers, run_id)
+    apply_execution_profile(ctx.config.profile, threads)
+    return ctx
 
 
 def load_run_context(protocol: ProtocolClient, store: ArtifactStore, peers: PeerSet | None, run_id: int) -> RunContext:
