@@ -66,9 +66,9 @@ def node_round(config, dataset, theta, store) -> tuple[float, CommitmentDoc]:
     start = time.perf_counter()
     with BackgroundStateWriter(store) as writer:  # exactly what the solver node does
         records, end = train_round(config, dataset, theta, 0, SOLVER.address, save_checkpoint=writer.save)
-    for record in records:
-        store.put(encode_sketch(record.sketch))
-    delta_hash = put_state(store, compute_pseudo_gradient(theta, end))
+        for record in records:
+            store.put(encode_sketch(record.sketch))
+        delta_hash = put_state(store, compute_pseudo_gradient(theta, end))
     doc = CommitmentDoc(
         1,
         0,

@@ -222,9 +222,10 @@ class SolverNode:
                 records, end = train_round(
                     ctx.config, ctx.dataset, theta, r, self.address, save_checkpoint=writer.save, on_step=on_step
                 )
-        for record in records:
-            self.store.put(encode_sketch(record.sketch))
-        delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
+            # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
+            for record in records:
+                self.store.put(encode_sketch(record.sketch))
+            delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
         doc = CommitmentDoc(
             ctx.run_id,
             r,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -66,11 +66,15 @@ class LocalArtifactStore:
     def put(self, data: bytes) -> Hash32:
         return self.put_stream([data])
 
-    def put_stream(self, chunks: Iterable[bytes | memoryview]) -> Hash32:
+    def put_stream(
+        self, chunks: Iterable[bytes | memoryview], on_hash: Callable[[Hash32], None] | None = None
+    ) -> Hash32:
         """Write chunks to a temp file while hashing them, then rename it to its hash.
 
         One pass over the bytes (a multi-megabyte checkpoint is never assembled in memory);
-        fsync before the rename, so a name always holds complete bytes.
+        fsync before the rename, so a name always holds complete bytes. `on_hash` hears the
+        hash as soon as the last byte is hashed, before the fsync: the hash is final then, only
+        durability is pending (and this call returns once it is there).
         """
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
@@ -80,9 +84,11 @@ class LocalArtifactStore:
                 for chunk in chunks:
                     hasher.update(chunk)
                     handle.write(chunk)
+                digest = Hash32(hasher.digest())
+                if on_hash is not None:
+                    on_hash(digest)
                 handle.flush()
                 os.fsync(handle.fileno())
-            digest = Hash32(hasher.digest())
             path = self._path(digest)
             if path.exists():
                 Path(tmp).unlink()
@@ -124,23 +130,46 @@ def put_state(store: ArtifactStore, state: Mapping[str, torch.Tensor]) -> Hash32
 class BackgroundStateWriter:
     """Store states from a writer thread, so hashing and disk writes overlap training.
 
-    `save(index, state)` returns a future of the state hash; the caller must not mutate `state`
-    afterwards (training hands over fresh copies). One worker keeps writes in order. Use as a
-    context manager: leaving it waits for every write.
+    `save(index, state)` returns a future of the state hash, resolved as soon as the state is
+    hashed (before its fsync), so the caller can go on (build leaves, store Δ) while the last
+    checkpoint reaches the disk. The caller must not mutate `state` afterwards (training hands
+    over fresh copies). One worker keeps writes in order. Use as a context manager: leaving it
+    waits for every write to be durable and raises the first write error.
+    # INVARIANT: nothing is committed on-chain before this context is left (every checkpoint a
+    # commitment names is on disk, fsynced, under its hash).
     """
 
     def __init__(self, store: ArtifactStore) -> None:
         self.store = store
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
+        self.writes: list[Future[Hash32]] = []
 
     def save(self, _index: int, state: Mapping[str, torch.Tensor]) -> Future[Hash32]:
-        return self.pool.submit(put_state, self.store, state)
+        hashed: Future[Hash32] = Future()
+
+        def write() -> Hash32:
+            try:
+                if isinstance(self.store, LocalArtifactStore):
+                    digest = self.store.put_stream(iter_state_chunks(state), on_hash=hashed.set_result)
+                else:
+                    digest = put_state(self.store, state)
+                    hashed.set_result(digest)
+            except BaseException as exc:
+                if not hashed.done():
+                    hashed.set_exception(exc)
+                raise
+            return digest
+
+        self.writes.append(self.pool.submit(write))
+        return hashed
 
     def __enter__(self) -> BackgroundStateWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.pool.shutdown(wait=True)
+        for write in self.writes:
+            write.result()  # a failed write (disk full, ...) surfaces here, before any commit
 
 
 def get_state(store: ArtifactStore, digest: bytes) -> dict[str, torch.Tensor]:

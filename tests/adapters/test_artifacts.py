@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from protocol.adapters.artifacts import (
     ArtifactCorruptError,
     ArtifactNotFoundError,
+    BackgroundStateWriter,
     LocalArtifactStore,
     fetch_artifact,
     fetch_into_store,
@@ -39,6 +40,31 @@ def test_states_are_stored_under_their_state_hash(tmp_path):
     digest = put_state(store, state)
     assert digest == compute_state_hash(state)
     assert torch.equal(get_state(store, digest)["w"], state["w"])
+
+
+def test_background_writer_hashes_early_and_is_durable_on_exit(tmp_path):
+    store = LocalArtifactStore(tmp_path)
+    states = [{"w": torch.full((64, 64), float(i))} for i in range(3)]
+    with BackgroundStateWriter(store) as writer:
+        futures = [writer.save(i, state) for i, state in enumerate(states)]
+        hashes = [f.result() for f in futures]
+    assert hashes == [compute_state_hash(state) for state in states]
+    for digest, state in zip(hashes, states, strict=True):
+        assert torch.equal(get_state(store, digest)["w"], state["w"])
+    assert not list(tmp_path.rglob(".tmp-*")), "no temp files left behind"
+
+
+def test_background_writer_failure_surfaces_on_exit(tmp_path):
+    store = LocalArtifactStore(tmp_path / "store")
+    if store.root.exists():
+        store.root.rmdir()
+    store.root.write_text("a file where the store's directory should be")  # every write now fails
+    writer = BackgroundStateWriter(store)
+    future = writer.save(0, {"w": torch.ones(3)})
+    with pytest.raises(OSError):
+        future.result()
+    with pytest.raises(OSError):
+        writer.__exit__(None, None, None)
 
 
 def test_tampered_file_is_detected_on_read(tmp_path):
