@@ -132,8 +132,11 @@ class EventLike(Protocol):
 
 
 @dataclass(frozen=True)
-class RawEvent:
-    """A decoded event (what `protocol.adapters.chain.ChainEvent` carries); tests build these by hand."""
+class ChainEvent:
+    """A decoded event of a deployment's contract and where it happened.
+
+    The chain adapter (protocol/adapters/chain.py) decodes logs into these; tests build them by hand.
+    """
 
     contract: str
     name: str

@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from protocol.run_events import RawEvent, compute_attestation_fault_key, compute_solver_fault_key, share_token_contract
+from protocol.run_events import (
+    ChainEvent,
+    compute_attestation_fault_key,
+    compute_solver_fault_key,
+    share_token_contract,
+)
 
 ETH = 10**18
 SOLVER_A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -62,7 +67,7 @@ class RunEvents:
     def __init__(self, run_id: int = 1, **config: Any) -> None:
         self.run_id = run_id
         self.config = {**CONFIG, **config}
-        self.events: list[RawEvent] = []
+        self.events: list[ChainEvent] = []
         self.block = 10
         self.minted: dict[int, int] = {}
         self.stakes: dict[tuple[str, int], int] = {}
@@ -71,12 +76,12 @@ class RunEvents:
     def timestamps(self) -> dict[int, int]:
         return {e.block_number: time_of(e.block_number) for e in self.events}
 
-    def emit(self, contract: str, name: str, **args: Any) -> RawEvent:
-        event = RawEvent(contract, name, args, self.block, len(self.events), f"0x{self.block:064x}")
+    def emit(self, contract: str, name: str, **args: Any) -> ChainEvent:
+        event = ChainEvent(contract, name, args, self.block, len(self.events), f"0x{self.block:064x}")
         self.events.append(event)
         return event
 
-    def step(self) -> RawEvent | None:
+    def step(self) -> ChainEvent | None:
         self.block += 1
         return None
 
@@ -414,5 +419,5 @@ def honest_two_rounds(events: RunEvents | None = None, unclaimed: tuple[tuple[in
     return ev
 
 
-def with_args(event: RawEvent, **changes: Any) -> RawEvent:
+def with_args(event: ChainEvent, **changes: Any) -> ChainEvent:
     return replace(event, args={**event.args, **changes})

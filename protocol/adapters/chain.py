@@ -38,6 +38,7 @@ from web3.exceptions import (
 
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
+from protocol.run_events import ChainEvent
 
 T = TypeVar("T")
 
@@ -61,18 +62,6 @@ class ContractRevertError(ChainError):
         super().__init__(detail)
         self.error = error
         self.args_ = args
-
-
-@dataclass(frozen=True)
-class ChainEvent:
-    """A decoded event of a manifest contract, with where it happened."""
-
-    contract: str
-    name: str
-    args: dict[str, Any]
-    block_number: int
-    transaction_hash: str
-    log_index: int
 
 
 @dataclass(frozen=True)
@@ -383,9 +372,15 @@ class ChainClient:
                 contract_name, event = self._events[key]
                 decoded = event.process_log(log)
                 out.append(
-                    ChainEvent(contract_name, decoded["event"], dict(decoded["args"]), decoded["blockNumber"],
-                               decoded["transactionHash"].to_0x_hex(), decoded["logIndex"])
-                )  # fmt: skip
+                    ChainEvent(
+                        contract=contract_name,
+                        name=decoded["event"],
+                        args=dict(decoded["args"]),
+                        block_number=decoded["blockNumber"],
+                        transaction_hash=decoded["transactionHash"].to_0x_hex(),
+                        log_index=decoded["logIndex"],
+                    )
+                )
         return out
 
     def transfer(self, account: LocalAccount, to: str, value: int) -> TxResult:

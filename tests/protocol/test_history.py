@@ -7,8 +7,8 @@ import pytest
 from protocol.history import fold_run_history, get_round_phase, list_runs
 from protocol.run_events import (
     EVENT_FIELDS,
+    ChainEvent,
     HistoryError,
-    RawEvent,
     compute_solver_fault_key,
     find_missing_event_fields,
     share_token_contract,
@@ -237,7 +237,7 @@ def test_raw_event_accepts_tuple_config():
     ev = RunEvents()
     ev.create()
     created = ev.events[0]
-    as_tuple = RawEvent(
+    as_tuple = ChainEvent(
         created.contract,
         created.name,
         {**created.args, "config": tuple(ev.config.values())},
