@@ -10,7 +10,7 @@ read -> decide -> report, like every role:
 2. decide (`auditor/checks.py`, no I/O): fold the events into the run's history
    (`protocol.history`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
    slashes, public state and the ETH balance. Each check passes or fails with its evidence.
-3. report (`auditor/report.py`): terminal tables, JSON, self-contained HTML with plots.
+3. report (`auditor/report.py`: terminal tables, JSON; `auditor/html_report.py`: self-contained HTML with plots).
 
 Nothing is written until everything was read and checked; an RPC that drops mid-read raises a
 ChainUnavailableError (no report at all), never a half-written file.
