@@ -33,6 +33,7 @@ from protocol.training import (
     State,
     build_optimizer,
     compute_param_update,
+    compute_segment_sketch,
     get_checkpoint_state,
     get_segment_tokens,
     load_checkpoint_state,
@@ -100,7 +101,7 @@ def judge_exact(
         return failed
     if compute_state_hash(replayed_end) != leaf.end_hash:
         return ReplayVerdict(False, "exact", "replayed end state differs from the committed end hash")
-    sketch = compute_update_sketch(compute_param_update(start_checkpoint, replayed_end), config.get_sketch_spec())
+    sketch = compute_segment_sketch(start_checkpoint, replayed_end, config.get_sketch_spec())
     if compute_sketch_hash(sketch) != leaf.sketch_hash:
         return ReplayVerdict(False, "exact", "end state matches but the committed sketch hash is wrong")
     return ReplayVerdict(True, "exact", "bit-identical replay")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import nn
@@ -26,7 +27,7 @@ from protocol.errors import GradledgerError
 from protocol.hashing import Hash32
 from protocol.merkle import SegmentLeaf
 from protocol.model import build_model
-from protocol.sketch import UpdateSketch, compute_sketch_hash, compute_update_sketch
+from protocol.sketch import SketchSpec, UpdateSketch, compute_sketch_hash, compute_update_sketch
 from protocol.state import compute_state_hash
 
 PARAM = "param/"
@@ -228,14 +229,18 @@ def train_round(
     solver: str,
     save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
     on_step: Callable[[int], None] | None = None,
+    in_background: Callable[[Callable[[], UpdateSketch]], Future[UpdateSketch]] | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """Train one round from θ_r; return the segment records and the final checkpoint c_H.
 
     `save_checkpoint(i, c_i)` receives every checkpoint c_0 .. c_(H/k) as it is made and returns
     its state hash, or a future of it: a solver stores each checkpoint by content hash in a
     background writer (hashing and writing overlap the next segment's training), so each
-    checkpoint is hashed once. Without it the hash is computed here. `on_step(n)` reports
-    progress. The records are assembled once every hash is known.
+    checkpoint is hashed once. Without it the hash is computed here. `in_background(work)`
+    (a solver passes its writer's `submit`) runs segment sketches off the training thread too,
+    all but the last: that one is computed here while the writer hashes c_H. The sketch is a
+    pure function of two checkpoint copies, so where it runs cannot change it. `on_step(n)`
+    reports progress. The records are assembled once every hash and sketch is known.
     """
     save = save_checkpoint or (lambda _index, state: compute_state_hash(state))
     model = build_model(config.model, config.profile, config.seed_bytes)
@@ -245,16 +250,21 @@ def train_round(
     hashes = [save(0, checkpoint)]
     spec = config.get_sketch_spec()
     k = config.train.steps_per_segment
-    sketches, losses = [], []
+    pending: list[UpdateSketch | Future[UpdateSketch]] = []
+    losses = []
     for index in range(config.train.num_segments):
-        before = get_params(checkpoint)
+        before = checkpoint
         losses.append(run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k))
-        checkpoint = get_checkpoint_state(model, optimizer)
+        checkpoint = get_checkpoint_state(model, optimizer)  # INVARIANT: fresh copies, never mutated later
         hashes.append(save(index + 1, checkpoint))
-        sketches.append(compute_update_sketch(compute_param_update(before, checkpoint), spec))
+        if in_background and index + 1 < config.train.num_segments:
+            pending.append(in_background(partial(compute_segment_sketch, before, checkpoint, spec)))
+        else:
+            pending.append(compute_segment_sketch(before, checkpoint, spec))
         if on_step:
             on_step((index + 1) * k)
     resolved = [h.result() if isinstance(h, Future) else h for h in hashes]
+    sketches = [s.result() if isinstance(s, Future) else s for s in pending]
     records = [
         SegmentRecord(
             index=index,
@@ -283,6 +293,13 @@ def keep_checkpoints(into: dict[int, State]) -> Callable[[int, State], Hash32]:
 def compute_param_update(before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor]) -> State:
     """after - before over the parameters only (the update a segment sketch describes)."""
     return {k: after[k] - v for k, v in get_params(before).items()}
+
+
+def compute_segment_sketch(
+    start: Mapping[str, torch.Tensor], end: Mapping[str, torch.Tensor], spec: SketchSpec
+) -> UpdateSketch:
+    """The sketch a segment leaf commits to: of the parameter update from c_(i-1) to c_i."""
+    return compute_update_sketch(compute_param_update(start, end), spec)
 
 
 def compute_pseudo_gradient(

@@ -28,7 +28,7 @@ from protocol.data import TokenDataset
 from protocol.errors import GradledgerError
 from protocol.hashing import keccak256
 from protocol.model import build_model
-from protocol.sketch import compute_sketch_hash, compute_update_sketch
+from protocol.sketch import compute_sketch_hash
 from protocol.state import compute_state_hash
 from protocol.training import (
     ADAM_STEP,
@@ -36,6 +36,7 @@ from protocol.training import (
     State,
     build_optimizer,
     compute_param_update,
+    compute_segment_sketch,
     get_checkpoint_state,
     get_param_state,
     get_params,
@@ -290,7 +291,7 @@ def make_dishonest_segment(
 
 def _make_record(config: RunConfig, segment_index: int, start: State, end: State, losses: list[float]) -> SegmentRecord:
     """The leaf fields a cheater commits: true start hash, its own end and sketch, honest tokens."""
-    sketch = compute_update_sketch(compute_param_update(start, end), config.get_sketch_spec())
+    sketch = compute_segment_sketch(start, end, config.get_sketch_spec())
     return SegmentRecord(
         index=segment_index,
         start_hash=compute_state_hash(start),

@@ -220,7 +220,14 @@ class SolverNode:
                 log_event(logger, "trained dishonestly", round=r, adversary=adversary.label)
             else:
                 records, end = train_round(
-                    ctx.config, ctx.dataset, theta, r, self.address, save_checkpoint=writer.save, on_step=on_step
+                    ctx.config,
+                    ctx.dataset,
+                    theta,
+                    r,
+                    self.address,
+                    save_checkpoint=writer.save,
+                    on_step=on_step,
+                    in_background=writer.submit,
                 )
             # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
             for record in records:

@@ -27,13 +27,14 @@ from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32, hash_to_hex
-from protocol.sketch import compute_sketch_hash, compute_update_sketch
+from protocol.sketch import compute_sketch_hash
 from protocol.state import compute_state_hash
 from protocol.training import (
     PARAM,
     SegmentRecord,
     State,
     compute_param_update,
+    compute_segment_sketch,
     get_segment_tokens,
     make_start_checkpoint,
 )
@@ -64,7 +65,7 @@ class AdversarySettings:
 
 
 def _record(config: RunConfig, index: int, start: State, end: State, losses: list[float]) -> SegmentRecord:
-    sketch = compute_update_sketch(compute_param_update(start, end), config.get_sketch_spec())
+    sketch = compute_segment_sketch(start, end, config.get_sketch_spec())
     return SegmentRecord(
         index=index,
         start_hash=compute_state_hash(start),

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import httpx
 import torch
@@ -29,6 +29,8 @@ from fastapi.responses import Response
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, new_content_hasher, to_hash32
 from protocol.state import decode_state, encode_state, iter_state_chunks
+
+T = TypeVar("T")
 
 
 class ArtifactError(GradledgerError):
@@ -74,7 +76,10 @@ class LocalArtifactStore:
         One pass over the bytes (a multi-megabyte checkpoint is never assembled in memory);
         fsync before the rename, so a name always holds complete bytes. `on_hash` hears the
         hash as soon as the last byte is hashed, before the fsync: the hash is final then, only
-        durability is pending (and this call returns once it is there).
+        durability is pending (and this call returns once it is there). Once durable, the file's
+        pages are dropped from the page cache: artifacts are read back rarely (a peer's fetch),
+        and a solver writing 100 MB checkpoints otherwise makes every later write fault in fresh
+        pages (on the reference VM a 100 MB write took 0.15-0.27 s instead of 0.02-0.03 s).
         """
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
@@ -89,6 +94,8 @@ class LocalArtifactStore:
                     on_hash(digest)
                 handle.flush()
                 os.fsync(handle.fileno())
+                if hasattr(os, "posix_fadvise"):  # not on macOS; only a cache hint
+                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
             path = self._path(digest)
             if path.exists():
                 Path(tmp).unlink()
@@ -162,6 +169,13 @@ class BackgroundStateWriter:
 
         self.writes.append(self.pool.submit(write))
         return hashed
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """Run `work` on the writer thread, in order with the saves (a solver's segment sketches).
+
+        Its errors surface from the returned future; leaving the context waits for it too.
+        """
+        return self.pool.submit(work)
 
     def __enter__(self) -> BackgroundStateWriter:
         return self

@@ -22,7 +22,10 @@ from protocol.adapters.artifacts import (
     put_state,
 )
 from protocol.hashing import compute_content_hash, hash_to_hex
+from protocol.outer import get_initial_global_state
 from protocol.state import compute_state_hash
+from protocol.training import get_params, train_round
+from tests.conftest import SOLVER_A as SOLVER
 
 
 def test_put_get_roundtrip_and_idempotence(tmp_path):
@@ -65,6 +68,30 @@ def test_background_writer_failure_surfaces_on_exit(tmp_path):
         future.result()
     with pytest.raises(OSError):
         writer.__exit__(None, None, None)
+
+
+def test_background_writer_round_matches_a_foreground_round(tmp_path, tiny_config, dataset):
+    """A solver's round (checkpoints and sketches off the training thread) commits what a replayer computes."""
+    theta = get_params(get_initial_global_state(tiny_config))
+    expected, expected_end = train_round(tiny_config, dataset, theta, 0, SOLVER)
+    store = LocalArtifactStore(tmp_path)
+    with BackgroundStateWriter(store) as writer:
+        records, end = train_round(
+            tiny_config, dataset, theta, 0, SOLVER, save_checkpoint=writer.save, in_background=writer.submit
+        )
+    assert records == expected
+    assert compute_state_hash(end) == compute_state_hash(expected_end)
+    assert all(store.has(record.end_hash) for record in records), "every checkpoint is stored under its hash"
+
+
+def test_background_writer_submit_surfaces_errors(tmp_path):
+    def fail() -> None:
+        raise ValueError("sketch failed")
+
+    with BackgroundStateWriter(LocalArtifactStore(tmp_path)) as writer:
+        future = writer.submit(fail)
+        with pytest.raises(ValueError, match="sketch failed"):
+            future.result()
 
 
 def test_tampered_file_is_detected_on_read(tmp_path):
