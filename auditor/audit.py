@@ -7,7 +7,7 @@ read -> decide -> report, like every role:
    contracts' public state and ETH balances *at B* -- so a run in progress is audited as one
    consistent snapshot -- then the run's artifacts (config, dataset, θs, Δs, commitment
    documents, checkpoints) from local stores and peers (`auditor/sources.py`).
-2. decide (`auditor/checks.py`, no I/O): fold the events into the run's history
+2. decide (`auditor/checks.py`, `auditor/payout_checks.py`, no I/O): fold the events into the run's history
    (`protocol.history`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
    slashes, public state and the ETH balance. Each check passes or fails with its evidence.
 3. report (`auditor/report.py`: terminal tables, JSON; `auditor/html_report.py`: self-contained HTML with plots).
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor import checks
-from auditor.checks import CheckResult, Contribution, DocumentFacts, PublicState, RunDefinitionFacts, ThetaDerivation
+from auditor.checks import CheckResult, DocumentFacts, PublicState, RunDefinitionFacts, ThetaDerivation
+from auditor.payout_checks import Contribution, check_shares, check_slashes
 from auditor.sources import ArtifactSources, find_home_stores
 from protocol.adapters.chain import ChainClient, ChainEvent
 from protocol.adapters.manifest import DeploymentManifest
@@ -355,8 +356,8 @@ def audit_run(
     t1 = time.perf_counter()
     accepted = {(r.index, s) for r in history.rounds for s in r.accepted}
     strict = {k: v for k, v in documents.items() if k in accepted}
-    shares_check, contributions = checks.check_shares(history)
-    slashes_check, pending_slashes = checks.check_slashes(history)
+    shares_check, contributions = check_shares(history)
+    slashes_check, pending_slashes = check_slashes(history)
     ledger = compute_ledger(snapshot.events)
     results = [
         checks.check_run_definition(definition.facts),

@@ -7,13 +7,7 @@ stores; the unit tests pass a dict), everything else takes plain values.
 Rules are the contracts' (contracts/src):
 - accepted commitment: at least one standing pass and no standing fault (Verification);
 - θ_(r+1) = `protocol.outer.compute_outer_step(θ_r, accepted Δs)`, nothing accepted leaves θ as is;
-- shares per settled round (Verification.claimSolverShares / claimVerifierShares,
-  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) * tokens / acceptedTokens),
-  verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing attestation,
-  juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict;
-- slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
-  solver (fault key FAULT_SOLVER); an overturned attestation slashes its verifier
-  (FAULT_ATTESTATION); an expired dispute slashes nobody;
+- shares minted and stake slashed: auditor/payout_checks.py;
 - ETH: the contracts hold exactly what `protocol.ledger.compute_ledger(events)` says.
 """
 
@@ -28,7 +22,6 @@ from protocol.config import TrainConfig
 from protocol.errors import GradledgerError
 from protocol.outer import compute_outer_step
 from protocol.replay import verify_leaf_chain
-from protocol.run_events import compute_attestation_fault_key, compute_solver_fault_key
 from protocol.run_records import RunHistory
 from protocol.state import compute_state_hash
 from protocol.training import State
@@ -62,7 +55,8 @@ def _listed(problems: Sequence[str]) -> str:
     return shown + (f"; and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else "")
 
 
-def _result(name: str, problems: Sequence[str], ok_detail: str, evidence: Mapping[str, Any]) -> CheckResult:
+def make_check_result(name: str, problems: Sequence[str], ok_detail: str, evidence: Mapping[str, Any]) -> CheckResult:
+    """A passed check with `ok_detail`, or a failed one listing the first problems (all in the evidence)."""
     if problems:
         return CheckResult(name, False, _listed(problems), {**evidence, "problems": list(problems)})
     return CheckResult(name, True, ok_detail, dict(evidence))
@@ -90,7 +84,7 @@ def check_run_definition(facts: RunDefinitionFacts) -> CheckResult:
     problems = [
         p for p in (facts.config_problem, facts.rules_problem, facts.dataset_problem, facts.theta0_problem) if p
     ]
-    return _result(
+    return make_check_result(
         RUN_DEFINITION, problems, "config, dataset and θ0 found under their on-chain hashes; H and k agree", {}
     )
 
@@ -124,9 +118,9 @@ def rederive_thetas(
     problems: list[str] = []
     derivations: list[ThetaDerivation] = []
     if train is None:
-        return _result(THETA, ["run config unavailable: cannot re-derive any θ"], "", {}), ()
+        return make_check_result(THETA, ["run config unavailable: cannot re-derive any θ"], "", {}), ()
     if not history.rounds:
-        return _result(THETA, ["run has no rounds"], "", {}), ()
+        return make_check_result(THETA, ["run has no rounds"], "", {}), ()
     state: State | None = None
     state_hash = history.settings.theta0_hash
     try:
@@ -203,7 +197,7 @@ def rederive_thetas(
     detail = f"all {settled} settled θ_(r+1) re-derived bit-identically from θ_r and the accepted Δs"
     if settled == 0:
         detail = "no round settled yet: nothing to re-derive"
-    return _result(THETA, problems, detail, evidence), tuple(derivations)
+    return make_check_result(THETA, problems, detail, evidence), tuple(derivations)
 
 
 def _try_load(load_state: Callable[[str, str], State], digest: str | None) -> tuple[State | None, str]:
@@ -271,7 +265,7 @@ def check_documents(
             problems.append(f"round {index} {history.label_of(solver)} ({solver}): {reason}")
     checked = len(facts) - len(problems)
     evidence = {"commitments_checked": len(facts), "documents_verified": checked}
-    return _result(
+    return make_check_result(
         DOCUMENTS,
         problems,
         f"{checked} document(s) of accepted work: leaves hash to the committed root and chain from θ_r",
@@ -291,7 +285,7 @@ def check_checkpoints(history: RunHistory, facts: Mapping[tuple[int, str], Docum
         if found.delta_binding is not None:
             problems.append(f"{label}: {found.delta_binding}")
         checked += found.checkpoints_checked
-    return _result(
+    return make_check_result(
         CHECKPOINTS,
         problems,
         f"{checked} checkpoints present and hash-correct; every Δ = θ_r - c_H",
@@ -301,219 +295,9 @@ def check_checkpoints(history: RunHistory, facts: Mapping[tuple[int, str], Docum
 
 def check_integrity(corrupt: Sequence[tuple[str, str]]) -> CheckResult:
     problems = [f"{where} does not hash to its name {short(digest, 18)}" for digest, where in corrupt]
-    return _result(INTEGRITY, problems, "every artifact copy read hashes to its name", {"corrupt_copies": len(corrupt)})
-
-
-# ---------------------------------------------------------------------------------------------
-# Shares
-
-
-@dataclass(frozen=True)
-class Contribution:
-    round: int
-    kind: str
-    key: str
-    holder: str | None
-    expected: int
-    claimed: bool
-
-
-def expected_contributions(history: RunHistory) -> list[Contribution]:
-    """Every contribution of a settled round that earns shares, with the amount the contracts owe."""
-    s = history.settings
-    claimed = {(c.round, c.kind, _claim_key(c)) for c in history.share_claims}
-    out = []
-    for rnd in history.settled_rounds:
-        tokens, checks, votes = rnd.accepted_tokens, rnd.standing_checks, rnd.juror_votes
-        for solver in rnd.accepted:
-            c = rnd.commitment_of(solver)
-            key = f"commitment {solver}"
-            out.append(
-                Contribution(
-                    rnd.index,
-                    "solver",
-                    key,
-                    solver,
-                    s.solver_bucket * c.tokens // tokens,
-                    (rnd.index, "solver", key) in claimed,
-                )
-            )
-        for a in rnd.attestations:
-            if a.state in ("finalized", "upheld", "attested"):
-                key = f"attestation {a.solver} slot {a.slot}"
-                out.append(
-                    Contribution(
-                        rnd.index,
-                        "verifier",
-                        key,
-                        a.verifier,
-                        s.verifier_bucket // checks,
-                        (rnd.index, "verifier", key) in claimed,
-                    )
-                )
-        for d in rnd.disputes:
-            if d.status != "executed":
-                continue
-            for seat in range(d.signer_count):
-                rewarded = seat < len(d.juror_rewards)
-                holder = d.juror_rewards[seat].juror if rewarded else None
-                key = f"dispute {d.dispute_id} signer {seat + 1}"
-                out.append(Contribution(rnd.index, "juror", key, holder, s.juror_bucket // votes, rewarded))
-    return out
-
-
-def _claim_key(claim: Any) -> str:
-    if claim.kind == "solver":
-        return f"commitment {claim.solver}"
-    if claim.kind == "verifier":
-        return f"attestation {claim.solver} slot {claim.slot}"
-    return f"dispute {claim.dispute_id} seat {claim.seat}"
-
-
-def check_shares(history: RunHistory) -> tuple[CheckResult, list[Contribution]]:
-    """Every mint pays a contribution of a settled round exactly the contracts' formula, once."""
-    s = history.settings
-    problems: list[str] = []
-    rounds = {r.index: r for r in history.rounds}
-    seen: set[tuple[int, str, str]] = set()
-    for claim in history.share_claims:
-        rnd = rounds.get(claim.round)
-        where = f"round {claim.round} {claim.kind} shares of {history.label_of(claim.holder)}"
-        if rnd is None or not rnd.settled:
-            problems.append(f"{where}: minted for a round that is not settled")
-            continue
-        key = (claim.round, claim.kind, _claim_key(claim))
-        if key in seen:
-            problems.append(f"{where}: minted twice for {key[2]}")
-        seen.add(key)
-        expected, reason = _expected_claim(history, rnd, claim)
-        if reason is not None:
-            problems.append(f"{where}: {reason}")
-        elif claim.amount != expected:
-            problems.append(f"{where}: minted {claim.amount}, verified work implies {expected}")
-    mints = list(history.mints)
-    for claim in history.share_claims:
-        match = next(
-            (
-                m
-                for m in mints
-                if m.transaction_hash == claim.transaction_hash
-                and m.holder == claim.holder
-                and m.amount == claim.amount
-                and m.kind == claim.kind
-                and m.round == claim.round
-            ),
-            None,
-        )
-        if match is None:
-            problems.append(f"round {claim.round} {claim.kind} claim of {claim.holder}: no matching SharesMinted")
-        else:
-            mints.remove(match)
-    for m in mints:
-        problems.append(
-            f"round {m.round}: {m.amount} {m.kind} shares minted to {m.holder} for no recorded contribution"
-        )
-    per_round: dict[int, int] = {}
-    for m in history.mints:
-        per_round[m.round] = per_round.get(m.round, 0) + m.amount
-        if m.minted_in_round != per_round[m.round]:
-            problems.append(f"round {m.round}: mintedInRound {m.minted_in_round} != running sum {per_round[m.round]}")
-    for index, total in per_round.items():
-        if total > s.shares_per_round:
-            problems.append(f"round {index}: {total} shares minted, more than sharesPerRound {s.shares_per_round}")
-    minted_total = sum(m.amount for m in history.mints)
-    if minted_total != history.total_supply:
-        problems.append(f"share token supply {history.total_supply} != shares minted {minted_total}")
-    contributions = expected_contributions(history)
-    pending = [c for c in contributions if not c.claimed]
-    evidence = {
-        "minted_total": minted_total,
-        "mints": len(history.mints),
-        "per_round": {str(k): v for k, v in sorted(per_round.items())},
-        "unclaimed_contributions": len(pending),
-        "unclaimed_shares": sum(c.expected for c in pending),
-    }
-    detail = (
-        f"{len(history.share_claims)} mints, {minted_total / 1e18:,.4f} shares: each equals what its verified work "
-        f"implies; {len(pending)} contribution(s) not claimed yet"
+    return make_check_result(
+        INTEGRITY, problems, "every artifact copy read hashes to its name", {"corrupt_copies": len(corrupt)}
     )
-    return _result(SHARES, problems, detail, evidence), contributions
-
-
-def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str | None]:
-    s = history.settings
-    if claim.kind == "solver":
-        c = rnd.commitment_of(claim.solver)
-        if c is None or not rnd.is_accepted(claim.solver):
-            return 0, "the commitment is not accepted verified work"
-        if claim.holder != claim.solver:
-            return 0, f"paid to {claim.holder}, not the solver {claim.solver}"
-        return s.solver_bucket * c.tokens // rnd.accepted_tokens, None
-    if claim.kind == "verifier":
-        a = next((x for x in rnd.attestations if x.solver == claim.solver and x.slot == claim.slot), None)
-        if a is None or a.state not in ("finalized", "upheld"):
-            return 0, "no standing (finalized or upheld) attestation behind it"
-        if claim.holder != a.verifier:
-            return 0, f"paid to {claim.holder}, not the attester {a.verifier}"
-        return s.verifier_bucket // rnd.standing_checks, None
-    d = next((x for x in rnd.disputes if x.dispute_id == claim.dispute_id), None)
-    if d is None or d.status != "executed":
-        return 0, "no executed verdict behind it"
-    if claim.seat is None or claim.seat >= 32:
-        return 0, "seat out of range"
-    return s.juror_bucket // rnd.juror_votes, None
-
-
-# ---------------------------------------------------------------------------------------------
-# Slashes
-
-
-def expected_slashes(history: RunHistory) -> tuple[dict[str, str], list[str]]:
-    """(fault key -> why it must have been slashed, faults still pending) from attestation outcomes."""
-    due: dict[str, str] = {}
-    pending: list[str] = []
-    executed = {(d.round, d.solver, d.slot): d for r in history.rounds for d in r.disputes if d.kind == "attestation"}
-    for rnd in history.rounds:
-        for a in rnd.attestations:
-            dispute = executed.get((rnd.index, a.solver, a.slot))
-            solver_key = compute_solver_fault_key(history.run_id, rnd.index, a.solver)
-            where = f"round {rnd.index} {a.solver} slot {a.slot}"
-            if a.is_fail and a.state == "finalized":
-                due.setdefault(solver_key, f"{where}: fail attestation finalized")
-            elif a.is_fail and a.state == "upheld" and dispute is not None and dispute.status == "executed":
-                due.setdefault(solver_key, f"{where}: fail attestation upheld by a jury")
-            elif a.state == "overturned":
-                key = compute_attestation_fault_key(history.run_id, rnd.index, a.solver, a.slot)
-                due[key] = f"{where}: {a.kind} attestation overturned by a jury"
-                if not a.is_fail:
-                    due.setdefault(solver_key, f"{where}: pass overturned (the commitment is a proven fault)")
-            elif a.is_fail and a.state in ("attested", "challenged"):
-                pending.append(f"{where}: fail attestation not finalized yet (the solver's slash is pending)")
-    return due, pending
-
-
-def check_slashes(history: RunHistory) -> tuple[CheckResult, list[str]]:
-    """Exactly the faults the attestation outcomes prove were slashed, each at the run's stake."""
-    s = history.settings
-    due, pending = expected_slashes(history)
-    problems = []
-    slashed = {x.fault_key: x for x in history.slashes}
-    for key, why in due.items():
-        if key not in slashed:
-            problems.append(f"{why}, but no slash with fault key {short(key, 18)}")
-    for key, x in slashed.items():
-        if key not in due:
-            problems.append(f"{x.account} slashed {x.amount} for {x.fault} in round {x.round} without a proven fault")
-        wanted = s.solver_min_stake if x.fault == "solver fault" else s.verifier_min_stake
-        if x.requested != wanted:
-            problems.append(f"{x.account}: slash requested {x.requested}, the run's stake is {wanted}")
-        if x.amount > x.requested:
-            problems.append(f"{x.account}: {x.amount} taken, more than the {x.requested} requested")
-    total = sum(x.amount for x in history.slashes)
-    detail = f"{len(history.slashes)} slash(es), {total / 1e18:g} ETH, each for a proven fault"
-    if not history.slashes:
-        detail = "no fault proven, nobody slashed"
-    return _result(SLASHES, problems, detail, {"slashes": len(history.slashes), "slashed_wei": total}), pending
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,7 +370,7 @@ def check_public_state(history: RunHistory, state: PublicState) -> CheckResult:
     for holder in sorted(set(balances) | set(state.share_balances)):
         same(f"shares of {holder}", balances.get(holder, 0), state.share_balances.get(holder, 0))
     same("share token total supply", history.total_supply, state.total_supply)
-    return _result(
+    return make_check_result(
         PUBLIC_STATE,
         problems,
         f"{compared} values from events equal the contracts' public state",

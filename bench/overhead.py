@@ -121,9 +121,9 @@ def writer_slowdown(config, dataset, theta, pairs: int) -> tuple[float, float]:
     """
     model = build_model(config.model, config.profile, config.seed_bytes)
     optimizer = build_optimizer(model, config.train)
-    load_checkpoint_state(model, optimizer, make_start_checkpoint(theta))
-    k, spec = config.train.steps_per_segment, config.get_sketch_spec()
     previous = make_start_checkpoint(theta)
+    load_checkpoint_state(model, optimizer, previous)
+    k, spec = config.train.steps_per_segment, config.get_sketch_spec()
     slowdowns, jobs = [], []
     with tempfile.TemporaryDirectory() as tmp, BackgroundStateWriter(LocalArtifactStore(Path(tmp))) as writer:
 

@@ -10,7 +10,9 @@ timestamps through the chain adapter and hands them in.
 
 The event names and fields read live in `protocol/run_events.py` (a renamed event or field is one
 edit there; `find_missing_event_fields` compares them with the deployed ABIs), the typed records in
-`protocol/run_records.py`; `protocol/ledger.py` only sums ETH flows.
+`protocol/run_records.py`; `protocol/ledger.py` only sums ETH flows. This module folds the run
+registry's and verification's events; the dispute handlers are in `protocol/history_disputes.py`,
+the stake, slash, ETH and share handlers in `protocol/history_accounts.py` (mixed into one fold).
 
 Which events belong to the run: those carrying its `runId`; dispute events through the dispute
 ids its challenges opened; the run's share token through its contract name
@@ -26,27 +28,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eth_utils import to_checksum_address
-
-from protocol.hashing import hash_to_hex, to_hash32
+from protocol.history_accounts import AccountEventsFold
+from protocol.history_disputes import DisputeEventsFold
 from protocol.run_events import (
     ATTESTATION_STATES,
     CLAIM_STATUSES,
-    FINISHED_RUN_ROUND,
-    ROLE_NAMES,
     RUN_CONFIG_FIELDS,
-    SHARE_KINDS,
     EventLike,
     HistoryError,
     compute_attestation_fault_key,
     compute_solver_fault_key,
+    get_tx_hash,
     share_token_contract,
+    to_address,
+    to_hash_hex,
 )
 from protocol.run_records import (
     Attestation,
     Commitment,
-    Dispute,
-    JurorReward,
     Participant,
     RevenueFlow,
     Round,
@@ -55,22 +54,11 @@ from protocol.run_records import (
     RunSummary,
     Seed,
     ShareClaim,
-    ShareMint,
-    Slash,
-    StakePoint,
     ThetaClaim,
 )
 
 # ---------------------------------------------------------------------------------------------
 # Helpers.
-
-
-def _addr(value: Any) -> str:
-    return to_checksum_address(value)
-
-
-def _hex(value: Any) -> str:
-    return hash_to_hex(to_hash32(value if isinstance(value, (bytes, bytearray, str)) else bytes(value)))
 
 
 def _get(struct: Any, name: str, index: int) -> Any:
@@ -85,7 +73,7 @@ def parse_run_settings(config: Any) -> RunSettings:
     values = {}
     for index, (solidity, attribute) in enumerate(RUN_CONFIG_FIELDS.items()):
         value = _get(config, solidity, index)
-        values[attribute] = _hex(value) if attribute.endswith(("_hash", "_root")) else int(value)
+        values[attribute] = to_hash_hex(value) if attribute.endswith(("_hash", "_root")) else int(value)
     return RunSettings(**values)
 
 
@@ -97,7 +85,7 @@ def list_runs(events: Iterable[EventLike]) -> tuple[RunSummary, ...]:
         if event.name == "RunCreated":
             settings = parse_run_settings(a["config"])
             runs[a["runId"]] = {
-                "creator": _addr(a["creator"]),
+                "creator": to_address(a["creator"]),
                 "block": event.block_number,
                 "max": settings.max_rounds,
                 "settled": 0,
@@ -136,7 +124,7 @@ class _RoundBuilder:
     pool_released: int = 0
 
 
-class _Fold:
+class _Fold(DisputeEventsFold, AccountEventsFold):
     """One pass over the events; `build()` freezes the result."""
 
     def __init__(self, run_id: int, timestamps: Mapping[int, int]) -> None:
@@ -146,16 +134,10 @@ class _Fold:
         self.token_contract = share_token_contract(run_id)
         self.rounds: dict[int, _RoundBuilder] = {}
         self.finished = False
-        self.disputes: dict[str, Dispute] = {}
         self.claims: list[ShareClaim] = []
-        self.mints: list[ShareMint] = []
-        self.balances: dict[str, int] = {}
-        self.supply = 0
-        self.stake_state: dict[tuple[str, str], tuple[int, int]] = {}
-        self.stakes: list[StakePoint] = []
         self.fault_keys: dict[str, tuple[str, int, str, int | None]] = {}
-        self.slashes: list[Slash] = []
-        self.revenue: list[RevenueFlow] = []
+        self.init_disputes()
+        self.init_accounts()
         self.roles: dict[str, list[str]] = {}
         self.order: dict[str, list[str]] = {"solver": [], "verifier": [], "juror": []}
         self.last_block = 0
@@ -202,8 +184,8 @@ class _Fold:
         if a["runId"] != self.run_id:
             return
         self.created = {
-            "creator": _addr(a["creator"]),
-            "token": _addr(a["shareToken"]),
+            "creator": to_address(a["creator"]),
+            "token": to_address(a["shareToken"]),
             "pool": int(a["rewardPool"]),
             "settings": parse_run_settings(a["config"]),
             "block": e.block_number,
@@ -223,22 +205,22 @@ class _Fold:
     def on_RoundStarted(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
             index = int(a["round"])
-            self.rounds[index] = _RoundBuilder(index, int(a["start"]), e.block_number, _hex(a["thetaHash"]))
+            self.rounds[index] = _RoundBuilder(index, int(a["start"]), e.block_number, to_hash_hex(a["thetaHash"]))
 
     def on_SolverJoined(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
-            self.role(_addr(a["solver"]), "solver")
+            self.role(to_address(a["solver"]), "solver")
 
     def on_Committed(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if not self.ours(a):
             return
-        index, solver = int(a["round"]), _addr(a["solver"])
+        index, solver = int(a["round"]), to_address(a["solver"])
         self.round(index).commitments.append(
             Commitment(
                 index,
                 solver,
-                _hex(a["root"]),
-                _hex(a["deltaHash"]),
+                to_hash_hex(a["root"]),
+                to_hash_hex(a["deltaHash"]),
                 int(a["tokens"]),
                 int(a["numSegments"]),
                 e.block_number,
@@ -251,12 +233,12 @@ class _Fold:
     def on_ThetaClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if not self.ours(a):
             return
-        index, claimer = int(a["round"]), _addr(a["claimer"])
+        index, claimer = int(a["round"]), to_address(a["claimer"])
         self.round(index).claims[int(a["nonce"])] = ThetaClaim(
             index,
             int(a["nonce"]),
             claimer,
-            _hex(a["thetaHash"]),
+            to_hash_hex(a["thetaHash"]),
             int(a["bond"]),
             e.block_number,
             self.time(e.block_number),
@@ -276,11 +258,11 @@ class _Fold:
         if not self.ours(a):
             return
         rnd = self.round(int(a["round"]))
-        rnd.settled, rnd.next_theta_hash = True, _hex(a["thetaHash"])
+        rnd.settled, rnd.next_theta_hash = True, to_hash_hex(a["thetaHash"])
         rnd.settled_block, rnd.settled_time, rnd.claimer = (
             e.block_number,
             self.time(e.block_number),
-            _addr(a["claimer"]),
+            to_address(a["claimer"]),
         )
         nonce = int(a["nonce"])
         if nonce in rnd.claims:
@@ -302,12 +284,12 @@ class _Fold:
 
     def on_VerifierRegistered(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
-            self.role(_addr(a["verifier"]), "verifier")
+            self.role(to_address(a["verifier"]), "verifier")
 
     def on_SeedDrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
             self.round(int(a["round"])).seed = Seed(
-                _hex(a["seedBase"]),
+                to_hash_hex(a["seedBase"]),
                 int(a["blockNumber"]),
                 int(a["verifierCount"]),
                 e.block_number,
@@ -315,7 +297,12 @@ class _Fold:
             )
 
     def _attested(self, e: EventLike, a: Mapping[str, Any], is_fail: bool) -> None:
-        index, solver, slot, verifier = int(a["round"]), _addr(a["solver"]), int(a["slot"]), _addr(a["verifier"])
+        index, solver, slot, verifier = (
+            int(a["round"]),
+            to_address(a["solver"]),
+            int(a["slot"]),
+            to_address(a["verifier"]),
+        )
         sample = int(a["sampleIndex"]) if is_fail else None
         segment = int(a["segmentIndex"]) if is_fail else None
         self.round(index).attestations[(solver, slot)] = Attestation(
@@ -346,7 +333,7 @@ class _Fold:
         if self.ours(a):
             self.set_attestation(
                 int(a["round"]),
-                _addr(a["solver"]),
+                to_address(a["solver"]),
                 int(a["slot"]),
                 state="finalized",
                 ended_block=e.block_number,
@@ -360,21 +347,21 @@ class _Fold:
         bond = int(a["bond"])
         changes = {"bond_forfeited": bond} if state == "overturned" else {"bond_returned": bond}
         self.set_attestation(
-            int(a["round"]), _addr(a["solver"]), int(a["slot"]), state=state, ended_block=e.block_number, **changes
+            int(a["round"]), to_address(a["solver"]), int(a["slot"]), state=state, ended_block=e.block_number, **changes
         )
 
     def on_VerifierSharesClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
-            solver, slot = _addr(a["solver"]), int(a["slot"])
+            solver, slot = to_address(a["solver"]), int(a["slot"])
             self.claims.append(
                 ShareClaim(
                     int(a["round"]),
                     "verifier",
-                    _addr(a["verifier"]),
+                    to_address(a["verifier"]),
                     int(a["shares"]),
                     f"attestation {solver} slot {slot}",
                     e.block_number,
-                    _tx(e),
+                    get_tx_hash(e),
                     solver=solver,
                     slot=slot,
                 )
@@ -382,7 +369,7 @@ class _Fold:
 
     def on_SolverSharesClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
         if self.ours(a):
-            solver = _addr(a["solver"])
+            solver = to_address(a["solver"])
             self.claims.append(
                 ShareClaim(
                     int(a["round"]),
@@ -391,243 +378,8 @@ class _Fold:
                     int(a["shares"]),
                     f"commitment of {solver}",
                     e.block_number,
-                    _tx(e),
+                    get_tx_hash(e),
                     solver=solver,
-                )
-            )
-
-    # Disputes -------------------------------------------------------------------------------------
-
-    def on_AttestationChallenged(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if not self.ours(a):
-            return
-        dispute_id, index = _hex(a["disputeId"]), int(a["round"])
-        challenger = _addr(a["challenger"])
-        self.disputes[dispute_id] = Dispute(
-            dispute_id,
-            "attestation",
-            index,
-            challenger,
-            e.block_number,
-            self.time(e.block_number),
-            "open",
-            solver=_addr(a["solver"]),
-            slot=int(a["slot"]),
-        )
-        self.round(index).disputes.append(dispute_id)
-        self.set_attestation(index, _addr(a["solver"]), int(a["slot"]), state="challenged")
-        self.role(challenger, "challenger")
-
-    def on_ClaimChallenged(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if not self.ours(a):
-            return
-        dispute_id, index, nonce = _hex(a["disputeId"]), int(a["round"]), int(a["claimNonce"])
-        challenger = _addr(a["challenger"])
-        self.disputes[dispute_id] = Dispute(
-            dispute_id,
-            "claim",
-            index,
-            challenger,
-            e.block_number,
-            self.time(e.block_number),
-            "open",
-            claim_nonce=nonce,
-            claimer=_addr(a["claimer"]),
-        )
-        rnd = self.round(index)
-        rnd.disputes.append(dispute_id)
-        if nonce in rnd.claims:
-            rnd.claims[nonce] = replace(rnd.claims[nonce], status="challenged")
-        self.role(challenger, "challenger")
-
-    def _dispute(self, a: Mapping[str, Any]) -> str | None:
-        dispute_id = _hex(a["disputeId"])
-        return dispute_id if dispute_id in self.disputes else None
-
-    def on_JuryDrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if (d := self._dispute(a)) is not None:
-            self.disputes[d] = replace(self.disputes[d], status="jury drawn", jury_size=int(a["jurySize"]))
-
-    def on_VerdictSubmitted(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if (d := self._dispute(a)) is not None:
-            self.disputes[d] = replace(
-                self.disputes[d],
-                status="decided",
-                challenger_wins=bool(a["challengerWins"]),
-                signer_count=int(a["signerCount"]),
-            )
-
-    def on_DisputeExecuted(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if (d := self._dispute(a)) is not None:
-            winner = _addr(a["winner"])
-            self.disputes[d] = replace(
-                self.disputes[d],
-                status="executed",
-                challenger_wins=bool(a["challengerWins"]),
-                winner=winner,
-                total=int(a["total"]),
-                to_winner=int(a["toWinner"]),
-                bond_returned=int(a["bondReturned"]),
-                reward_per_juror=int(a["rewardPerJuror"]),
-                signer_count=int(a["signerCount"]),
-                to_pool=int(a["toPool"]),
-                ended_block=e.block_number,
-            )
-
-    def on_DisputeExpired(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if (d := self._dispute(a)) is not None:
-            self.disputes[d] = replace(
-                self.disputes[d], status="expired", bond_returned=int(a["bondReturned"]), ended_block=e.block_number
-            )
-
-    def on_JurorRewardClaimed(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if (d := self._dispute(a)) is None:
-            return
-        juror, seat = _addr(a["juror"]), int(a["seat"])
-        dispute = self.disputes[d]
-        reward = JurorReward(juror, seat, int(a["reward"]), int(a["shares"]), e.block_number)
-        self.disputes[d] = replace(dispute, juror_rewards=(*dispute.juror_rewards, reward))
-        self.claims.append(
-            ShareClaim(
-                dispute.round,
-                "juror",
-                juror,
-                int(a["shares"]),
-                f"verdict {d[:10]} seat {seat}",
-                e.block_number,
-                _tx(e),
-                dispute_id=d,
-                seat=seat,
-            )
-        )
-        self.role(juror, "juror")
-
-    # StakeManager ---------------------------------------------------------------------------------
-
-    def _stake(self, e: EventLike, a: Mapping[str, Any], change: str, bonded: int | None, unbonding: int | None):
-        account, role = _addr(a["account"]), ROLE_NAMES.get(int(a["role"]), str(a["role"]))
-        old_bonded, old_unbonding = self.stake_state.get((account, role), (0, 0))
-        new = (old_bonded if bonded is None else bonded, old_unbonding if unbonding is None else unbonding)
-        self.stake_state[(account, role)] = new
-        amount = int(a["taken"]) if change == "slash" else int(a["amount"])
-        self.stakes.append(
-            StakePoint(account, role, e.block_number, self.time(e.block_number), new[0], new[1], change, amount)
-        )
-
-    def on_StakeDeposited(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        self._stake(e, a, "deposit", int(a["bonded"]), None)
-
-    def on_UnbondingRequested(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        account, role = _addr(a["account"]), ROLE_NAMES.get(int(a["role"]), str(a["role"]))
-        bonded = self.stake_state.get((account, role), (0, 0))[0] - int(a["amount"])
-        self._stake(e, a, "unbond", bonded, int(a["unbonding"]))
-
-    def on_StakeWithdrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        self._stake(e, a, "withdraw", None, 0)
-
-    def on_StakeSlashed(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        self._stake(e, a, "slash", int(a["bondedAfter"]), int(a["unbondingAfter"]))
-        key = _hex(a["faultKey"])
-        if key not in self.fault_keys:
-            return  # another run's fault
-        fault, index, solver, slot = self.fault_keys[key]
-        self.slashes.append(
-            Slash(
-                _addr(a["account"]),
-                ROLE_NAMES.get(int(a["role"]), str(a["role"])),
-                int(a["taken"]),
-                int(a["requested"]),
-                fault,
-                index,
-                solver,
-                slot,
-                key,
-                e.block_number,
-                self.time(e.block_number),
-                _tx(e),
-            )
-        )
-
-    # ModelShares and the run's share token --------------------------------------------------------
-
-    def on_PoolFunded(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if self.ours(a):
-            self.revenue.append(
-                RevenueFlow(
-                    "pool funded", int(a["amount"]), _addr(a["from"]), None, e.block_number, self.time(e.block_number)
-                )
-            )
-
-    def on_PoolReleased(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if not self.ours(a):
-            return
-        index = int(a["round"])
-        amount = int(a["amount"])
-        round_index = None if index == FINISHED_RUN_ROUND else index
-        if round_index is not None and round_index in self.rounds:
-            self.rounds[round_index].pool_released += amount
-        self.revenue.append(
-            RevenueFlow("pool released", amount, None, round_index, e.block_number, self.time(e.block_number))
-        )
-
-    def on_RevenuePaid(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if self.ours(a):
-            self.revenue.append(
-                RevenueFlow(
-                    "revenue paid", int(a["amount"]), _addr(a["payer"]), None, e.block_number, self.time(e.block_number)
-                )
-            )
-
-    def on_SharesMinted(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if self.ours(a):
-            holder = _addr(a["to"])
-            self.mints.append(
-                ShareMint(
-                    int(a["round"]),
-                    SHARE_KINDS[int(a["kind"])],
-                    holder,
-                    int(a["amount"]),
-                    int(a["mintedInRound"]),
-                    e.block_number,
-                    self.time(e.block_number),
-                    _tx(e),
-                )
-            )
-            self.role(holder, "holder")
-
-    def on_Transfer(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if e.contract != self.token_contract:
-            return
-        sender, receiver, value = _addr(a["from"]), _addr(a["to"]), int(a["value"])
-        zero = _addr("0x" + "00" * 20)
-        if sender == zero:
-            self.supply += value
-        else:
-            self.balances[sender] = self.balances.get(sender, 0) - value
-        if receiver == zero:
-            self.supply -= value
-        else:
-            self.balances[receiver] = self.balances.get(receiver, 0) + value
-            self.role(receiver, "holder")
-
-    def on_RevenueWithdrawn(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if e.contract == self.token_contract:
-            self.revenue.append(
-                RevenueFlow(
-                    "revenue withdrawn",
-                    int(a["amount"]),
-                    _addr(a["holder"]),
-                    None,
-                    e.block_number,
-                    self.time(e.block_number),
-                )
-            )
-
-    def on_UnownedRevenueSwept(self, e: EventLike, a: Mapping[str, Any]) -> None:
-        if e.contract == self.token_contract:
-            self.revenue.append(
-                RevenueFlow(
-                    "unowned swept", int(a["amount"]), _addr(a["to"]), None, e.block_number, self.time(e.block_number)
                 )
             )
 
@@ -682,7 +434,7 @@ class _Fold:
         )
 
     def _participants(self, labels: Mapping[str, str]) -> tuple[Participant, ...]:
-        given = {_addr(k): v for k, v in labels.items()}
+        given = {to_address(k): v for k, v in labels.items()}
         derived: dict[str, str] = {}
         for role in ("solver", "verifier", "juror"):
             for n, address in enumerate(self.order[role], start=1):
@@ -696,10 +448,6 @@ class _Fold:
                 label = "creator" if roles[0] == "creator" else f"{roles[0]}-{others[roles[0]]}"
             out.append(Participant(address, label, tuple(roles)))
         return tuple(out)
-
-
-def _tx(event: EventLike) -> str:
-    return str(getattr(event, "transaction_hash", ""))
 
 
 def fold_run_history(

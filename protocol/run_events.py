@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from eth_abi import encode as abi_encode
-from eth_utils import to_canonical_address
+from eth_utils import to_canonical_address, to_checksum_address
 
 from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
 from protocol.errors import GradledgerError
-from protocol.hashing import hash_to_hex, keccak256
+from protocol.hashing import hash_to_hex, keccak256, to_hash32
 
 # ---------------------------------------------------------------------------------------------
 # The events this module reads, and the fields it reads from each (one place: a rename is here).
@@ -144,6 +144,21 @@ class ChainEvent:
     block_number: int
     log_index: int = 0
     transaction_hash: str = ""
+
+
+def to_address(value: Any) -> str:
+    """An address field of an event as a checksummed 0x-string."""
+    return to_checksum_address(value)
+
+
+def to_hash_hex(value: Any) -> str:
+    """A bytes32 field of an event (bytes, or 0x-hex) as a 0x-prefixed hex string."""
+    return hash_to_hex(to_hash32(value if isinstance(value, (bytes, bytearray, str)) else bytes(value)))
+
+
+def get_tx_hash(event: EventLike) -> str:
+    """The transaction an event came from ("" when the event was built without one)."""
+    return str(getattr(event, "transaction_hash", ""))
 
 
 def share_token_contract(run_id: int) -> str:

@@ -8,7 +8,7 @@ import json
 import pytest
 from rich.console import Console
 
-from auditor import checks
+from auditor import checks, payout_checks
 from auditor.audit import AuditReport
 from auditor.cli import read_labels
 from auditor.html_report import render_html
@@ -20,7 +20,7 @@ from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, 
 
 def _report(ev: RunEvents, failed: bool = False) -> AuditReport:
     history = fold_run_history(ev.events, 1, ev.timestamps, labels={SOLVER_A: "alice"})
-    shares, contributions = checks.check_shares(history)
+    shares, contributions = payout_checks.check_shares(history)
     results = [shares, checks.check_balance({"StakeManager": 30 * ETH}, 30 * ETH + int(failed), {"x": 1})]
     return AuditReport(
         run_id=1,

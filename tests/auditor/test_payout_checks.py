@@ -1,0 +1,124 @@
+"""auditor.payout_checks: shares and slashes pass on honest histories and fail, naming why, on broken ones."""
+
+from __future__ import annotations
+
+from auditor import payout_checks
+from protocol.history import fold_run_history
+from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds, with_args
+
+
+def _fold(ev: RunEvents):
+    return fold_run_history(ev.events, ev.run_id, ev.timestamps)
+
+
+# -- shares ----------------------------------------------------------------------------------------
+
+
+def test_shares_pass_on_honest_history():
+    result, contributions = payout_checks.check_shares(_fold(honest_two_rounds()))
+    assert result.passed, result.detail
+    assert len(contributions) == 8 and all(c.claimed for c in contributions)
+    assert result.evidence["minted_total"] == 1900 * ETH
+
+
+def test_shares_fail_on_a_wrong_amount():
+    ev = honest_two_rounds()
+    ev.events = [
+        with_args(e, shares=401 * ETH)
+        if e.name == "SolverSharesClaimed" and e.args["round"] == 1 and e.args["solver"] == SOLVER_B
+        else e
+        for e in ev.events
+    ]
+    ev.events = [
+        with_args(e, amount=401 * ETH)
+        if e.name == "SharesMinted" and e.args["round"] == 1 and e.args["to"] == SOLVER_B and e.args["kind"] == 0
+        else e
+        for e in ev.events
+    ]
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert not result.passed
+    assert "minted 401000000000000000000, verified work implies 400000000000000000000" in result.detail
+
+
+def test_shares_fail_on_double_mint_unsettled_round_and_unexplained_mint():
+    ev = honest_two_rounds()
+    ev.claim_solver(1, SOLVER_A, 400 * ETH)  # the same commitment paid twice
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert not result.passed and "minted twice" in result.detail
+    assert "more than sharesPerRound" in result.detail
+
+    ev = RunEvents()
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.attest(0, SOLVER_A)
+    ev.claim_solver(0, SOLVER_A, 800 * ETH)  # before settlement
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert "minted for a round that is not settled" in result.detail
+
+    ev = honest_two_rounds()
+    ev.step()
+    ev._mint(1, VERIFIER, 1, 5 * ETH)  # SharesMinted without a contribution event
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert "for no recorded contribution" in result.detail
+
+
+def test_unclaimed_contributions_are_pending_not_failures():
+    ev = honest_two_rounds(unclaimed=((1, SOLVER_B),))
+    result, contributions = payout_checks.check_shares(_fold(ev))
+    assert result.passed, result.detail
+    (pending,) = [c for c in contributions if not c.claimed]
+    assert (pending.round, pending.kind, pending.holder, pending.expected) == (1, "solver", SOLVER_B, 400 * ETH)
+
+
+# -- slashes ---------------------------------------------------------------------------------------
+
+
+def _fail_run(finalize: bool = True) -> RunEvents:
+    ev = RunEvents()
+    ev.deposit(SOLVER_A, 1)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.attest(0, SOLVER_A, fail=True)
+    if finalize:
+        ev.finalize(0, SOLVER_A, fail=True)
+    return ev
+
+
+def test_slashes_pass_when_every_proven_fault_is_slashed():
+    result, pending = payout_checks.check_slashes(_fold(_fail_run()))
+    assert result.passed and result.evidence["slashed_wei"] == 10 * ETH and not pending
+    result, pending = payout_checks.check_slashes(_fold(_fail_run(finalize=False)))
+    assert result.passed and "not finalized yet" in pending[0]
+
+
+def test_slashes_fail_on_a_missing_or_unexplained_slash():
+    ev = _fail_run()
+    ev.events = [e for e in ev.events if e.name != "StakeSlashed"]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "fail attestation finalized, but no slash" in result.detail
+
+    ev = honest_two_rounds()
+    from protocol.run_events import compute_solver_fault_key
+
+    ev.step()
+    ev.slash(SOLVER_B, 1, compute_solver_fault_key(1, 1, SOLVER_B))
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "without a proven fault" in result.detail
+
+
+def test_overturned_pass_requires_both_slashes():
+    ev = RunEvents()
+    ev.deposit(SOLVER_A, 1)
+    ev.deposit(VERIFIER, 2)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.attest(0, SOLVER_A)
+    ev.overturn_pass(0, SOLVER_A)
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert result.passed, result.detail
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == VERIFIER)]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "pass attestation overturned by a jury, but no slash" in result.detail
