@@ -8,7 +8,7 @@ read -> decide -> report, like every role:
    consistent snapshot -- then the run's artifacts (config, dataset, θs, Δs, commitment
    documents, checkpoints) from local stores and peers (`auditor/sources.py`).
 2. decide (`auditor/checks.py`, `auditor/payout_checks.py`, no I/O): fold the events into the run's history
-   (`protocol.history`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
+   (`protocol.history.fold`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
    slashes, public state and the ETH balance. Each check passes or fails with its evidence.
 3. report (`auditor/report.py`: terminal tables, JSON; `auditor/html_report.py`: self-contained HTML with plots).
 
@@ -35,10 +35,10 @@ from protocol.config import RunConfig, compute_config_hash, parse_run_config
 from protocol.data import TokenDataset, build_token_dataset, decode_manifest
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.history import fold_run_history, get_round_phase, list_runs
+from protocol.history.events import find_missing_event_fields, share_token_contract
+from protocol.history.fold import fold_run_history, get_round_phase, list_runs
+from protocol.history.records import RunHistory, RunSummary
 from protocol.ledger import compute_ledger
-from protocol.run_events import find_missing_event_fields, share_token_contract
-from protocol.run_records import RunHistory, RunSummary
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import State, compute_pseudo_gradient, evaluate_params, get_params, make_start_checkpoint
 
@@ -121,8 +121,8 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
     if missing:
         raise AuditError(
             "the deployed contracts' ABIs lack events or fields the audit reads: "
-            f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/run_events.py "
-            "and the fold in protocol/history.py to match"
+            f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/history/events.py "
+            "and the fold in protocol/history/fold.py to match"
         )
     block = chain.block_number()
     block_time = int(chain.get_block(block)["timestamp"])

@@ -20,9 +20,9 @@ from typing import Any
 from protocol.commitment import verify_commitment_doc
 from protocol.config import TrainConfig
 from protocol.errors import GradledgerError
+from protocol.history.records import RunHistory
 from protocol.outer import compute_outer_step
 from protocol.replay import verify_leaf_chain
-from protocol.run_records import RunHistory
 from protocol.state import compute_state_hash
 from protocol.training import State
 

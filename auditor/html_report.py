@@ -26,7 +26,7 @@ from auditor.report import (
     _shares,
     build_json,
 )
-from protocol.run_records import RunHistory
+from protocol.history.records import RunHistory
 
 
 def _svg_data_uri(fig: Any) -> str:

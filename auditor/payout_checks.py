@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.checks import SHARES, SLASHES, CheckResult, make_check_result, short
-from protocol.run_events import compute_attestation_fault_key, compute_solver_fault_key
-from protocol.run_records import RunHistory
+from protocol.history.events import compute_attestation_fault_key, compute_solver_fault_key
+from protocol.history.records import RunHistory
 
 # ---------------------------------------------------------------------------------------------
 # Shares

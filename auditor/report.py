@@ -21,7 +21,7 @@ from rich.table import Table
 
 from auditor.audit import AuditReport
 from auditor.checks import judge_document, short
-from protocol.history import get_round_phase
+from protocol.history.fold import get_round_phase
 
 SCHEMA = "gradledger-audit/1"
 KIND_COLORS = {"solver": "#1f77b4", "verifier": "#2ca02c", "juror": "#9467bd"}

@@ -3,7 +3,7 @@
     python bench/audit.py [--rounds 20] [--preset tiny] [--reps 3] [--keep DIR]
 
 Plays a run on a fresh anvil with the in-process solver and verifier nodes and devnet time travel
-(devnet/scripted.py): 3 solvers and 1 verifier, one solver cheating in round 1 (so the audit meets
+(sim/scripted.py): 3 solvers and 1 verifier, one solver cheating in round 1 (so the audit meets
 a fail attestation and a slash), every round settled and its shares claimed. Then runs
 `gradledger audit --run 1 --json FILE --html FILE` as its own process (default --threads 1 for
 torch; the chain and the artifact reads use the other core), --reps times, and reports medians:
@@ -32,7 +32,6 @@ from pathlib import Path
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.runs import RunRules
-from devnet.scripted import start_scripted_run
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.corpus import load_corpus_shards
@@ -40,6 +39,7 @@ from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from sim.scripted import start_scripted_run
 
 RULES_WINDOWS = {"commit_window_s": 600, "attest_window_s": 600, "challenge_window_s": 60, "dispute_timeout_s": 120}
 

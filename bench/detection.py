@@ -2,7 +2,7 @@
 
     python bench/detection.py [--quick] [--rounds R] [--jobs-per-round J]
 
-1. A DiLoCo trajectory (devnet/simulate.py, M solvers, default preset: H=25, k=5) gives
+1. A DiLoCo trajectory (sim/simulate.py, M solvers, default preset: H=25, k=5) gives
    realistic θ_r at every stage of training, warmup included.
 2. Each job trains one solver's honest round from some θ_r (pinned profile: elementary
    LayerNorm, fp32, 1 thread) and, for every segment:
@@ -12,7 +12,7 @@
    - honest replays under another profile, emulated by the fused `nn.LayerNorm` at 1 and 2
      threads; verdict `judge_tolerance` with the committed end checkpoint, under the run's
      `ReplayThresholds`; a false positive is any rejection;
-   - every cheat of solver/adversarial.py on the same segment, judged both ways (exact
+   - every cheat of adversary/behaviours.py on the same segment, judged both ways (exact
      against the pinned replay; tolerance against each fused replay).
 3. Distances of every cross-profile trial (worst-tensor hamming fraction and |log2 norm
    ratio| of the sketches; worst-tensor relative error and 1 - cosine of the exact updates;
@@ -45,7 +45,7 @@ from typing import Any
 
 import torch
 
-from devnet.simulate import get_simulated_solver, run_simulation
+from adversary.behaviours import Behaviour, make_dishonest_segment
 from protocol.adapters.corpus import load_corpus_shards
 from protocol.config import ReplayThresholds, RunConfig, build_run_config
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
@@ -61,7 +61,7 @@ from protocol.replay import (
 from protocol.sketch import UpdateSketch, compute_sketch_distance, compute_update_sketch
 from protocol.state import decode_state, encode_state
 from protocol.training import State, compute_param_update, get_params, keep_checkpoints, train_round
-from solver.adversarial import Behaviour, make_dishonest_segment
+from sim.simulate import get_simulated_solver, run_simulation
 
 RUN_SEED = "0x" + "de" * 32
 RUN_ID = 1

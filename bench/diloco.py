@@ -6,7 +6,7 @@ Arms, all scored on the same held-out batches (the eval batches of the DiLoCo co
 - sync: fully synchronous data-parallel training. Averaging the M solvers' gradients every
   step is one model trained with batch M x b, so it runs as one model (2 threads); it syncs
   every step and sees M x b sequences per step, like DiLoCo's M solvers together.
-- DiLoCo: M solvers (separate one-thread processes, devnet/simulate.py) x H inner steps per
+- DiLoCo: M solvers (separate one-thread processes, sim/simulate.py) x H inner steps per
   round, one outer step per round; `--steps` inner steps per solver in total.
 - lone: one solver on its own data stream with batch b for `--steps` steps (1/M of the tokens).
 - compressed: DiLoCo at the main H with pseudo-gradient codecs (protocol/compression.py),
@@ -38,7 +38,12 @@ from typing import Any
 
 import torch
 
-from devnet.simulate import (
+from protocol.adapters.corpus import load_corpus_shards
+from protocol.compression import parse_codec
+from protocol.config import RunConfig, build_run_config
+from protocol.data import DatasetManifest, build_token_dataset
+from protocol.hashing import hash_to_hex
+from sim.simulate import (
     Compression,
     SimulationResult,
     TrainingCurve,
@@ -46,11 +51,6 @@ from devnet.simulate import (
     run_continuous_training,
     run_simulation,
 )
-from protocol.adapters.corpus import load_corpus_shards
-from protocol.compression import parse_codec
-from protocol.config import RunConfig, build_run_config
-from protocol.data import DatasetManifest, build_token_dataset
-from protocol.hashing import hash_to_hex
 
 RUN_SEED = "0x" + "d1" * 32
 SYNC_SOLVER = get_simulated_solver(1000)

@@ -12,15 +12,15 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from auditor import cli as audit_cli
-from devnet import cli as devnet_cli
-from devnet import commands as devnet_commands
 from gradledger import __version__
-from gradledger.logs import configure_logging, get_logger, log_event
+from gradledger.commands import audit as audit_cli
+from gradledger.commands import devnet as devnet_cli
+from gradledger.commands import run as devnet_commands
+from gradledger.commands import solver as solver_cli
+from gradledger.commands import verifier as verifier_cli
+from gradledger.commands import whistleblower as whistleblower_cli
+from node.logs import configure_logging, get_logger, log_event
 from protocol.errors import ConfigError, GradledgerError
-from solver import cli as solver_cli
-from verifier import cli as verifier_cli
-from whistleblower import cli as whistleblower_cli
 
 app = typer.Typer(
     name="gradledger",
@@ -62,10 +62,10 @@ def simulate(
     """Train with DiLoCo locally (no chain): loss per round, bytes communicated, JSON + PNG."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from devnet.simulate import run_simulation, write_simulation_outputs
     from protocol.adapters.corpus import load_corpus_shards
     from protocol.config import build_run_config
     from protocol.hashing import hash_to_hex
+    from sim.simulate import run_simulation, write_simulation_outputs
 
     configure_logging()
     if inner_steps % steps_per_segment:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eth_abi import encode as abi_encode
+from eth_typing import BLSPubkey, BLSSignature
 from eth_utils import is_address, to_canonical_address
 from py_ecc.bls import G2ProofOfPossession as _Scheme
 from py_ecc.bls.g2_primitives import G1_to_pubkey, pubkey_to_G1, signature_to_G2
@@ -94,7 +95,7 @@ def compute_aggregate_signature(signatures: Sequence[bytes]) -> bytes:
         raise BlsError("cannot aggregate zero signatures; a verdict needs at least a quorum of signers")
     for signature in signatures:
         _require_compressed(signature, SIGNATURE_BYTES, "signature")
-    return bytes(_Scheme.Aggregate([bytes(s) for s in signatures]))
+    return bytes(_Scheme.Aggregate([BLSSignature(bytes(s)) for s in signatures]))
 
 
 def compute_aggregate_public_key(public_keys: Sequence[bytes]) -> bytes:
@@ -104,7 +105,7 @@ def compute_aggregate_public_key(public_keys: Sequence[bytes]) -> bytes:
     total = Z1
     for public_key in public_keys:
         _require_compressed(public_key, PUBLIC_KEY_BYTES, "public key")
-        total = add(total, pubkey_to_G1(bytes(public_key)))
+        total = add(total, pubkey_to_G1(BLSPubkey(bytes(public_key))))
     if is_inf(total):
         raise InfinityPointError("the aggregate public key is the point at infinity; the signer set is invalid")
     return bytes(G1_to_pubkey(total))
@@ -112,23 +113,24 @@ def compute_aggregate_public_key(public_keys: Sequence[bytes]) -> bytes:
 
 def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> bool:
     """True when `signature` signs `message` under `public_key`."""
-    return bool(_Scheme.Verify(bytes(public_key), bytes(message), bytes(signature)))
+    return bool(_Scheme.Verify(BLSPubkey(bytes(public_key)), bytes(message), BLSSignature(bytes(signature))))
 
 
 def verify_aggregate_signature(public_keys: Sequence[bytes], message: bytes, signature: bytes) -> bool:
     """True when `signature` is the aggregate of signatures of `message` by all of `public_keys`."""
-    return bool(_Scheme.FastAggregateVerify([bytes(k) for k in public_keys], bytes(message), bytes(signature)))
+    keys = [BLSPubkey(bytes(k)) for k in public_keys]
+    return bool(_Scheme.FastAggregateVerify(keys, bytes(message), BLSSignature(bytes(signature))))
 
 
 def verify_proof_of_possession(public_key: bytes, proof: bytes) -> bool:
     """True when `proof` proves possession of the secret key behind `public_key`."""
-    return bool(_Scheme.PopVerify(bytes(public_key), bytes(proof)))
+    return bool(_Scheme.PopVerify(BLSPubkey(bytes(public_key)), BLSSignature(bytes(proof))))
 
 
 def compute_eip2537_g1(public_key: bytes) -> bytes:
     """128-byte EIP-2537 encoding of a compressed G1 point (a public key or an aggregate of keys)."""
     _require_compressed(public_key, PUBLIC_KEY_BYTES, "public key")
-    point = pubkey_to_G1(bytes(public_key))
+    point = pubkey_to_G1(BLSPubkey(bytes(public_key)))
     if is_inf(point):
         raise InfinityPointError("public key is the point at infinity; generate a key with compute_key_pair")
     x, y = normalize(point)
@@ -138,7 +140,7 @@ def compute_eip2537_g1(public_key: bytes) -> bytes:
 def compute_eip2537_g2(signature: bytes) -> bytes:
     """256-byte EIP-2537 encoding of a compressed G2 point: x.c0 || x.c1 || y.c0 || y.c1."""
     _require_compressed(signature, SIGNATURE_BYTES, "signature")
-    point = signature_to_G2(bytes(signature))
+    point = signature_to_G2(BLSSignature(bytes(signature)))
     if is_inf(point):
         raise InfinityPointError("signature is the point at infinity; it proves nothing and is rejected")
     x, y = normalize(point)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, keccak256, to_hash32
 from protocol.sketch import SketchSpec
+from protocol.types import RunTerms
 
 
 class _Frozen(BaseModel):
@@ -199,3 +200,24 @@ def parse_run_config(data: dict[str, Any] | str | bytes) -> RunConfig:
             f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"invalid run config: {problems}") from None
+
+
+def verify_run_terms(config: RunConfig, terms: RunTerms) -> str | None:
+    """Why the published config does not fit the run's on-chain terms, or None when it does.
+
+    The chain mirrors four things of the config: its hash, the dataset root, H and k. A node that
+    trained under a config whose H or k differ from the terms would commit a number of segments the
+    contracts reject (or sample segments that do not exist), so every node and the auditor check all
+    four before anything else (protocol.adapters.runs.load_run_context, auditor/audit.py).
+    """
+    if compute_config_hash(config) != terms.config_hash:
+        return "the config artifact does not hash to the on-chain config hash"
+    if to_hash32(config.data.dataset_root, "dataset_root") != terms.dataset_root:
+        return f"the config names dataset {config.data.dataset_root}, the chain has {hash_to_hex(terms.dataset_root)}"
+    train = config.train
+    if (train.inner_steps, train.steps_per_segment) != (terms.inner_steps, terms.steps_per_segment):
+        return (
+            f"the config trains H={train.inner_steps}, k={train.steps_per_segment}; the run was created with "
+            f"H={terms.inner_steps}, k={terms.steps_per_segment}"
+        )
+    return None

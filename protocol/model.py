@@ -46,6 +46,8 @@ def make_layer_norm(width: int, profile: ExecutionProfileConfig) -> nn.Module:
 
 
 class CausalSelfAttention(nn.Module):
+    mask: torch.Tensor  # the causal mask, a non-persistent buffer
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.n_head = config.n_head

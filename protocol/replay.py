@@ -26,18 +26,14 @@ from protocol.config import ReplayThresholds, RunConfig
 from protocol.data import TokenDataset
 from protocol.hashing import Hash32
 from protocol.merkle import SegmentLeaf
-from protocol.model import build_model
 from protocol.sketch import UpdateSketch, compute_sketch_distance, compute_sketch_hash, compute_update_sketch
 from protocol.state import compute_state_hash
 from protocol.training import (
     State,
-    build_optimizer,
     compute_param_update,
     compute_segment_sketch,
-    get_checkpoint_state,
     get_segment_tokens,
-    load_checkpoint_state,
-    run_inner_steps,
+    train_segment,
 )
 
 Method = Literal["exact", "sketch", "distance", "precheck"]
@@ -66,13 +62,8 @@ def replay_segment(
     segment_index: int,
     start_checkpoint: Mapping[str, torch.Tensor],
 ) -> State:
-    """Re-run segment `segment_index` of `solver`'s round from its start checkpoint."""
-    model = build_model(config.model, config.profile, config.seed_bytes)
-    optimizer = build_optimizer(model, config.train)
-    load_checkpoint_state(model, optimizer, start_checkpoint)
-    k = config.train.steps_per_segment
-    run_inner_steps(model, optimizer, dataset, config, round_index, solver, segment_index * k, k)
-    return get_checkpoint_state(model, optimizer)
+    """Re-run segment `segment_index` of `solver`'s round from its start checkpoint (its end checkpoint)."""
+    return train_segment(config, dataset, round_index, solver, segment_index, start_checkpoint)[0]
 
 
 def _precheck(

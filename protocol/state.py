@@ -90,7 +90,7 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     """The tensor's storage bytes, row-major, without copying."""
     if tensor.numel() == 0:
         return memoryview(b"")
-    return memoryview(tensor.reshape(-1).view(torch.uint8).numpy())
+    return tensor.reshape(-1).view(torch.uint8).numpy().data
 
 
 def iter_state_chunks(state: State) -> Iterator[bytes | memoryview]:

@@ -216,6 +216,28 @@ def run_inner_steps(
     return losses
 
 
+def train_segment(
+    config: RunConfig,
+    dataset: TokenDataset,
+    round_index: int,
+    solver: str,
+    segment_index: int,
+    start_checkpoint: Mapping[str, torch.Tensor],
+) -> tuple[State, list[float]]:
+    """Segment `segment_index` of `solver`'s round from its start checkpoint: (end checkpoint, losses).
+
+    A fresh model and optimizer loaded from the checkpoint, then k steps of `run_inner_steps`: what a
+    verifier, juror or auditor replays, and what a cheater's honest baseline is. (`train_round` keeps
+    one model across a whole round instead; it runs the very same steps.)
+    """
+    model = build_model(config.model, config.profile, config.seed_bytes)
+    optimizer = build_optimizer(model, config.train)
+    load_checkpoint_state(model, optimizer, start_checkpoint)
+    k = config.train.steps_per_segment
+    losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, segment_index * k, k)
+    return get_checkpoint_state(model, optimizer), losses
+
+
 def get_segment_tokens(config: RunConfig) -> int:
     """Tokens one segment trains on: k steps x batch x context (the leaf's `tokens`)."""
     return config.train.steps_per_segment * config.train.batch_size * config.model.block_size

@@ -10,38 +10,29 @@ or resumes, and never commits twice.
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
 from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
-from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError, BackgroundStateWriter, put_state
-from protocol.adapters.chain import ChainError, ContractRevertError
+from node.bootstrap import RunNode
+from node.logs import log_event
+from node.theta import compute_next_theta
+from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
+from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus, Commitment
-from protocol.adapters.http import make_node_app
+from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.runs import (
-    RunContext,
-    compute_next_theta,
-    get_global_state,
-    load_run_when_created,
-    open_node_adapters,
-)
+from protocol.adapters.runs import RunContext, get_global_state
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
-from protocol.hashing import hash_to_hex, to_hash32
+from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
-from protocol.training import compute_pseudo_gradient, get_params, train_round
+from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
-from solver.roles import AdversarySettings, SolverAdversary, WithholdingStore, make_wrong_theta, train_dishonest_round
-
-logger = get_logger("solver")
 
 
 @dataclass(frozen=True)
@@ -53,12 +44,14 @@ class SolverSettings:
     host: str = "127.0.0.1"
     port: int = 0
     threads: int = 1
-    adversary: AdversarySettings | None = None
-    """A dishonest role (solver/roles.py) for tests and the adversarial demo; None = honest."""
 
 
-class SolverNode:
-    """One solver in one run."""
+class SolverNode(RunNode):
+    """One honest solver in one run. Dishonest solvers (adversary/solver.py) override its hooks:
+    `train_records` (what a round's checkpoints are), `served_store` (what the artifact API serves)
+    and `choose_claim_state` (the θ_(r+1) a coordinator posts)."""
+
+    role_dir = "solvers"
 
     def __init__(
         self,
@@ -68,30 +61,44 @@ class SolverNode:
         manifest: DeploymentManifest,
         on_progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
+        super().__init__(settings.run_id, settings.home, account, rpc_url, manifest, settings.peers, settings.threads)
         self.settings = settings
-        self.account = account
-        self.address = account.address
-        node_dir = settings.home / "solvers" / self.address.lower()
-        self.io = open_node_adapters(node_dir, rpc_url, manifest, settings.peers)
-        self.chain, self.protocol, self.store, self.state, self.peers = (
-            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
-        )  # fmt: skip
         self.on_progress = on_progress
-        self.ctx: RunContext | None = None
-        self.server = None
-        self._stop = threading.Event()
+        self.server: ServerHandle | None = None
+
+    # -- hooks (an adversary overrides these) ----------------------------------------------------
+
+    def served_store(self) -> ArtifactStore:
+        """The store the artifact API serves: everything this solver stored."""
+        return self.store
+
+    def train_records(
+        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
+    ) -> tuple[list[SegmentRecord], State]:
+        """Train round `round_index` from θ_r honestly, storing every checkpoint through `writer`."""
+        total = ctx.config.train.inner_steps
+
+        def on_step(done: int) -> None:
+            if self.on_progress:
+                self.on_progress(f"round {round_index}", done, total)
+
+        return train_round(
+            ctx.config, ctx.dataset, theta, round_index, self.address,
+            save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit,
+        )  # fmt: skip
+
+    def choose_claim_state(self, next_state: State, round_index: int) -> State:
+        """The θ_(r+1) a coordinator posts: the outer step over the accepted Δs."""
+        return next_state
 
     # -- HTTP ------------------------------------------------------------------------------
 
     def start_server(self) -> str:
-        from protocol.adapters.http import serve_in_thread
-
-        served = self.store if not self._is(SolverAdversary.WITHHOLD) else WithholdingStore(self.store)
-        app = make_node_app("solver", self.address, served)
+        app = make_node_app("solver", self.address, self.served_store())
 
         @app.get("/commitments/{run_id}/{round_index}")
         def get_commitment(run_id: int, round_index: int) -> dict:
-            record = self._record(run_id, round_index)
+            record = self.record_of(run_id, round_index)
             if record is None or not record.doc_hash:
                 raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
             return {"document": self.store.get(to_hash32(record.doc_hash)).decode()}
@@ -99,30 +106,24 @@ class SolverNode:
         self.server = serve_in_thread(app, self.settings.host, self.settings.port)
         return self.server.url
 
-    def _is(self, mode: SolverAdversary) -> bool:
-        return self.settings.adversary is not None and self.settings.adversary.mode is mode
-
     # -- state -----------------------------------------------------------------------------
 
-    def _record(self, run_id: int, round_index: int) -> RoundRecord | None:
+    def record_of(self, run_id: int, round_index: int) -> RoundRecord | None:
         raw = self.state.get("round", f"{run_id}:{round_index}")
         return RoundRecord(**raw) if raw else None
 
-    def _save(self, record: RoundRecord) -> None:
+    def save_record(self, record: RoundRecord) -> None:
         self.state.put("round", f"{record.run_id}:{record.round}", asdict(record))
 
-    def load(self) -> RunContext:
-        """The run's context; waits for the run to be created if it does not exist yet."""
-        if self.ctx is None:
-            self.ctx = load_run_when_created(self.io, self.settings.run_id, self._stop, self.settings.threads)
-        return self.ctx
+    def on_start(self) -> None:
+        self.ensure_joined()
 
     def ensure_joined(self) -> None:
         """Join the run if this staked solver has not yet (idempotent)."""
         if not self.protocol.has_joined(self.settings.run_id, self.address):
             try:
                 self.protocol.join_run(self.account, self.settings.run_id)
-                log_event(logger, "joined", run=self.settings.run_id, solver=self.address)
+                log_event(self.log, "joined", run=self.settings.run_id, solver=self.address)
             except ContractRevertError as exc:
                 if exc.error != "AlreadyJoined":
                     raise
@@ -132,8 +133,8 @@ class SolverNode:
     def read_view(self) -> SolverView:
         ctx, run = self.load(), self.settings.run_id
         times = self.protocol.round_times(run)
-        now = max(int(time.time()), self.chain.get_block("latest")["timestamp"])
-        record = self._record(run, times.round)
+        now = self.now()
+        record = self.record_of(run, times.round)
         committed = False
         if record is not None and record.status == "trained":
             committed = self.address in self.protocol.get_commitments(run, times.round, ctx.created_block)
@@ -204,31 +205,9 @@ class SolverNode:
         ctx, r = self.load(), action.round
         theta_hash = self.protocol.theta_of(ctx.run_id, r)
         theta = get_params(get_global_state(self.store, self.peers, theta_hash))
-        log_event(logger, "train", run=ctx.run_id, round=r, theta=hash_to_hex(theta_hash)[:18])
-        total = ctx.config.train.inner_steps
-
-        def on_step(done: int) -> None:
-            if self.on_progress:
-                self.on_progress(f"round {r}", done, total)
-
+        log_event(self.log, "train", run=ctx.run_id, round=r, theta=hash_to_hex(theta_hash)[:18])
         with BackgroundStateWriter(self.store) as writer:
-            if self._is(SolverAdversary.CHEAT):
-                adversary = self.settings.adversary
-                records, end = train_dishonest_round(
-                    adversary.behaviour, ctx.config, ctx.dataset, theta, r, self.address, writer.save, adversary.seed
-                )
-                log_event(logger, "trained dishonestly", round=r, adversary=adversary.label)
-            else:
-                records, end = train_round(
-                    ctx.config,
-                    ctx.dataset,
-                    theta,
-                    r,
-                    self.address,
-                    save_checkpoint=writer.save,
-                    on_step=on_step,
-                    in_background=writer.submit,
-                )
+            records, end = self.train_records(ctx, theta, r, writer)
             # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
             for record in records:
                 self.store.put(encode_sketch(record.sketch))
@@ -241,15 +220,9 @@ class SolverNode:
             delta_hash,
             tuple(rec.to_leaf(ctx.run_id, r, self.address) for rec in records),
         )
-        doc_hash = self.store.put(encode_commitment_doc(doc))
-        self._save(
-            RoundRecord(
-                ctx.run_id, r, "trained", hash_to_hex(theta_hash), hash_to_hex(doc.root), hash_to_hex(delta_hash),
-                doc.tokens, hash_to_hex(doc_hash),
-            )
-        )  # fmt: skip
+        self.record_trained(doc)
         log_event(
-            logger,
+            self.log,
             "trained",
             run=ctx.run_id,
             round=r,
@@ -257,8 +230,23 @@ class SolverNode:
             loss=round(records[-1].mean_loss, 4),
         )
 
+    def record_trained(self, doc: CommitmentDoc) -> Hash32:
+        """Store a round's commitment document and record the round as trained (ready to commit).
+
+        # INVARIANT: called only once every checkpoint, sketch and Δ the document names is stored, so a
+        node killed at any instant either retrains (same hashes) or commits exactly what it serves.
+        """
+        doc_hash = self.store.put(encode_commitment_doc(doc))
+        self.save_record(
+            RoundRecord(
+                doc.run_id, doc.round, "trained", hash_to_hex(doc.theta_hash), hash_to_hex(doc.root),
+                hash_to_hex(doc.delta_hash), doc.tokens, hash_to_hex(doc_hash),
+            )
+        )  # fmt: skip
+        return doc_hash
+
     def _do_commit(self, action: Action) -> None:
-        record = self._record(self.settings.run_id, action.round)
+        record = self.record_of(self.settings.run_id, action.round)
         commitment = Commitment(to_hash32(record.root), to_hash32(record.delta_hash), record.tokens)
         try:
             result = self.protocol.commit(self.account, record.run_id, record.round, commitment)
@@ -266,24 +254,24 @@ class SolverNode:
             if exc.error != "AlreadyCommitted":
                 raise
             result = None
-        self._save(
+        self.save_record(
             RoundRecord(
                 **{**asdict(record), "status": "committed", "commit_tx": result.transaction_hash if result else ""}
             )
         )
         log_event(
-            logger, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
+            self.log, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
         )
 
     def _do_mark_committed(self, action: Action) -> None:
-        record = self._record(self.settings.run_id, action.round)
-        self._save(RoundRecord(**{**asdict(record), "status": "committed"}))
+        record = self.record_of(self.settings.run_id, action.round)
+        self.save_record(RoundRecord(**{**asdict(record), "status": "committed"}))
 
     def _do_mark_missed(self, action: Action) -> None:
-        record = self._record(self.settings.run_id, action.round)
+        record = self.record_of(self.settings.run_id, action.round)
         base = asdict(record) if record else {"run_id": self.settings.run_id, "round": action.round}
-        self._save(RoundRecord(**{**base, "status": "missed"}))
-        log_event(logger, "missed round", run=self.settings.run_id, round=action.round)
+        self.save_record(RoundRecord(**{**base, "status": "missed"}))
+        log_event(self.log, "missed round", run=self.settings.run_id, round=action.round)
 
     def _do_finalize(self, action: Action) -> None:
         for ref in self._unfinalized(action.round):
@@ -296,9 +284,7 @@ class SolverNode:
     def _do_post_claim(self, action: Action) -> None:
         ctx, r = self.load(), action.round
         next_state, _, accepted = compute_next_theta(self.protocol, self.store, self.peers, ctx, r)
-        if self._is(SolverAdversary.WRONG_CLAIM) and self.protocol.claim_of(ctx.run_id, r).nonce == 0:
-            next_state = make_wrong_theta(next_state)
-            log_event(logger, "posting a wrong claim", level=logging.WARNING, run=ctx.run_id, round=r)
+        next_state = self.choose_claim_state(next_state, r)
         next_hash = put_state(self.store, next_state)
         if next_hash != compute_state_hash(next_state):
             raise AssertionError("artifact name differs from the state hash")
@@ -307,7 +293,9 @@ class SolverNode:
         except ContractRevertError as exc:
             if exc.error != "ClaimExists":  # another coordinator claimed first; its claim is checked by juries
                 raise
-        log_event(logger, "claimed", run=ctx.run_id, round=r, accepted=len(accepted), theta=hash_to_hex(next_hash)[:18])
+        log_event(
+            self.log, "claimed", run=ctx.run_id, round=r, accepted=len(accepted), theta=hash_to_hex(next_hash)[:18]
+        )
 
     def _do_settle(self, action: Action) -> None:
         try:
@@ -316,7 +304,7 @@ class SolverNode:
             if exc.error != "WrongRound":  # settled by someone else meanwhile
                 raise
             return
-        log_event(logger, "settled", run=self.settings.run_id, round=action.round)
+        log_event(self.log, "settled", run=self.settings.run_id, round=action.round)
 
     def _do_claim_shares(self, action: Action) -> None:
         run, r = self.settings.run_id, action.round
@@ -327,7 +315,7 @@ class SolverNode:
                 if exc.error != "AlreadyMinted":
                     raise
         self.state.put("shares", f"{run}:{r}", {"claimed": True})
-        log_event(logger, "shares claimed", run=run, round=r)
+        log_event(self.log, "shares claimed", run=run, round=r)
 
     def _do_withdraw_claim_bond(self, action: Action) -> None:
         try:
@@ -336,30 +324,20 @@ class SolverNode:
             if exc.error != "BondAlreadyPaid":
                 raise
         self.state.put("claim_bond", f"{self.settings.run_id}:{action.round}", {"done": True})
-        log_event(logger, "claim bond withdrawn", run=self.settings.run_id, round=action.round)
+        log_event(self.log, "claim bond withdrawn", run=self.settings.run_id, round=action.round)
 
     def _do_wait(self, action: Action) -> None:
-        self._stop.wait(min(action.seconds, 1.0))
+        self.stop.wait(min(action.seconds, 1.0))
 
     def _do_done(self, action: Action) -> None:
-        self._stop.set()
+        self.finished = True
 
     # -- loop ------------------------------------------------------------------------------
 
-    def run(self, stop: threading.Event | None = None) -> None:
-        """Loop until the run is finished (or `stop` is set)."""
-        self._stop = stop or self._stop
-        while not self._stop.is_set():
-            try:
-                self.load()
-                self.ensure_joined()
-                break
-            except (ArtifactError, ChainError) as exc:  # run artifacts not reachable yet, RPC hiccup: retry
-                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
-                self._stop.wait(1.0)
-        while not self._stop.is_set():
-            try:
-                self.act(decide_solver_action(self.read_view()))
-            except (ArtifactError, ChainError) as exc:  # a slow peer or a race with another node: retry
-                log_event(logger, "step failed, retrying", level=logging.WARNING, error=str(exc))
-                self._stop.wait(1.0)
+    tick_interval_s = 0.0  # `wait` actions pace the loop
+
+    def tick(self) -> bool:
+        """One read -> decide -> act step; True once the run is finished for this solver."""
+        self.finished = False
+        self.act(decide_solver_action(self.read_view()))
+        return self.finished

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from protocol.run_events import (
+from protocol.history.events import (
     ChainEvent,
     compute_attestation_fault_key,
     compute_solver_fault_key,

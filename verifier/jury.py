@@ -6,7 +6,7 @@ inactive one is re-activated with the same key). Each tick, for every dispute of
 run (AttestationChallenged / ClaimChallenged):
 
 1. anyone's step first: draw the jury once the seed block exists, execute a decided verdict,
-   expire a dispute past its deadline (verifier/disputes.py);
+   expire a dispute past its deadline (node/disputes.py);
 2. when this node holds an eligible seat: decide with the shared checker -- an attestation:
    "was it right?" (a pass: are all sampled segments honest? a fail: is the named segment (or
    the commitment as a whole) really faulty?); a θ_(r+1) claim: "is it the hash the accepted
@@ -22,21 +22,22 @@ run (AttestationChallenged / ClaimChallenged):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-import httpx
 from eth_account.signers.local import LocalAccount
 
-from gradledger.logs import get_logger, log_event
+from node.checker import CommitmentChecker
+from node.disputes import JurorRegistryReader, advance_dispute, get_drawn_jury
+from node.logs import get_logger, log_event
+from node.theta import compute_next_theta
 from protocol import bls
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ROLE_VERIFIER, DisputeStatus, ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.nodestate import NodeState
-from protocol.adapters.runs import RunContext, compute_next_theta
+from protocol.adapters.runs import RunContext
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, to_hash32
@@ -44,6 +45,7 @@ from protocol.jury import (
     KIND_ATTESTATION,
     KIND_CLAIM,
     DisputeSubject,
+    Jury,
     JuryError,
     Vote,
     assemble_verdict,
@@ -51,8 +53,6 @@ from protocol.jury import (
     compute_vote,
     derive_juror_key,
 )
-from verifier.checks import CommitmentChecker
-from verifier.disputes import JurorRegistryReader, advance_dispute, get_drawn_jury, is_closed
 
 logger = get_logger("jury")
 
@@ -105,8 +105,6 @@ class JuryDuty:
         self.registration = bls.compute_juror_registration(self.key)
         self.registry = JurorRegistryReader(self.chain)
         self.disputes_address = self.chain.contract("Disputes").address
-        self.http = httpx.Client(timeout=10)
-        self._verifier_urls: dict[str, bool] = {}
         self.registered = False
 
     # -- registration ----------------------------------------------------------------------
@@ -235,7 +233,7 @@ class JuryDuty:
         record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
         if record.status == DisputeStatus.JURY_DRAWN:
             self._serve(info, subject, record)
-        elif is_closed(record):
+        elif record.is_closed:
             self._after(info, subject, record)
 
     def _serve(self, info: dict, subject: DisputeSubject, record) -> None:
@@ -284,34 +282,14 @@ class JuryDuty:
                   expected=hash_to_hex(expected)[:18], accepted=len(accepted))  # fmt: skip
         return claim.theta_hash != expected
 
-    def _peer_verifiers(self) -> list[str]:
-        """Peer URLs that answer /identity as verifiers (cached once known)."""
-        for url in self.peers.urls:
-            if url in self._verifier_urls:
-                continue
-            try:
-                identity = self.http.get(f"{url}/identity", timeout=3).json()
-            except (httpx.HTTPError, ValueError):
-                continue
-            self._verifier_urls[url] = identity.get("role") == "verifier" and (
-                str(identity.get("address", "")).lower() != self.address.lower()
-            )
-        return [url for url, ok in self._verifier_urls.items() if ok]
-
-    def _exchange(self, dispute_id: bytes, jury) -> None:
+    def _exchange(self, dispute_id: bytes, jury: Jury) -> None:
         """Push this node's vote to every verifier peer and pull theirs (each checked before it counts)."""
         mine = [v for v in self._votes(dispute_id) if v.juror.lower() == self.address.lower()]
         known = {(v.seat, v.signature) for v in self._votes(dispute_id)}
-        for url in self._peer_verifiers():
+        for url in self.peers.find_role("verifier", exclude_address=self.address):
             for vote in mine:
-                with contextlib.suppress(httpx.HTTPError):
-                    self.http.post(f"{url}/jury/votes", json=vote.to_json())
-            try:
-                response = self.http.get(f"{url}/jury/votes/{hash_to_hex(dispute_id)}")
-                offered = response.json() if response.status_code == 200 else []
-            except (httpx.HTTPError, ValueError):
-                continue
-            for raw in offered:
+                self.peers.post_json(url, "/jury/votes", vote.to_json())
+            for raw in self.peers.get_json_list(url, f"/jury/votes/{hash_to_hex(dispute_id)}"):
                 try:
                     vote = Vote.from_json(raw)
                 except JuryError:

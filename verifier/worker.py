@@ -8,39 +8,32 @@ sending, it asks the chain whether the seat is already attested, and records the
 SQLite right after, so a restart never attests twice. After the challenge window it finalizes
 its attestations (bond back) and, once the round is settled, claims its shares.
 
-The fetch-check-replay logic is the shared `verifier/checks.CommitmentChecker` (the whistleblower
+The fetch-check-replay logic is the shared `node/checker.CommitmentChecker` (the whistleblower
 and jurors use the same one). Each tick also does jury duty (`verifier/jury.py`) unless disabled;
-`juror_only` skips the run's verifier list and attesting; `adversary` (verifier/roles.py, never
-the default) attests without checking.
+`juror_only` skips the run's verifier list and attesting. Dishonest verifiers (adversary/verifier.py,
+never the default) subclass this worker and override `decide_seat`.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from eth_account.signers.local import LocalAccount
 
-from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError
+from node.bootstrap import RunNode
+from node.checker import CommitmentChecker
+from node.logs import log_event
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData
-from protocol.adapters.http import PeerError
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.runs import RunContext, load_run_when_created, open_node_adapters
-from protocol.commitment import CommitmentDoc, CommitmentDocError
-from protocol.errors import GradledgerError
+from protocol.commitment import CommitmentDoc
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from verifier.checks import CommitmentChecker
-from verifier.decide import AttestationDecision, get_verifier_phase
+from protocol.verdict import AttestationDecision
+from verifier.decide import get_verifier_phase
 from verifier.jury import JuryDuty
 from verifier.metrics import VerifierMetrics
-from verifier.roles import VerifierAdversary, decide_dishonest_attestation
-
-logger = get_logger("verifier")
 
 
 @dataclass(frozen=True)
@@ -61,10 +54,16 @@ class AttestationRecord:
 
 
 def attestation_id(ref: AttestationRef) -> str:
-    return f"{ref.run_id}:{ref.round}:{ref.solver.lower()}:{ref.slot}"
+    return ref.id
 
 
-class VerifierWorker:
+class VerifierWorker(RunNode):
+    """An honest verifier of one run: attests its seats, finalizes, claims, sits on juries."""
+
+    role_dir = "verifiers"
+    sits_on_juries: ClassVar[bool] = True
+    """A dishonest verifier never sits on juries (its adversary is its attestations)."""
+
     def __init__(
         self,
         run_id: int,
@@ -78,41 +77,29 @@ class VerifierWorker:
         *,
         jury: bool = True,
         juror_only: bool = False,
-        adversary: VerifierAdversary | None = None,
     ) -> None:
-        self.run_id = run_id
+        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads)
         self.juror_only = juror_only
-        self.adversary = adversary
-        self.threads = threads
-        self.account = account
-        self.address = account.address
-        self.io = open_node_adapters(home / "verifiers" / self.address.lower(), rpc_url, manifest, peers)
-        self.chain, self.protocol, self.store, self.state, self.peers = (
-            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
-        )  # fmt: skip
         self.metrics = metrics
-        self.ctx: RunContext | None = None
         self.checker: CommitmentChecker | None = None
-        self.stop = threading.Event()
-        self.last_error = ""
-        # A dishonest verifier never sits on juries (its adversary is its attestations).
         self.jury = (
             JuryDuty(run_id, account, self.protocol, self.state, self.peers, self.load, self.get_checker, self.store)
-            if (jury or juror_only) and adversary is None
+            if (jury or juror_only) and self.sits_on_juries
             else None
         )
 
-    def load(self) -> RunContext:
-        """The run's context; waits for the run to be created if it does not exist yet."""
-        if self.ctx is None:
-            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
-        return self.ctx
-
     def get_checker(self) -> CommitmentChecker:
-        """The shared commitment checker (verifier/checks.py) for this run."""
+        """The shared commitment checker (node/checker.py) for this run."""
         if self.checker is None:
             self.checker = CommitmentChecker(self.load(), self.store, self.peers, self.protocol, self.metrics)
         return self.checker
+
+    def on_start(self) -> None:
+        self.ensure_registered()
+        log_event(
+            self.log, "watching", run=self.run_id, verifier=self.address, juror=self.jury is not None,
+            juror_only=self.juror_only, honest=self.sits_on_juries,
+        )  # fmt: skip
 
     def ensure_registered(self) -> None:
         """Register as a juror (unless jury duty is off) and in the run's verifier list (unless juror-only);
@@ -123,7 +110,7 @@ class VerifierWorker:
             return
         try:
             self.protocol.register_verifier(self.account, self.run_id)
-            log_event(logger, "registered", run=self.run_id, verifier=self.address)
+            log_event(self.log, "registered", run=self.run_id, verifier=self.address)
         except ContractRevertError as exc:
             if exc.error not in ("AlreadyRegistered", "RunIsFinished"):
                 raise
@@ -141,43 +128,11 @@ class VerifierWorker:
 
     # -- loop ----------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                ctx = self.load()
-                self.ensure_registered()
-                break
-            except GradledgerError as exc:  # run artifacts not reachable yet, RPC hiccup: retry
-                self.last_error = str(exc)
-                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
-                self.stop.wait(1.0)
-        else:
-            return
-        log_event(
-            logger, "watching", run=ctx.run_id, verifier=self.address, juror=self.jury is not None,
-            juror_only=self.juror_only, adversary=self.adversary.value if self.adversary else "none",
-        )  # fmt: skip
-        while not self.stop.is_set():
-            try:
-                finished = self.tick()
-                self.last_error = ""
-            except ArtifactError as exc:  # a peer is slow or gone: retry next tick
-                self.last_error = str(exc)
-                log_event(logger, "artifact unavailable", error=str(exc))
-                finished = False
-            except GradledgerError as exc:  # e.g. a revert racing another node: log, retry next tick
-                self.last_error = str(exc)
-                log_event(logger, "tick failed", level=logging.WARNING, error=str(exc))
-                finished = False
-            if finished:
-                break
-            self.stop.wait(0.5)
-
     def tick(self) -> bool:
         """One pass; True when the run is finished and nothing is left to do."""
         ctx = self.load()
         times = self.protocol.round_times(ctx.run_id)
-        now = max(int(time.time()), self.chain.get_block("latest")["timestamp"])
+        now = self.now()
         self.metrics.block.set(self.chain.block_number())
         seed_drawn = not times.finished and self.protocol.seed_base(ctx.run_id, times.round) != bytes(32)
         phase = get_verifier_phase(now, times, seed_drawn)
@@ -191,7 +146,7 @@ class VerifierWorker:
                     raise
         elif phase == "attest":
             self._attest_round(times.round)
-        self._finalize_and_claim(now)
+        self.finalize_and_claim(now)
         if self.jury is not None and self.jury.registered:
             self.jury.tick(now)
         done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
@@ -205,7 +160,7 @@ class VerifierWorker:
         for contract in ("Verification", "Disputes"):
             if self.protocol.credits_of(contract, self.address) > 0:
                 self.protocol.withdraw_credits(self.account, contract)
-                log_event(logger, "credits withdrawn", contract=contract)
+                log_event(self.log, "credits withdrawn", contract=contract)
 
     # -- attesting ---------------------------------------------------------------------------
 
@@ -227,29 +182,14 @@ class VerifierWorker:
                 continue
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
                 continue  # attested before a crash, or by this key from another process
-            if self.adversary is not None:
-                decision, doc = self._dishonest_decision(ref)
-            else:
-                decision, doc = self.check_commitment(ref, commitment)
+            decision, doc = self.decide_seat(ref, commitment)
             self._attest(ref, commitment, decision, doc)
 
-    def check_commitment(
+    def decide_seat(
         self, ref: AttestationRef, commitment: Commitment
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        """Fetch, check and replay the sampled segments of one commitment (verifier/checks.py)."""
+        """What to attest for a seat: fetch, check and replay its samples (node/checker.py)."""
         return self.get_checker().check_commitment(ref.round, ref.solver, commitment)
-
-    def _dishonest_decision(self, ref: AttestationRef) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        """An adversarial verifier's attestation: no replay at all (verifier/roles.py)."""
-        checker = self.get_checker()
-        doc = None
-        if self.adversary is VerifierAdversary.FAIL_HONEST:
-            try:
-                doc = checker.get_document(ref.round, ref.solver)
-            except (PeerError, CommitmentDocError, KeyError) as exc:
-                raise ArtifactError(f"document of {ref.solver} unavailable, retrying: {exc}") from None
-        samples = checker.get_samples(ref.round, ref.solver)
-        return decide_dishonest_attestation(self.adversary, samples), doc
 
     def _attest(
         self, ref: AttestationRef, commitment: Commitment, decision: AttestationDecision, doc: CommitmentDoc | None
@@ -257,7 +197,7 @@ class VerifierWorker:
         ctx = self.load()
         bond = ctx.terms.attestation_bond
         if decision.kind == "abstain":
-            log_event(logger, "abstained", solver=ref.solver, round=ref.round, reason=decision.reason)
+            log_event(self.log, "abstained", solver=ref.solver, round=ref.round, reason=decision.reason)
             self._save(
                 AttestationRecord(
                     attestation_id(ref),
@@ -289,11 +229,11 @@ class VerifierWorker:
                 decision.segment, decision.reason, result.transaction_hash, "attested",
             )
         )  # fmt: skip
-        log_event(logger, "attested", kind=decision.kind, solver=ref.solver, round=ref.round, reason=decision.reason)
+        log_event(self.log, "attested", kind=decision.kind, solver=ref.solver, round=ref.round, reason=decision.reason)
 
     # -- after the window --------------------------------------------------------------------
 
-    def _finalize_and_claim(self, now: int) -> None:
+    def finalize_and_claim(self, now: int) -> None:
         """Finalize own attestations after their window; claim shares once their round settled."""
         times = self.protocol.round_times(self.run_id)
         for record in self.list_attestations():

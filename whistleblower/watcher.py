@@ -5,13 +5,13 @@ A thin loop like the solver's and the verifier's: read (chain events, node state
 
 1. every new PassAttested / FailAttested of the watched run is recorded in SQLite;
 2. each recorded attestation (all of them, or a deterministic fraction) is re-checked with the
-   shared checker (verifier/checks.py) while its challenge window is open -- a pass is wrong if
+   shared checker (node/checker.py) while its challenge window is open -- a pass is wrong if
    a sampled segment (or the document, the trajectory, the data it must serve) is faulty; a fail
    is wrong if the commitment is sound at the draw it named -- and a wrong one is challenged with
    the run's challenge bond;
 3. a posted θ_(r+1) claim is compared with the outer step over the accepted Δs and challenged
    if it differs;
-4. its open disputes are driven (draw the jury, execute, expire: verifier/disputes.py) until
+4. its open disputes are driven (draw the jury, execute, expire: node/disputes.py) until
    closed; its credits (bond back, winner's reward) are withdrawn.
 
 A challenge is recorded ("sending") before its transaction and confirmed from the chain after
@@ -22,14 +22,15 @@ and never challenges twice.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
 
-from gradledger.logs import get_logger, log_event
-from protocol.adapters.artifacts import ArtifactError
+from node.bootstrap import RunNode
+from node.checker import CommitmentChecker
+from node.disputes import JurorRegistryReader, advance_dispute
+from node.logs import log_event
+from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import (
     AttestationRef,
@@ -38,18 +39,10 @@ from protocol.adapters.contracts import (
     LeafData,
 )
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.runs import (
-    RunContext,
-    compute_next_theta,
-    load_run_when_created,
-    open_node_adapters,
-)
-from protocol.errors import GradledgerError
+from protocol.adapters.runs import RunContext
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from verifier.checks import CommitmentChecker
-from verifier.disputes import JurorRegistryReader, advance_dispute, is_closed
 from whistleblower.decide import (
     can_challenge_attestation,
     decide_attestation_challenge,
@@ -58,14 +51,14 @@ from whistleblower.decide import (
     is_selected,
 )
 
-logger = get_logger("whistleblower")
-
 
 def seat_id(run_id: int, round_index: int, solver: str, slot: int) -> str:
     return f"{run_id}:{round_index}:{solver.lower()}:{slot}"
 
 
-class Whistleblower:
+class Whistleblower(RunNode):
+    role_dir = "whistleblowers"
+
     def __init__(
         self,
         run_id: int,
@@ -77,28 +70,21 @@ class Whistleblower:
         fraction: float = 1.0,
         threads: int = 1,
     ) -> None:
-        self.run_id = run_id
+        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads)
         self.fraction = fraction
-        self.threads = threads
-        self.account = account
-        self.address = account.address
-        self.io = open_node_adapters(home / "whistleblowers" / self.address.lower(), rpc_url, manifest, peers)
-        self.chain, self.protocol, self.store, self.state, self.peers = (
-            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
-        )  # fmt: skip
         self.registry = JurorRegistryReader(self.chain)
-        self.ctx: RunContext | None = None
         self.checker: CommitmentChecker | None = None
-        self.stop = threading.Event()
-        self.last_error = ""
 
     # -- state -----------------------------------------------------------------------------
 
     def load(self) -> RunContext:
-        if self.ctx is None:
-            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
-            self.checker = CommitmentChecker(self.ctx, self.store, self.peers, self.protocol)
-        return self.ctx
+        ctx = super().load()
+        if self.checker is None:
+            self.checker = CommitmentChecker(ctx, self.store, self.peers, self.protocol)
+        return ctx
+
+    def on_start(self) -> None:
+        log_event(self.log, "watching", run=self.run_id, whistleblower=self.address, fraction=self.fraction)
 
     def list_challenges(self) -> list[dict]:
         return [value for _, value in self.state.list("challenge")]
@@ -111,35 +97,11 @@ class Whistleblower:
 
     # -- loop ------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                self.load()
-                break
-            except GradledgerError as exc:
-                self.last_error = str(exc)
-                log_event(logger, "cannot load run yet", level=logging.WARNING, error=str(exc))
-                self.stop.wait(1.0)
-        else:
-            return
-        log_event(logger, "watching", run=self.run_id, whistleblower=self.address, fraction=self.fraction)
-        while not self.stop.is_set():
-            try:
-                finished = self.tick()
-                self.last_error = ""
-            except (ArtifactError, GradledgerError) as exc:
-                self.last_error = str(exc)
-                log_event(logger, "tick failed", level=logging.WARNING, error=str(exc))
-                finished = False
-            if finished:
-                break
-            self.stop.wait(0.5)
-
     def tick(self) -> bool:
         """One pass; True when the run is finished and nothing is left to do."""
         self.load()
         times = self.protocol.round_times(self.run_id)
-        now = max(int(time.time()), self.chain.get_block("latest")["timestamp"])
+        now = self.now()
         self._discover()
         self._check_attestations(now, times)
         if not times.finished:
@@ -149,7 +111,7 @@ class Whistleblower:
         credits = self.protocol.credits_of("Disputes", self.address)
         if credits > 0 and not self._open_challenges():
             self.protocol.withdraw_credits(self.account, "Disputes")
-            log_event(logger, "credits withdrawn", amount_wei=credits)
+            log_event(self.log, "credits withdrawn", amount_wei=credits)
             credits = 0
         return is_done(times.finished, len(self._open_challenges()), credits)
 
@@ -219,7 +181,7 @@ class Whistleblower:
         if plan is None:
             status = "right" if right else "unprovable"
             self._set(check, status, decision.reason)
-            log_event(logger, "attestation checked", seat=check["id"], kind=kind, verdict=status)
+            log_event(self.log, "attestation checked", seat=check["id"], kind=kind, verdict=status)
             return
         ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
         subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
@@ -242,7 +204,7 @@ class Whistleblower:
             self._confirm(record, exc)
             return
         self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-        log_event(logger, "challenged", seat=check["id"], kind=kind, verifier=check["verifier"], reason=plan.reason)
+        log_event(self.log, "challenged", seat=check["id"], kind=kind, verifier=check["verifier"], reason=plan.reason)
 
     # -- claims ----------------------------------------------------------------------------
 
@@ -263,7 +225,7 @@ class Whistleblower:
         self.state.put(
             "check", key, {"id": key, "status": "challenged" if wrong else "right", "finding": finding, "claim": True}
         )
-        log_event(logger, "claim checked", round=round_index, nonce=claim.nonce, wrong=wrong, finding=finding)
+        log_event(self.log, "claim checked", round=round_index, nonce=claim.nonce, wrong=wrong, finding=finding)
         if not wrong:
             return
         subject = DisputeSubject(KIND_CLAIM, self.run_id, round_index, claim_nonce=claim.nonce)
@@ -279,7 +241,7 @@ class Whistleblower:
             self._confirm(record, exc)
             return
         self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-        log_event(logger, "challenged claim", round=round_index, claimer=claim.claimer)
+        log_event(self.log, "challenged claim", round=round_index, claimer=claim.claimer)
 
     # -- disputes --------------------------------------------------------------------------
 
@@ -303,7 +265,7 @@ class Whistleblower:
             if check is not None:
                 self.state.put("check", key, {**check, "status": "pending"})
         self.state.put("challenge", record["dispute_id"], {**record, "status": "failed", "outcome": reason})
-        log_event(logger, "challenge not made", level=logging.WARNING, dispute=record["dispute_id"][:18], why=reason)
+        log_event(self.log, "challenge not made", level=logging.WARNING, dispute=record["dispute_id"][:18], why=reason)
 
     def _drive(self, challenge: dict, now: int) -> None:
         if challenge["status"] == "sending":
@@ -311,9 +273,9 @@ class Whistleblower:
             return
         subject = DisputeSubject.from_json(challenge["subject"])
         record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
-        if not is_closed(record):
+        if not record.is_closed:
             return
         outcome = {True: "won", False: "lost"}[record.challenger_wins]
         outcome = "expired" if record.status == DisputeStatus.EXPIRED else outcome
         self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed", "outcome": outcome})
-        log_event(logger, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)
+        log_event(self.log, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)

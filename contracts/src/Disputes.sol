@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
+import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
@@ -28,7 +29,7 @@ import {BLS} from "./libraries/BLS.sol";
 ///      settlement), the remainder (and the division dust) to the run's reward pool. The winner's own bond
 ///      is returned. Timeout: nobody is slashed, every bond is returned, the disputed item stands.
 ///      ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
-contract Disputes {
+contract Disputes is IDisputes {
     /// @notice Status of a dispute.
     enum Status {
         None,
@@ -442,10 +443,7 @@ contract Disputes {
         return _id(subject);
     }
 
-    /// @notice Whether the attestation of a seat has a dispute that is open, has a jury or has a verdict not
-    ///         yet executed (Verification's finalize waits for it).
-    /// @param ref The seat.
-    /// @return True while the dispute is unresolved.
+    /// @inheritdoc IDisputes
     function isAttestationDisputed(AttestationRef calldata ref) external view returns (bool) {
         Status status =
         _disputes[_id(DisputeSubject(KIND_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot, 0))].status;

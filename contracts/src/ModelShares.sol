@@ -2,13 +2,9 @@
 pragma solidity ^0.8.28;
 
 import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IRunCreator} from "./interfaces/IRunCreator.sol";
+import {IRunShares} from "./interfaces/IRunShares.sol";
 import {RunShares} from "./RunShares.sol";
-
-/// @notice The run creator, from the RunRegistry.
-interface IRunCreator {
-    /// @notice The account that created a run.
-    function creatorOf(uint256 runId) external view returns (address);
-}
 
 /// @title ModelShares
 /// @notice Ownership shares of the runs: deploys each run's ERC-20 (RunShares), is its only minter (for
@@ -25,7 +21,7 @@ contract ModelShares is IModelShares {
     /// @notice A run's share token, its reward pool not yet released, and whether its last round was
     ///         settled (the pool is empty from then on) — one slot.
     struct RunPool {
-        RunShares token;
+        IRunShares token;
         uint88 pool;
         bool finished;
     }
@@ -89,7 +85,7 @@ contract ModelShares is IModelShares {
         if (msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes) {
             revert NotProtocol(msg.sender);
         }
-        RunShares token = _token(runId);
+        IRunShares token = _token(runId);
         if (msg.value == 0) revert ZeroAmount();
         if (_runs[runId].finished) {
             emit PoolFunded(runId, msg.sender, msg.value, 0);
@@ -121,7 +117,7 @@ contract ModelShares is IModelShares {
     /// @notice Pay revenue to a run (anyone): released to the run's share holders over its release period.
     /// @param runId The run.
     function payRevenue(uint256 runId) external payable {
-        RunShares token = _token(runId);
+        IRunShares token = _token(runId);
         if (msg.value == 0) revert ZeroAmount();
         emit RevenuePaid(runId, msg.sender, msg.value);
         token.notifyRevenue{value: msg.value}();
@@ -131,7 +127,7 @@ contract ModelShares is IModelShares {
     ///         a run that verified no work has no owners, and its pool must not stay locked forever.
     /// @param runId The run.
     function reclaimUnownedRevenue(uint256 runId) external {
-        RunShares token = _token(runId);
+        IRunShares token = _token(runId);
         if (!_runs[runId].finished) revert RunNotFinished(runId);
         token.sweepUnowned(IRunCreator(runRegistry).creatorOf(runId));
     }
@@ -140,7 +136,7 @@ contract ModelShares is IModelShares {
     /// @dev Verification and Disputes only; they mint only for settled rounds, once per contribution.
     function mint(uint256 runId, uint64 round, address to, uint256 amount, ShareKind kind) external {
         if (msg.sender != verification && msg.sender != disputes) revert NotMinter(msg.sender);
-        RunShares token = _token(runId);
+        IRunShares token = _token(runId);
         uint256 minted = mintedInRound[runId][round] + amount;
         mintedInRound[runId][round] = minted;
         emit SharesMinted(runId, round, to, kind, amount, minted);
@@ -151,7 +147,7 @@ contract ModelShares is IModelShares {
     /// @param runId The run.
     /// @return The RunShares contract (zero address for an unknown run).
     function shareToken(uint256 runId) external view returns (RunShares) {
-        return _runs[runId].token;
+        return RunShares(address(_runs[runId].token));
     }
 
     /// @notice Whether a run's last round was settled (slash proceeds then go straight to its revenue stream).
@@ -168,7 +164,7 @@ contract ModelShares is IModelShares {
         return _runs[runId].pool;
     }
 
-    function _token(uint256 runId) internal view returns (RunShares token) {
+    function _token(uint256 runId) internal view returns (IRunShares token) {
         token = _runs[runId].token;
         if (address(token) == address(0)) revert UnknownRun(runId);
     }

@@ -3,6 +3,7 @@ pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
@@ -22,7 +23,7 @@ import {CommitmentData, RunConfig} from "./interfaces/Types.sol";
 ///      bytes of keccak256(abi.encode(root, deltaHash, tokens)); joining the run creates that slot,
 ///      so every commit rewrites a warm-able non-zero slot. The fields go into the `Committed` event.
 ///      ETH held: the bonds of claims that are posted, challenged, upheld, or settled and not yet withdrawn.
-contract RunRegistry is IRunRegistry {
+contract RunRegistry is IRunRegistry, IRunCreator {
     /// @notice Hot state of a run: everything `commit` and `settle` read, in one slot. The run is finished
     ///         once `round` reaches `maxRounds`.
     struct RunState {
@@ -86,7 +87,7 @@ contract RunRegistry is IRunRegistry {
     mapping(uint256 runId => RunInfo) internal _info;
     /// @notice theta_0 state hash of each run.
     mapping(uint256 runId => bytes32) public theta0Hash;
-    /// @notice Run creator.
+    /// @inheritdoc IRunCreator
     mapping(uint256 runId => address) public creatorOf;
     mapping(uint256 runId => mapping(address solver => Commitment)) internal _commitments;
     mapping(uint256 runId => mapping(uint64 round => Claim)) internal _claims;

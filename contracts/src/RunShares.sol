@@ -123,10 +123,7 @@ contract RunShares is ERC20, IRunShares {
         if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
-    /// @notice Send the unreleased revenue to `to` while fewer than MIN_SUPPLY_FOR_RELEASE share units exist
-    ///         (ModelShares only, once the run is finished): with no owner it could never be released.
-    /// @param to The recipient (the run creator).
-    /// @return amount Wei sent.
+    /// @inheritdoc IRunShares
     function sweepUnowned(address to) external onlyModelShares returns (uint256 amount) {
         uint256 supply = totalSupply();
         if (supply >= Constants.MIN_SUPPLY_FOR_RELEASE) revert SharesOutstanding(supply);

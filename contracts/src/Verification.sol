@@ -2,17 +2,12 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
+import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
 import {AttestationRef, CommitmentData, LeafData} from "./interfaces/Types.sol";
-
-/// @notice The one thing Verification asks Disputes: whether a seat's attestation is under dispute.
-interface IDisputeStatus {
-    /// @notice Whether the seat's attestation has an unresolved dispute.
-    function isAttestationDisputed(AttestationRef calldata ref) external view returns (bool);
-}
 import {Sampling} from "./libraries/Sampling.sol";
 import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
@@ -338,7 +333,7 @@ contract Verification is IVerification {
         CommitmentStatus storage st = _statusOf(ref.runId, ref.round, ref.solver);
         uint16 seat = _seat(st.seats, ref.slot);
         if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
-        if (IDisputeStatus(disputes).isAttestationDisputed(ref)) revert WrongState(AttestationState.Challenged);
+        if (IDisputes(disputes).isAttestationDisputed(ref)) revert WrongState(AttestationState.Challenged);
         bool isFail = _isFail(seat);
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Finalized, isFail, false, _sample(seat)));
         address verifier = _assigned(ref, rs).account;
@@ -529,7 +524,7 @@ contract Verification is IVerification {
     {
         uint16 seat = _seat(_statusOf(ref.runId, ref.round, ref.solver).seats, ref.slot);
         state = _state(seat);
-        if (state == AttestationState.Attested && IDisputeStatus(disputes).isAttestationDisputed(ref)) {
+        if (state == AttestationState.Attested && IDisputes(disputes).isAttestationDisputed(ref)) {
             state = AttestationState.Challenged;
         }
         return (state, _isFail(seat), _minted(seat), _sample(seat));

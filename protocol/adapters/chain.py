@@ -38,9 +38,25 @@ from web3.exceptions import (
 
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
-from protocol.run_events import ChainEvent
+from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
+
+
+def name_abi_values(params: list[dict[str, Any]], values: Any) -> dict[str, Any]:
+    """Pair ABI parameters with decoded values by name (structs inside structs become dicts too)."""
+    if isinstance(values, dict):
+        return dict(values)
+    seq = list(values)
+    if len(seq) != len(params):
+        raise ChainError(f"expected {len(params)} values ({[p['name'] for p in params]}), got {len(seq)}")
+    named: dict[str, Any] = {}
+    for param, value in zip(params, seq, strict=True):
+        if not param.get("name"):
+            raise ChainError(f"an ABI output of type {param.get('type')} has no name; name it in the contract")
+        components = param.get("components")
+        named[param["name"]] = name_abi_values(components, value) if components and param["type"] == "tuple" else value
+    return named
 
 
 class ChainError(GradledgerError):
@@ -184,6 +200,23 @@ class ChainClient:
             return self._retry(lambda: fn.call(block_identifier=block), what=f"{contract}.{function}")
         except (ContractLogicError, Web3RPCError) as exc:
             raise self._revert_from(exc, f"{contract}.{function}") from None
+
+    def call_fields(self, contract: str, function: str, *args: Any, block: int | str = "latest") -> dict[str, Any]:
+        """Call a view function and name its results from the ABI: {Solidity output or field name: value}.
+
+        A single struct output is opened into its fields, so callers decode by name, never by position.
+        """
+        outputs = self._function_outputs(contract, function)
+        raw = self.call(contract, function, *args, block=block)
+        if len(outputs) == 1 and outputs[0].get("components"):
+            return name_abi_values(outputs[0]["components"], raw)
+        return name_abi_values(outputs, raw if len(outputs) > 1 else (raw,))
+
+    def _function_outputs(self, contract: str, function: str) -> list[dict[str, Any]]:
+        matches = [f for f in self.contract(contract).abi if f.get("type") == "function" and f["name"] == function]
+        if len(matches) != 1:
+            raise ChainError(f"{contract}.{function}: {len(matches)} functions of that name in the ABI, expected 1")
+        return list(matches[0].get("outputs", []))
 
     def block_number(self) -> int:
         return self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber")

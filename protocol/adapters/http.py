@@ -79,6 +79,7 @@ class PeerSet:
         self.urls = [u.rstrip("/") for u in urls]
         self.client = httpx.Client(timeout=timeout_s)
         self._by_address: dict[str, str] = {}
+        self._roles: dict[str, tuple[str, str]] = {}
 
     def add(self, urls: Sequence[str]) -> None:
         """Learn peers that started after this node (kept in order, no duplicates)."""
@@ -118,3 +119,32 @@ class PeerSet:
         if response.status_code != 200:
             raise PeerError(f"peer {url}{path} answered {response.status_code}: {response.text[:200]}")
         return response.json()
+
+    def find_role(self, role: str, exclude_address: str = "", timeout_s: float = 3.0) -> list[str]:
+        """URLs of the peers whose `/identity` says `role` (other than `exclude_address`); identities cached."""
+        for url in self.urls:
+            if url in self._roles:
+                continue
+            try:
+                identity = self.client.get(f"{url}/identity", timeout=timeout_s).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            self._roles[url] = (str(identity.get("role", "")), str(identity.get("address", "")).lower())
+            self._by_address.setdefault(self._roles[url][1], url)
+        return [u for u, (r, a) in self._roles.items() if r == role and a != exclude_address.lower()]
+
+    def post_json(self, url: str, path: str, payload: dict, timeout_s: float = 10.0) -> bool:
+        """POST a JSON body to a peer; True when it answered 2xx (a peer that is down or refuses is not an error)."""
+        try:
+            return self.client.post(f"{url}{path}", json=payload, timeout=timeout_s).is_success
+        except httpx.HTTPError:
+            return False
+
+    def get_json_list(self, url: str, path: str, timeout_s: float = 10.0) -> list:
+        """GET a JSON list from a peer; [] when it is down, answers non-200 or not a list."""
+        try:
+            response = self.client.get(f"{url}{path}", timeout=timeout_s)
+            body = response.json() if response.status_code == 200 else []
+        except (httpx.HTTPError, ValueError):
+            return []
+        return body if isinstance(body, list) else []

@@ -32,7 +32,6 @@ from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.lifecycle import start_devnet, stop_devnet
 from devnet.runs import RunRules
-from devnet.scripted import start_scripted_run
 from devnet.toolchain import find_tool
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -41,6 +40,7 @@ from protocol.adapters.manifest import DeploymentManifest, load_manifest, write_
 from protocol.commitment import decode_commitment_doc
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from sim.scripted import start_scripted_run
 from solver.decide import Action
 from tests.chain_fixtures import prepare_run, read_log, start_node, stop, wait_until
 
@@ -359,7 +359,7 @@ def test_rpc_dropping_mid_read_exits_nonzero_and_writes_nothing(real_run, tmp_pa
 @pytest.fixture()
 def travel_chain(deployment) -> tuple[AnvilProcess, DeploymentManifest]:
     """A fresh anvil of its own: time travel must never reach the session chain, whose real-time nodes
-    would then wait on a block timestamp ahead of the wall clock (docs in devnet/scripted.py)."""
+    would then wait on a block timestamp ahead of the wall clock (docs in sim/scripted.py)."""
     del deployment  # built the contracts once for the session
     with AnvilProcess() as anvil:
         yield anvil, deploy_protocol(ChainClient(anvil.rpc_url), get_devnet_account(0), build_contracts())
@@ -460,6 +460,6 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
 
 def test_deployed_abis_carry_every_event_field_the_audit_reads(deployment):
     from auditor.audit import _abi_events
-    from protocol.run_events import find_missing_event_fields
+    from protocol.history.events import find_missing_event_fields
 
     assert find_missing_event_fields(_abi_events(load_manifest(deployment.manifest_path))) == []

@@ -9,7 +9,7 @@ from auditor.checks import DocumentFacts, PublicState
 from protocol.commitment import CommitmentDoc
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.history import fold_run_history
+from protocol.history.fold import fold_run_history
 from protocol.merkle import SegmentLeaf
 from protocol.outer import compute_outer_step, get_initial_global_state
 from protocol.state import compute_state_hash

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from auditor import payout_checks
-from protocol.history import fold_run_history
+from protocol.history.fold import fold_run_history
 from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds, with_args
 
 
@@ -100,7 +100,7 @@ def test_slashes_fail_on_a_missing_or_unexplained_slash():
     assert not result.passed and "fail attestation finalized, but no slash" in result.detail
 
     ev = honest_two_rounds()
-    from protocol.run_events import compute_solver_fault_key
+    from protocol.history.events import compute_solver_fault_key
 
     ev.step()
     ev.slash(SOLVER_B, 1, compute_solver_fault_key(1, 1, SOLVER_B))

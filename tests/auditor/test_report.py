@@ -10,11 +10,11 @@ from rich.console import Console
 
 from auditor import checks, payout_checks
 from auditor.audit import AuditReport
-from auditor.cli import read_labels
 from auditor.html_report import render_html
 from auditor.report import SCHEMA, build_json, print_summary, write_atomic, write_outputs
+from gradledger.commands.audit import read_labels
 from protocol.errors import GradledgerError
-from protocol.history import fold_run_history
+from protocol.history.fold import fold_run_history
 from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds
 
 

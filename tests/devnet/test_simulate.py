@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from devnet.simulate import Compression, get_simulated_solver, run_continuous_training, run_simulation
 from protocol.compression import FP32, Codec, ValueFormat
+from sim.simulate import Compression, get_simulated_solver, run_continuous_training, run_simulation
 
 
 def _simulate(config, corpus, **kwargs):

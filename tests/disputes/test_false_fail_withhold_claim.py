@@ -13,9 +13,10 @@ its claim bond), the right claim follows and the round settles with the two hone
 from __future__ import annotations
 
 from devnet.runs import RunRules
+from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER
-from protocol.adapters.runs import compute_next_theta, load_run_context
+from protocol.adapters.runs import load_run_context
 from protocol.jury import KIND_CLAIM, DisputeSubject
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, logs, slashed, start, stop_all

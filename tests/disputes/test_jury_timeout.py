@@ -19,6 +19,7 @@ import signal
 import httpx
 
 from devnet.runs import RunRules
+from node.disputes import JurorRegistryReader, get_drawn_jury
 from protocol import bls
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
@@ -33,7 +34,6 @@ from protocol.jury import (
 )
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, logs, start, stop_all
-from verifier.disputes import JurorRegistryReader, get_drawn_jury
 
 RULES = RunRules(
     rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=12,

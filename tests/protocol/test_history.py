@@ -1,11 +1,10 @@
-"""protocol.history: a run's history folded from hand-built contract events."""
+"""protocol.history.fold: a run's history folded from hand-built contract events."""
 
 from __future__ import annotations
 
 import pytest
 
-from protocol.history import fold_run_history, get_round_phase, list_runs
-from protocol.run_events import (
+from protocol.history.events import (
     EVENT_FIELDS,
     ChainEvent,
     HistoryError,
@@ -13,6 +12,7 @@ from protocol.run_events import (
     find_missing_event_fields,
     share_token_contract,
 )
+from protocol.history.fold import fold_run_history, get_round_phase, list_runs
 from tests.history_builder import (
     CHALLENGER,
     CREATOR,

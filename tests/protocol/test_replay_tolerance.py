@@ -6,10 +6,10 @@ import math
 
 import torch
 
+from adversary.behaviours import Behaviour, make_dishonest_segment
 from protocol.outer import get_initial_global_state
 from protocol.replay import compute_global_relative_error, judge_tolerance, replay_segment
 from protocol.training import get_params, keep_checkpoints, train_round
-from solver.adversarial import Behaviour, make_dishonest_segment
 from tests.conftest import SOLVER_A
 
 

@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
+from adversary.behaviours import AdversaryError, Behaviour, make_dishonest_segment
 from protocol.outer import get_initial_global_state
 from protocol.replay import judge_exact, replay_segment
 from protocol.state import is_same_state
 from protocol.training import compute_param_update, get_params, keep_checkpoints, train_round
-from solver.adversarial import AdversaryError, Behaviour, make_dishonest_segment
 from tests.conftest import SOLVER_A
 
 RUN_ID, ROUND = 7, 1

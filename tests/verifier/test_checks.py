@@ -11,6 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from adversary.behaviours import Behaviour
+from adversary.solver import train_dishonest_round
+from node.checker import CommitmentChecker
 from protocol.adapters.artifacts import LocalArtifactStore, put_state
 from protocol.adapters.contracts import Commitment
 from protocol.adapters.http import PeerSet
@@ -18,10 +21,7 @@ from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.outer import get_initial_global_state
 from protocol.training import compute_pseudo_gradient, get_params, train_round
-from solver.adversarial import Behaviour
-from solver.roles import train_dishonest_round
 from tests.conftest import SOLVER_A
-from verifier.checks import CommitmentChecker
 
 RUN_ID, ROUND = 3, 0
 
@@ -100,7 +100,7 @@ def test_no_document_means_abstain(tmp_path, tiny_config, dataset):
 
 
 def test_dishonest_verifiers_attest_without_checking():
-    from verifier.roles import VerifierAdversary, decide_dishonest_attestation
+    from adversary.verifier import VerifierAdversary, decide_dishonest_attestation
 
     lazy = decide_dishonest_attestation(VerifierAdversary.LAZY, [(0, 2), (1, 0)])
     assert lazy.kind == "pass" and "without replaying" in lazy.reason

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from protocol.adapters.contracts import RoundTimes
-from verifier.decide import SampleCheck, decide_attestation, get_verifier_phase
+from protocol.verdict import SampleCheck, decide_attestation
+from verifier.decide import get_verifier_phase
 
 TIMES = RoundTimes(round=0, start=100, commit_end=120, attest_end=135, challenge_end=140, finished=False)
 

@@ -1,18 +1,12 @@
-"""The one commitment checker: fetch, check and replay a solver's commitment.
+"""The one commitment checker: fetch what a verdict needs, then ask the pure verdict.
 
 Verifiers use it to attest, whistleblowers to re-check attestations, jurors to decide disputes:
-one implementation, so the three roles can never disagree about what honest work is. Order of
-checks (DESIGN section 3, docs/nodes.md):
+one implementation, so the three roles can never disagree about what honest work is. This module
+only fetches (the solver's document, θ_r, the committed end checkpoint, the sampled start
+checkpoints) and asks the chain for the samples; every rule is in `protocol/verdict.py`, stage by
+stage: document, trajectory, sampled replays, decision. A checkpoint the solver does not serve is
+passed on as missing, and the verdict counts it as a failed segment (data availability).
 
-1. the published commitment document is fetched from the solver and must match the on-chain
-   commitment (root, Δ hash, tokens) -- a document that cannot be fetched or does not hash to
-   the root leaves nothing provable on-chain;
-2. the trajectory: leaf 0 starts at c_0 of θ_r, leaves chain, and Δ = θ_r - c_H for the
-   committed end checkpoint;
-3. every sampled segment (or only the named one, for a fail attestation) is replayed with the
-   one training step and judged exactly.
-
-A checkpoint the solver does not serve counts as a failed segment (data availability).
 Results are cached per (round, solver, commitment, samples), so a node that attested a
 commitment and then sits on a jury about it does not replay it twice.
 """
@@ -21,19 +15,32 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
 from protocol.adapters.contracts import Commitment, ProtocolClient
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
-from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, verify_commitment_doc
-from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
-from protocol.state import compute_state_hash, decode_state
-from protocol.training import compute_pseudo_gradient, get_params, make_start_checkpoint
-from verifier.decide import AttestationDecision, SampleCheck, decide_attestation
-from verifier.metrics import VerifierMetrics
+from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
+from protocol.state import decode_state
+from protocol.training import State, get_params
+from protocol.verdict import (
+    AttestationDecision,
+    SampleCheck,
+    check_document,
+    check_sample,
+    check_trajectory,
+    decide_attestation,
+)
 
 DocumentFetcher = Callable[[int, int, str], bytes]
+
+
+class ReplayMetrics(Protocol):
+    """What the checker reports replays to (a verifier's Prometheus metrics)."""
+
+    replays: Any
+    replay_seconds: Any
 
 
 class CommitmentChecker:
@@ -45,7 +52,7 @@ class CommitmentChecker:
         store: ArtifactStore,
         peers: PeerSet,
         protocol: ProtocolClient,
-        metrics: VerifierMetrics | None = None,
+        metrics: ReplayMetrics | None = None,
         fetch_document: DocumentFetcher | None = None,
     ) -> None:
         self.ctx = ctx
@@ -107,62 +114,47 @@ class CommitmentChecker:
     def _check(
         self, round_index: int, solver: str, commitment: Commitment, samples: list[tuple[int, int]]
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
+        """Fetch each stage's inputs, then let the pure verdict (protocol/verdict.py) judge them."""
         ctx = self.ctx
         try:
             doc = self.get_document(round_index, solver)
         except (PeerError, CommitmentDocError, KeyError) as exc:
             return decide_attestation(f"commitment document unavailable: {exc}", False, []), None
-        problem = verify_commitment_doc(
-            doc, ctx.run_id, round_index, solver, commitment.root, commitment.delta_hash, commitment.tokens
-        )
-        if problem is not None and doc.root != commitment.root:
-            return decide_attestation(problem, False, []), None
+        round_theta = self.protocol.theta_of(ctx.run_id, round_index)
+        problem, provable = check_document(doc, commitment, ctx.run_id, round_index, solver, round_theta)
         first = [SampleCheck(samples[0][0], samples[0][1], False, problem or "")]
         if problem is not None:
-            return decide_attestation(problem, True, first), doc
+            return decide_attestation(problem, provable, first if provable else []), doc if provable else None
         solver_url = self.peers.url_of(solver)
-        if doc.theta_hash != self.protocol.theta_of(ctx.run_id, round_index):
-            return decide_attestation("document trains from another θ than the round's", True, first), doc
         # θ_r is the round's state (served by the run creator and coordinators), not the solver's to
         # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries.
         theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
-        chain_problem = verify_leaf_chain(
-            list(doc.leaves), ctx.run_id, round_index, solver, compute_state_hash(make_start_checkpoint(theta)),
-            ctx.config.train.num_segments,
-        )  # fmt: skip
-        if chain_problem is None:
-            chain_problem = self._check_delta_binding(doc, theta, solver_url)
-        if chain_problem is not None:
-            return decide_attestation(chain_problem, True, first), doc
-        checks = [self._check_sample(round_index, solver, doc, j, segment, solver_url) for j, segment in samples]
+        end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url)
+        trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem)
+        if trajectory_problem is not None:
+            return decide_attestation(trajectory_problem, True, first), doc
+        checks = []
+        for j, segment in samples:
+            start, fetch_problem = self._fetch_state(doc.leaves[segment].start_hash, solver_url)
+            checks.append(self._timed_check(doc, j, segment, start, fetch_problem or ""))
         return decide_attestation(None, True, checks), doc
 
-    def _check_delta_binding(self, doc: CommitmentDoc, theta: dict, solver_url: str | None) -> str | None:
-        """Δ must equal θ_r - c_H for the committed end checkpoint (no spoofed pseudo-gradient)."""
+    def _fetch_state(self, digest: bytes, url: str | None) -> tuple[State | None, str | None]:
+        """A checkpoint the solver must serve: (state, None), or (None, why it could not be had)."""
         try:
-            end = decode_state(get_artifact(self.store, self.peers, doc.leaves[-1].end_hash, solver_url))
+            return decode_state(get_artifact(self.store, self.peers, digest, url)), None
         except ArtifactError as exc:
-            return f"end checkpoint not served: {exc}"
-        if compute_state_hash(compute_pseudo_gradient(theta, end)) != doc.delta_hash:
-            return "committed delta hash is not θ_r - c_H"
-        return None
+            return None, str(exc)
 
-    def _check_sample(
-        self, round_index: int, solver: str, doc: CommitmentDoc, j: int, segment: int, url: str | None
+    def _timed_check(
+        self, doc: CommitmentDoc, j: int, segment: int, start: State | None, fetch_problem: str
     ) -> SampleCheck:
-        leaf = doc.leaves[segment]
-        try:
-            start = decode_state(get_artifact(self.store, self.peers, leaf.start_hash, url))
-        except ArtifactError as exc:
-            return SampleCheck(j, segment, False, f"start checkpoint of segment {segment} not served: {exc}")
-        if self.metrics is not None:
-            with self.metrics.replay_seconds.time():
-                replayed = replay_segment(self.ctx.config, self.ctx.dataset, round_index, solver, segment, start)
-            self.metrics.replays.inc()
-        else:
-            replayed = replay_segment(self.ctx.config, self.ctx.dataset, round_index, solver, segment, start)
-        verdict = judge_exact(self.ctx.config, leaf, start, replayed)
-        return SampleCheck(j, segment, verdict.accepted, verdict.reason)
+        if self.metrics is None or start is None:
+            return check_sample(self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem)
+        with self.metrics.replay_seconds.time():
+            result = check_sample(self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem)
+        self.metrics.replays.inc()
+        return result
 
     def is_attestation_right(
         self, round_index: int, solver: str, commitment: Commitment, is_fail: bool, sample_index: int

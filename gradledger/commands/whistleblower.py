@@ -19,7 +19,7 @@ from gradledger.context import (
     resolve_peers,
     wait_until_stopped,
 )
-from gradledger.logs import configure_logging
+from node.logs import configure_logging
 
 app = typer.Typer(help="Watch a run's attestations and claims; challenge wrong ones.", no_args_is_help=True)
 

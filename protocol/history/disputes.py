@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from protocol.run_events import EventLike, get_tx_hash, to_address, to_hash_hex
-from protocol.run_records import Attestation, Dispute, JurorReward, ShareClaim
+from protocol.history.events import EventLike, get_tx_hash, to_address, to_hash_hex
+from protocol.history.records import Attestation, Dispute, JurorReward, ShareClaim
 
 
 class DisputeEventsFold:

@@ -43,6 +43,7 @@ from protocol.training import (
     get_segment_tokens,
     load_checkpoint_state,
     run_inner_steps,
+    train_segment,
 )
 
 SKIP_PERIOD = 10
@@ -116,10 +117,7 @@ def train_honestly(
     start: Mapping[str, torch.Tensor],
 ) -> tuple[State, list[float]]:
     """The honest end checkpoint of a segment and its losses (what the cheats start from)."""
-    model, optimizer = _new_trainer(config, start)
-    steps = _segment_steps(config, segment_index)
-    losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, steps.start, len(steps))
-    return get_checkpoint_state(model, optimizer), losses
+    return train_segment(config, dataset, round_index, solver, segment_index, start)
 
 
 def _train_skipping(

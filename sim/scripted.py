@@ -6,7 +6,7 @@ shares -- and advances anvil's clock past each window (`evm_increaseTime`) inste
 for it. Nodes write their artifacts and SQLite state under `<home>` exactly as the node
 processes do, and solvers serve their artifacts and commitment documents over HTTP, so what is
 left behind is what a real run leaves behind. A solver may cheat in one round with a
-`solver.adversarial.Behaviour` (every segment of that round dishonest, so any sample catches it).
+`adversary.behaviours.Behaviour` (every segment of that round dishonest, so any sample catches it).
 
 For benchmarks and tests that need many rounds or a deterministic adversary (bench/audit.py
 plays 20 rounds in about a minute); `gradledger demo` and tests/devnet run nodes as processes
@@ -23,22 +23,18 @@ from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
 
+from adversary.behaviours import Behaviour
+from adversary.solver import CheatingSolverNode
 from devnet.runs import ETH, RunRules, create_run
-from protocol.adapters.artifacts import LocalArtifactStore, put_state
+from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.runs import get_global_state
-from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest
 from protocol.errors import GradledgerError
-from protocol.hashing import hash_to_hex
-from protocol.sketch import encode_sketch
-from protocol.training import compute_pseudo_gradient, get_params, make_start_checkpoint
-from solver.adversarial import Behaviour, make_dishonest_segment
-from solver.decide import Action, RoundRecord
+from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
 from verifier.metrics import VerifierMetrics
 from verifier.worker import VerifierWorker
@@ -81,14 +77,10 @@ class ScriptedRun:
         if times.finished:
             raise ScriptedRunError(f"run {self.run_id} is finished")
         r = times.round
-        for account, node in sorted(self.solvers.items()):
+        for _account, node in sorted(self.solvers.items()):
             if self.protocol.bonded_of(node.address, ROLE_SOLVER) < self.rules.solver_min_stake_wei:
                 continue  # slashed earlier: cannot commit any more
-            behaviour = self.cheats.get((account, r))
-            if behaviour is None:
-                node.act(Action("train", r))
-            else:
-                train_dishonestly(node, r, behaviour)
+            node.act(Action("train", r))  # a CheatingSolverNode cheats in the rounds it was told to
             node.act(Action("commit", r))
         self._advance_to(times.commit_end)
         for worker in self.verifiers.values():
@@ -106,11 +98,11 @@ class ScriptedRun:
 
     def claim_shares(self, r: int) -> None:
         for node in self.solvers.values():
-            record = node._record(self.run_id, r)
+            record = node.record_of(self.run_id, r)
             if record is not None and record.status in ("trained", "committed"):
                 node.act(Action("claim_shares", r))
         for worker in self.verifiers.values():
-            worker._finalize_and_claim(self._now())
+            worker.finalize_and_claim(self._now())
 
     def play(self, rounds: int | None = None) -> None:
         """Play `rounds` rounds (default: until the run is finished)."""
@@ -126,55 +118,6 @@ class ScriptedRun:
             node.state.close()
         for worker in self.verifiers.values():
             worker.state.close()
-
-
-def train_dishonestly(node: SolverNode, round_index: int, behaviour: Behaviour) -> None:
-    """What a cheating solver stores and records for a round: every segment built with `behaviour`,
-    chained (each starts where the dishonest previous one ended), Δ and document consistent with them --
-    so nothing but a replay can tell."""
-    ctx = node.load()
-    theta_hash = node.protocol.theta_of(ctx.run_id, round_index)
-    theta = get_params(get_global_state(node.store, node.peers, theta_hash))
-    checkpoint = make_start_checkpoint(theta)
-    put_state(node.store, checkpoint)
-    records = []
-    for index in range(ctx.config.train.num_segments):
-        segment = make_dishonest_segment(
-            behaviour,
-            ctx.config,
-            ctx.dataset,
-            round_index,
-            node.address,
-            index,
-            checkpoint,
-            seed=round_index * 97 + index,
-        )
-        put_state(node.store, segment.end_checkpoint)
-        node.store.put(encode_sketch(segment.record.sketch))
-        records.append(segment.record)
-        checkpoint = segment.end_checkpoint
-    delta_hash = put_state(node.store, compute_pseudo_gradient(theta, checkpoint))
-    doc = CommitmentDoc(
-        ctx.run_id,
-        round_index,
-        node.address,
-        theta_hash,
-        delta_hash,
-        tuple(rec.to_leaf(ctx.run_id, round_index, node.address) for rec in records),
-    )
-    doc_hash = node.store.put(encode_commitment_doc(doc))
-    node._save(
-        RoundRecord(
-            ctx.run_id,
-            round_index,
-            "trained",
-            hash_to_hex(theta_hash),
-            hash_to_hex(doc.root),
-            hash_to_hex(delta_hash),
-            doc.tokens,
-            hash_to_hex(doc_hash),
-        )
-    )
 
 
 def _stake(protocol: ProtocolClient, account: LocalAccount, role: int, needed: int) -> None:
@@ -214,10 +157,11 @@ def start_scripted_run(
     run_id, _ = create_run(
         protocol, get_devnet_account(creator), creator_store, config, dataset_manifest, shards, rules, reward_pool_wei
     )
+    chosen = {key: Behaviour(value) for key, value in (cheats or {}).items()}
     nodes = {}
     for n, index in enumerate(solvers):
         settings = SolverSettings(run_id, home, coordinator=(n == 0))
-        node = SolverNode(settings, get_devnet_account(index), rpc_url, manifest)
+        node = _make_solver(settings, index, rpc_url, manifest, chosen)
         servers.append(node.server or _serve(node))
         nodes[index] = node
     peers = tuple(server.url for server in servers)
@@ -232,8 +176,26 @@ def start_scripted_run(
         worker.load()
         worker.ensure_registered()
         workers[index] = worker
-    chosen = {key: Behaviour(value) for key, value in (cheats or {}).items()}
     return ScriptedRun(protocol, run_id, home, config, rules, nodes, workers, solvers[0], chosen, servers)
+
+
+def _make_solver(
+    settings: SolverSettings,
+    index: int,
+    rpc_url: str,
+    manifest: DeploymentManifest,
+    cheats: Mapping[tuple[int, int], Behaviour],
+) -> SolverNode:
+    """An honest solver, or a cheating one for the rounds `cheats` names (one behaviour per solver)."""
+    plan = {r: b for (account, r), b in cheats.items() if account == index}
+    if not plan:
+        return SolverNode(settings, get_devnet_account(index), rpc_url, manifest)
+    behaviours = set(plan.values())
+    if len(behaviours) > 1:
+        raise ScriptedRunError(f"solver {index} is given several behaviours {sorted(behaviours)}; give it one")
+    return CheatingSolverNode(
+        settings, get_devnet_account(index), rpc_url, manifest, behaviour=behaviours.pop(), rounds=set(plan)
+    )
 
 
 def _serve(node: SolverNode) -> ServerHandle:

@@ -8,11 +8,11 @@ paid, released and withdrawn, the stakes of every participant over time and ever
 its cause. Pure: no I/O, no clock; the auditor (auditor/audit.py) reads the events and block
 timestamps through the chain adapter and hands them in.
 
-The event names and fields read live in `protocol/run_events.py` (a renamed event or field is one
+The event names and fields read live in `protocol/history/events.py` (a renamed event or field is one
 edit there; `find_missing_event_fields` compares them with the deployed ABIs), the typed records in
-`protocol/run_records.py`; `protocol/ledger.py` only sums ETH flows. This module folds the run
-registry's and verification's events; the dispute handlers are in `protocol/history_disputes.py`,
-the stake, slash, ETH and share handlers in `protocol/history_accounts.py` (mixed into one fold).
+`protocol/history/records.py`; `protocol/ledger.py` only sums ETH flows. This module folds the run
+registry's and verification's events; the dispute handlers are in `protocol/history/disputes.py`,
+the stake, slash, ETH and share handlers in `protocol/history/accounts.py` (mixed into one fold).
 
 Which events belong to the run: those carrying its `runId`; dispute events through the dispute
 ids its challenges opened; the run's share token through its contract name
@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from protocol.history_accounts import AccountEventsFold
-from protocol.history_disputes import DisputeEventsFold
-from protocol.run_events import (
+from protocol.history.accounts import AccountEventsFold
+from protocol.history.disputes import DisputeEventsFold
+from protocol.history.events import (
     ATTESTATION_STATES,
     CLAIM_STATUSES,
     RUN_CONFIG_FIELDS,
@@ -43,7 +43,7 @@ from protocol.run_events import (
     to_address,
     to_hash_hex,
 )
-from protocol.run_records import (
+from protocol.history.records import (
     Attestation,
     Commitment,
     Participant,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocol.run_events import (
+from protocol.history.events import (
     FINISHED_RUN_ROUND,
     ROLE_NAMES,
     SHARE_KINDS,
@@ -22,7 +22,7 @@ from protocol.run_events import (
     to_address,
     to_hash_hex,
 )
-from protocol.run_records import RevenueFlow, ShareMint, Slash, StakePoint
+from protocol.history.records import RevenueFlow, ShareMint, Slash, StakePoint
 
 ZERO_ADDRESS = to_address("0x" + "00" * 20)
 

@@ -1,8 +1,10 @@
-"""Adversarial solver roles for tests and the adversarial demo: never a default.
+"""Dishonest solver nodes for tests, benchmarks and the adversarial demo: never a default.
 
-A solver node runs one of these only when started with `--adversary MODE`:
+Each is a subclass of the honest `solver.node.SolverNode` that overrides one hook, so everything else
+(joining, committing, claiming, crash safety) is the honest code. A solver node is one of these only
+when started with `--adversary MODE`:
 
-- `cheat` (with `--behaviour B`, any `solver.adversarial.Behaviour`): every segment of every
+- `cheat` (with `--behaviour B`, any `adversary.behaviours.Behaviour`): every segment of every
   round is built by `make_dishonest_segment` on the cheater's own trajectory, so the published
   document is internally consistent (leaves chain from c_0 of θ_r, Δ = θ_r - c_H, honest token
   counts) and only a replay can tell;
@@ -15,14 +17,19 @@ A solver node runs one of these only when started with `--adversary MODE`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Container, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import torch
 
-from protocol.adapters.artifacts import ArtifactNotFoundError, ArtifactStore
+from adversary.behaviours import Behaviour, make_dishonest_segment, train_honestly
+from node.logs import log_event
+from protocol.adapters.artifacts import ArtifactNotFoundError, ArtifactStore, BackgroundStateWriter
+from protocol.adapters.runs import RunContext
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
@@ -38,7 +45,7 @@ from protocol.training import (
     get_segment_tokens,
     make_start_checkpoint,
 )
-from solver.adversarial import Behaviour, make_dishonest_segment, train_honestly
+from solver.node import SolverNode, SolverSettings
 
 
 class SolverAdversary(StrEnum):
@@ -145,3 +152,56 @@ class WithholdingStore:
 
     def delete(self, digest: bytes) -> None:
         raise ArtifactNotFoundError("a withholding view is read-only")
+
+
+class CheatingSolverNode(SolverNode):
+    """Cheats with `behaviour` on every segment of the rounds in `rounds` (every round when None)."""
+
+    def __init__(
+        self, *args: Any, behaviour: Behaviour, rounds: Container[int] | None = None, seed: int = 0, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.behaviour, self.rounds, self.seed = Behaviour(behaviour), rounds, seed
+
+    def train_records(
+        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
+    ) -> tuple[list[SegmentRecord], State]:
+        if self.rounds is not None and round_index not in self.rounds:
+            return super().train_records(ctx, theta, round_index, writer)
+        records, end = train_dishonest_round(
+            self.behaviour, ctx.config, ctx.dataset, theta, round_index, self.address, writer.save, self.seed
+        )
+        log_event(self.log, "trained dishonestly", round=round_index, adversary=f"cheat:{self.behaviour.value}")
+        return records, end
+
+
+class WithholdingSolverNode(SolverNode):
+    """Commits honest work but serves no checkpoint and no Δ (only its commitment document)."""
+
+    def served_store(self) -> ArtifactStore:
+        return WithholdingStore(self.store)
+
+
+class WrongClaimSolverNode(SolverNode):
+    """As coordinator, posts a wrong θ_(r+1) for a round's first claim, then the right one."""
+
+    def choose_claim_state(self, next_state: State, round_index: int) -> State:
+        if self.protocol.claim_of(self.run_id, round_index).nonce != 0:
+            return next_state
+        log_event(self.log, "posting a wrong claim", level=logging.WARNING, run=self.run_id, round=round_index)
+        return make_wrong_theta(next_state)
+
+
+def make_solver_node(
+    settings: SolverSettings, adversary: AdversarySettings | None, *args: Any, **kwargs: Any
+) -> SolverNode:
+    """The node a `solver run` command starts: honest, or the dishonest subclass `adversary` names."""
+    if adversary is None:
+        return SolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.CHEAT:
+        if adversary.behaviour is None:
+            raise ConfigError("--adversary cheat needs --behaviour")
+        return CheatingSolverNode(settings, *args, behaviour=adversary.behaviour, seed=adversary.seed, **kwargs)
+    if adversary.mode is SolverAdversary.WITHHOLD:
+        return WithholdingSolverNode(settings, *args, **kwargs)
+    return WrongClaimSolverNode(settings, *args, **kwargs)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gradledger.context import HomeOption, ManifestOption, PeerOption, RpcOption, resolve_home, resolve_peers
-from gradledger.logs import configure_logging, get_logger, log_event
+from node.logs import configure_logging, get_logger, log_event
 from protocol.errors import GradledgerError
 
 LABELS_FILE = "labels.json"

@@ -21,7 +21,7 @@ from gradledger.context import (
     resolve_node,
     resolve_peers,
 )
-from gradledger.logs import configure_logging
+from node.logs import configure_logging
 
 app = typer.Typer(help="Stake as a solver and run a solver node.", no_args_is_help=True)
 
@@ -70,25 +70,24 @@ def run_node(
         None, "--adversary", help="DISHONEST role for tests and demos: cheat, withhold or wrong-claim (never default)"
     ),
     behaviour: str | None = typer.Option(
-        None, "--behaviour", help="with --adversary cheat: how to cheat (solver.adversarial.Behaviour value)"
+        None, "--behaviour", help="with --adversary cheat: how to cheat (adversary.behaviours.Behaviour value)"
     ),
 ) -> None:
     """Train every round of a run, commit, serve checkpoints; resumes after a crash."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from solver.node import SolverNode, SolverSettings
+    from adversary.solver import make_solver_node
+    from solver.node import SolverSettings
 
     configure_logging()
     target = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
     account = target.account
     dishonest = parse_solver_adversary(adversary, behaviour)
-    settings = SolverSettings(
-        run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads, dishonest
-    )
+    settings = SolverSettings(run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
-    node = SolverNode(
-        settings, account, target.rpc_url, target.deployment,
+    node = make_solver_node(
+        settings, dishonest, account, target.rpc_url, target.deployment,
         on_progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
     )  # fmt: skip
     served = node.start_server()
@@ -101,9 +100,9 @@ def run_node(
 
 def parse_solver_adversary(adversary: str | None, behaviour: str | None):
     """`--adversary` / `--behaviour` as AdversarySettings (None: an honest node)."""
+    from adversary.behaviours import Behaviour
+    from adversary.solver import AdversarySettings, SolverAdversary
     from protocol.errors import ConfigError
-    from solver.adversarial import Behaviour
-    from solver.roles import AdversarySettings, SolverAdversary
 
     if adversary is None:
         if behaviour is not None:

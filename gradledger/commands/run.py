@@ -19,7 +19,7 @@ from gradledger.context import (
     resolve_manifest,
     resolve_rpc_url,
 )
-from gradledger.logs import configure_logging
+from node.logs import configure_logging
 
 run_app = typer.Typer(help="Create and inspect runs.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Serve an artifact store over HTTP.", no_args_is_help=True)

@@ -20,7 +20,7 @@ from gradledger.context import (
     resolve_peers,
     wait_until_stopped,
 )
-from gradledger.logs import configure_logging
+from node.logs import configure_logging
 
 app = typer.Typer(help="Stake as a verifier and run the verifier service.", no_args_is_help=True)
 
@@ -78,24 +78,15 @@ def serve(
     ),
 ) -> None:
     """Watch commitments, replay sampled segments, attest, sit on juries; API: /health /attestations /jury /metrics."""
-    from protocol.errors import ConfigError
+    from adversary.verifier import make_verifier_worker
     from verifier.metrics import VerifierMetrics
-    from verifier.roles import VerifierAdversary
     from verifier.service import start_verifier_service
-    from verifier.worker import VerifierWorker
-
-    try:
-        dishonest = VerifierAdversary(adversary) if adversary is not None else None
-    except ValueError:
-        raise ConfigError(
-            f"unknown --adversary {adversary!r}; choose one of {', '.join(m.value for m in VerifierAdversary)}"
-        ) from None
 
     configure_logging()
     node = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
-    worker = VerifierWorker(
-        run, node.home, node.account, node.rpc_url, node.deployment, resolve_peers(node.home, peer),
-        VerifierMetrics(), threads, jury=jury, juror_only=juror_only, adversary=dishonest,
+    worker = make_verifier_worker(
+        adversary, run, node.home, node.account, node.rpc_url, node.deployment, resolve_peers(node.home, peer),
+        VerifierMetrics(), threads, jury=jury, juror_only=juror_only,
     )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": node.account.address}), err=True)

@@ -17,9 +17,9 @@ import logging
 
 from eth_account.signers.local import LocalAccount
 
-from gradledger.logs import get_logger, log_event
+from node.logs import get_logger, log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
-from protocol.adapters.contracts import AttestationRef, DisputeRecord, DisputeStatus, ProtocolClient
+from protocol.adapters.contracts import AttestationRef, DisputeRecord, ProtocolClient
 from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.jury import (
     KIND_ATTESTATION,
@@ -130,7 +130,3 @@ def advance_dispute(
             raise
         return record
     return protocol.dispute_of(subject.dispute_id)
-
-
-def is_closed(record: DisputeRecord) -> bool:
-    return record.status in (DisputeStatus.EXECUTED, DisputeStatus.EXPIRED)

@@ -1,0 +1,178 @@
+"""How every node starts and keeps going: its adapters, its run, its clock and its loop.
+
+Solver, verifier and whistleblower nodes are all a `RunNode`: one process (or thread) following one
+run, with its own directory `<home>/<role dir>/<address>/` holding its artifact store and its SQLite
+state, so two roles (or two accounts) on one machine never share a store or a state file. What
+differs between roles is `on_start` (join the run, register) and `tick` (one read -> decide -> act
+pass); the loop around them, which survives RPC hiccups, slow peers and reverts that race other
+nodes, is written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from eth_account.signers.local import LocalAccount
+
+from node.logs import get_logger, log_event
+from protocol.adapters.artifacts import LocalArtifactStore
+from protocol.adapters.chain import ChainClient
+from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.http import PeerSet
+from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.nodestate import NodeState
+from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context
+from protocol.errors import GradledgerError
+from protocol.profile import apply_execution_profile
+
+logger = get_logger("node")
+
+
+@dataclass(frozen=True)
+class NodeAdapters:
+    """The adapters one node process uses; every role opens them the same way."""
+
+    chain: ChainClient
+    protocol: ProtocolClient
+    store: LocalArtifactStore
+    state: NodeState
+    peers: PeerSet
+
+
+def open_node_adapters(
+    node_dir: Path, rpc_url: str, manifest: DeploymentManifest, peers: tuple[str, ...]
+) -> NodeAdapters:
+    """Chain client, contracts, artifact store and node state of the node living in `node_dir`."""
+    chain = ChainClient(rpc_url, manifest)
+    return NodeAdapters(
+        chain,
+        ProtocolClient(chain),
+        LocalArtifactStore(node_dir / "artifacts"),
+        NodeState(node_dir / "state.sqlite"),
+        PeerSet(peers),
+    )
+
+
+def wait_for_run(protocol: ProtocolClient, run_id: int, stop: threading.Event, poll_s: float = 0.5) -> bool:
+    """Block until run `run_id` exists on-chain (True) or `stop` is set (False).
+
+    Lets nodes start before their run is created and be ready the moment round 0 opens.
+    """
+    while not stop.is_set():
+        if protocol.chain.call("RunRegistry", "runCount") >= run_id:
+            return True
+        stop.wait(poll_s)
+    return False
+
+
+def load_run_when_created(io: NodeAdapters, run_id: int, stop: threading.Event, threads: int) -> RunContext:
+    """Wait for the run to exist, load its context and pin this process to the run's execution profile."""
+    if not wait_for_run(io.protocol, run_id, stop):
+        raise RunNotFoundError(f"stopped before run {run_id} was created")
+    ctx = load_run_context(io.protocol, io.store, io.peers, run_id)
+    apply_execution_profile(ctx.config.profile, threads)
+    return ctx
+
+
+def get_chain_now(chain: ChainClient) -> int:
+    """The time the contracts will see next: the later of the wall clock and the latest block's timestamp.
+
+    On a chain that mines blocks on its own the two agree; on an automining devnet the latest block
+    may be old (no transaction for a while), and after time travel the chain is ahead of the wall.
+    """
+    return max(int(time.time()), int(chain.get_block("latest")["timestamp"]))
+
+
+class RunNode:
+    """The part every role's node shares: adapters, the run it follows, the loop, the last error.
+
+    Subclasses set `role_dir` and implement `tick()` (True once nothing is left to do) and, when the
+    role must join or register before working, `on_start()`.
+    """
+
+    role_dir: ClassVar[str] = "nodes"
+    tick_interval_s: ClassVar[float] = 0.5
+
+    def __init__(
+        self,
+        run_id: int,
+        home: Path,
+        account: LocalAccount,
+        rpc_url: str,
+        manifest: DeploymentManifest,
+        peers: tuple[str, ...] = (),
+        threads: int = 1,
+    ) -> None:
+        self.run_id = run_id
+        self.home = home
+        self.account = account
+        self.address = account.address
+        self.threads = threads
+        self.io = open_node_adapters(home / self.role_dir / self.address.lower(), rpc_url, manifest, peers)
+        self.chain, self.protocol, self.store, self.state, self.peers = (
+            self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
+        )  # fmt: skip
+        self.ctx: RunContext | None = None
+        self.stop = threading.Event()
+        self.last_error = ""
+        self.log = get_logger(self.role_dir.rstrip("s"))
+
+    def load(self) -> RunContext:
+        """The run's context; waits for the run to be created if it does not exist yet."""
+        if self.ctx is None:
+            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
+        return self.ctx
+
+    def now(self) -> int:
+        return get_chain_now(self.chain)
+
+    def on_start(self) -> None:
+        """Join or register once the run is loaded (idempotent); nothing by default."""
+
+    def tick(self) -> bool:
+        """One read -> decide -> act pass; True when the run is finished and nothing is left to do."""
+        raise NotImplementedError
+
+    def start(self) -> bool:
+        """Load the run and call `on_start`, retrying while artifacts or the RPC are not reachable yet.
+
+        Returns False when stopped before that succeeded.
+        """
+        while not self.stop.is_set():
+            try:
+                self.load()
+                self.on_start()
+                return True
+            except GradledgerError as exc:  # run artifacts not reachable yet, RPC hiccup: retry
+                self.last_error = str(exc)
+                log_event(self.log, "cannot load run yet", level=logging.WARNING, error=str(exc))
+                self.stop.wait(1.0)
+        return False
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Start, then tick until the run is finished (or `stop` is set).
+
+        # INVARIANT: a GradledgerError in one tick (a slow peer, an RPC hiccup, a revert racing another
+        node) is logged and retried on the next tick; it never ends the loop.
+        """
+        if stop is not None:
+            self.stop = stop
+        if not self.start():
+            return
+        while not self.stop.is_set():
+            try:
+                finished = self.tick()
+                self.last_error = ""
+            except GradledgerError as exc:
+                self.last_error = str(exc)
+                log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
+                finished = False
+                self.stop.wait(1.0)
+            if finished:
+                break
+            self.stop.wait(self.tick_interval_s)

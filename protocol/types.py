@@ -1,0 +1,303 @@
+"""The contracts' value types, once: every struct and enum the nodes, the auditor and the tests read.
+
+Each dataclass mirrors one Solidity struct (or the named outputs of one view function); its fields
+are the Solidity names in snake_case, in Solidity's order. The chain adapter decodes results *by
+field name* (`from_fields`), never by position, so a renamed or reordered field fails loudly here
+instead of silently shifting values. Hashes are `Hash32` bytes; hex appears only at the edges (JSON,
+logs, the command line). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import astuple, dataclass, fields
+from enum import IntEnum
+from typing import Any, TypeVar
+
+from eth_utils import to_checksum_address
+
+from protocol.constants import BPS_DENOMINATOR, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32, to_hash32
+
+__all__ = [
+    "ROLE_SOLVER",
+    "ROLE_VERIFIER",
+    "AttestationInfo",
+    "AttestationRef",
+    "AttestationState",
+    "Claim",
+    "ClaimStatus",
+    "Commitment",
+    "CommitmentStatus",
+    "DisputeRecord",
+    "DisputeStatus",
+    "DisputeTerms",
+    "LeafData",
+    "RoundTimes",
+    "RunTerms",
+    "StructError",
+    "is_commitment_accepted",
+]
+
+
+class StructError(GradledgerError):
+    """A value from the chain does not have the fields of the struct it should be."""
+
+
+def to_snake_case(name: str) -> str:
+    """Solidity's camelCase field name as the Python attribute: `theta0Hash` -> `theta0_hash`."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+T = TypeVar("T")
+
+
+def decode_struct(cls: type[T], values: Mapping[str, Any]) -> T:
+    """Build dataclass `cls` from a mapping of Solidity field names; every field must be present, no other."""
+    wanted = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    given = {to_snake_case(k): v for k, v in values.items()}
+    missing, extra = sorted(set(wanted) - set(given)), sorted(set(given) - set(wanted))
+    if missing or extra:
+        raise StructError(
+            f"{cls.__name__}: the chain returned fields {sorted(values)}; missing {missing}, unexpected {extra} "
+            "(the contracts and protocol/types.py disagree: update the dataclass to the Solidity struct)"
+        )
+    return cls(**{name: given[name] for name in wanted})
+
+
+class AttestationState(IntEnum):
+    NONE = 0
+    ATTESTED = 1
+    CHALLENGED = 2
+    FINALIZED = 3
+    UPHELD = 4
+    OVERTURNED = 5
+
+
+class ClaimStatus(IntEnum):
+    NONE = 0
+    POSTED = 1
+    CHALLENGED = 2
+    UPHELD = 3
+    SETTLED = 4
+
+
+class DisputeStatus(IntEnum):
+    NONE = 0
+    OPEN = 1
+    JURY_DRAWN = 2
+    DECIDED = 3
+    EXECUTED = 4
+    EXPIRED = 5
+
+
+@dataclass(frozen=True)
+class RunTerms:
+    """The on-chain `RunConfig` struct a run is created with (RunRegistry.createRun, event RunCreated).
+
+    Hashes in bytes, amounts in wei, windows in seconds. `config_hash`, `dataset_root`, `inner_steps` and
+    `steps_per_segment` mirror the published run config; `protocol.adapters.runs.load_run_context` and
+    the auditor check them with `protocol.runs.verify_run_terms`.
+    """
+
+    config_hash: Hash32
+    dataset_root: Hash32
+    theta0_hash: Hash32
+    inner_steps: int
+    steps_per_segment: int
+    samples_per_commitment: int
+    verifiers_per_commitment: int
+    jury_size: int
+    commit_window: int
+    attest_window: int
+    challenge_window: int
+    dispute_timeout: int
+    solver_min_stake: int
+    verifier_min_stake: int
+    attestation_bond: int
+    challenge_bond: int
+    solver_share_bps: int
+    verifier_share_bps: int
+    juror_share_bps: int
+    shares_per_round: int
+    revenue_release_period: int
+    max_rounds: int
+
+    def __post_init__(self) -> None:
+        for name in ("config_hash", "dataset_root", "theta0_hash"):
+            object.__setattr__(self, name, to_hash32(getattr(self, name), f"run terms {name}"))
+
+    @classmethod
+    def from_fields(cls, values: Mapping[str, Any]) -> RunTerms:
+        return decode_struct(cls, values)
+
+    def to_abi(self) -> tuple:
+        return astuple(self)
+
+    @property
+    def num_segments(self) -> int:
+        return self.inner_steps // self.steps_per_segment
+
+    @property
+    def solver_bucket(self) -> int:
+        """Solver shares of one round (the RunConfig split, floored as Solidity does)."""
+        return self.shares_per_round * self.solver_share_bps // BPS_DENOMINATOR
+
+    @property
+    def verifier_bucket(self) -> int:
+        return self.shares_per_round * self.verifier_share_bps // BPS_DENOMINATOR
+
+    @property
+    def juror_bucket(self) -> int:
+        return self.shares_per_round * self.juror_share_bps // BPS_DENOMINATOR
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """What a solver committed for a round (the chain stores only its hash; the event carries it)."""
+
+    root: Hash32
+    delta_hash: Hash32
+    tokens: int
+
+    def to_abi(self) -> tuple:
+        return (self.root, self.delta_hash, self.tokens)
+
+
+@dataclass(frozen=True)
+class AttestationRef:
+    """One verifier seat of one commitment."""
+
+    run_id: int
+    round: int
+    solver: str
+    slot: int
+
+    def to_abi(self) -> tuple:
+        return (self.run_id, self.round, to_checksum_address(self.solver), self.slot)
+
+    @property
+    def id(self) -> str:
+        """The seat as text: RUN:ROUND:SOLVER:SLOT (lowercase address), the key nodes store it under."""
+        return f"{self.run_id}:{self.round}:{self.solver.lower()}:{self.slot}"
+
+
+@dataclass(frozen=True)
+class LeafData:
+    """The fields of a segment leaf that the commitment does not already fix."""
+
+    start_hash: Hash32
+    end_hash: Hash32
+    sketch_hash: Hash32
+    tokens: int
+
+    def to_abi(self) -> tuple:
+        return (self.start_hash, self.end_hash, self.sketch_hash, self.tokens)
+
+
+@dataclass(frozen=True)
+class RoundTimes:
+    """RunRegistry.roundTimes: the current round and its window ends (seconds, chain time)."""
+
+    round: int
+    start: int
+    commit_end: int
+    attest_end: int
+    challenge_end: int
+    finished: bool
+
+
+@dataclass(frozen=True)
+class Claim:
+    """RunRegistry.claimOf: the live θ_(r+1) claim of a round."""
+
+    theta_hash: Hash32
+    claimer: str
+    window_end: int
+    nonce: int
+    status: ClaimStatus
+    bond_paid: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "theta_hash", to_hash32(self.theta_hash, "claim theta hash"))
+        object.__setattr__(self, "status", ClaimStatus(self.status))
+
+
+@dataclass(frozen=True)
+class DisputeTerms:
+    """RunRegistry.disputeTerms."""
+
+    challenge_bond: int
+    dispute_timeout: int
+    jury_size: int
+
+
+@dataclass(frozen=True)
+class DisputeRecord:
+    """Disputes.disputeOf."""
+
+    challenger: str
+    deadline: int
+    opened_block: int
+    status: DisputeStatus
+    kind: int
+    jury_offset: int
+    registry_size: int
+    pool_size: int
+    jury_size: int
+    eligible: int
+    signers: int
+    claimed: int
+    challenger_wins: bool
+    aggregate_hash: Hash32
+    reward_per_juror: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", DisputeStatus(self.status))
+        object.__setattr__(self, "challenger_wins", bool(self.challenger_wins))
+        object.__setattr__(self, "aggregate_hash", to_hash32(self.aggregate_hash, "dispute aggregate hash"))
+
+    @property
+    def is_closed(self) -> bool:
+        return self.status in (DisputeStatus.EXECUTED, DisputeStatus.EXPIRED)
+
+
+@dataclass(frozen=True)
+class AttestationInfo:
+    """Verification.attestationOf."""
+
+    state: AttestationState
+    is_fail: bool
+    shares_minted: bool
+    sample_index: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", AttestationState(self.state))
+
+
+@dataclass(frozen=True)
+class CommitmentStatus:
+    """Verification.commitmentStatusOf: the tally of one commitment's seats."""
+
+    round_plus_one: int
+    tokens: int
+    passes: int
+    faults: int
+    solver_minted: bool
+    live: bool
+    seats: int
+
+    @property
+    def accepted(self) -> bool:
+        return is_commitment_accepted(self.passes, self.faults)
+
+
+def is_commitment_accepted(passes: int, faults: int) -> bool:
+    """Verification's acceptance rule: at least one standing pass and no standing fault.
+
+    # INVARIANT: the one Python spelling of Verification's `passes > 0 && faults == 0`; the node client,
+    the history fold and the auditor all call this, so they cannot disagree about which work is paid.
+    """
+    return passes > 0 and faults == 0

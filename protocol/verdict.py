@@ -1,0 +1,141 @@
+"""The verdict on a commitment: pure functions of the document, the chain's values and fetched states.
+
+Verifiers attest with it, whistleblowers re-check attestations with it, jurors decide disputes with it
+and the auditor checks accepted work with it, so no two roles can disagree about what honest work is.
+The checker that fetches the inputs is `node/checker.py`; everything that decides is here. Order
+(DESIGN section 3):
+
+1. the document: it must be the one for (run, round, solver), hash to the committed root, carry the
+   committed Δ hash and token count, and train from the round's θ (`check_document`);
+2. the trajectory: leaf 0 starts at c_0 of θ_r, each leaf starts where the previous ended, and
+   Δ = θ_r - c_H for the committed end checkpoint (`check_trajectory`);
+3. each sampled segment is replayed with the one training step and judged exactly (`check_sample`);
+4. `decide_attestation` turns the findings into pass, fail (naming the first bad draw) or abstain
+   (nothing provable on-chain: no document that hashes to the root).
+
+A checkpoint the solver does not serve counts as a failed segment (data availability).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from protocol.commitment import CommitmentDoc, verify_commitment_doc
+from protocol.config import RunConfig
+from protocol.data import TokenDataset
+from protocol.hashing import Hash32
+from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
+from protocol.state import compute_state_hash
+from protocol.training import compute_pseudo_gradient, make_start_checkpoint
+from protocol.types import Commitment
+
+State = Mapping[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    """The outcome of checking one sampled segment."""
+
+    sample_index: int
+    segment: int
+    accepted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class AttestationDecision:
+    kind: Literal["pass", "fail", "abstain"]
+    sample_index: int
+    segment: int
+    reason: str
+
+
+def decide_attestation(document_problem: str | None, provable: bool, checks: list[SampleCheck]) -> AttestationDecision:
+    """Pass when every sample replays; fail on the first bad sample; abstain when unprovable."""
+    if document_problem is not None:
+        if provable and checks:
+            first = checks[0]
+            return AttestationDecision("fail", first.sample_index, first.segment, document_problem)
+        return AttestationDecision("abstain", -1, -1, document_problem)
+    for check in checks:
+        if not check.accepted:
+            return AttestationDecision("fail", check.sample_index, check.segment, check.reason)
+    return AttestationDecision("pass", -1, -1, f"{len(checks)} sampled segment(s) replayed bit-identically")
+
+
+def check_document(
+    doc: CommitmentDoc, commitment: Commitment, run_id: int, round_index: int, solver: str, round_theta_hash: Hash32
+) -> tuple[str | None, bool]:
+    """(problem, provable): why the document does not match the on-chain commitment, or (None, True).
+
+    `provable` is False when the leaves do not hash to the committed root: then no leaf of this document
+    can be proven on-chain and the only safe attestation is none at all.
+    """
+    problem = verify_commitment_doc(
+        doc, run_id, round_index, solver, commitment.root, commitment.delta_hash, commitment.tokens
+    )
+    if problem is not None:
+        return problem, doc.root == commitment.root
+    if doc.theta_hash != round_theta_hash:
+        return "document trains from another θ than the round's", True
+    return None, True
+
+
+def check_delta_binding(theta_params: State, end_checkpoint: State | None, delta_hash: Hash32) -> str | None:
+    """Δ must equal θ_r - c_H for the committed end checkpoint (no spoofed pseudo-gradient)."""
+    if end_checkpoint is None:
+        return "end checkpoint not served"
+    try:
+        delta = compute_pseudo_gradient(theta_params, end_checkpoint)
+    except KeyError as exc:
+        return f"end checkpoint does not fit θ_r: missing {exc}"
+    if compute_state_hash(delta) != delta_hash:
+        return "committed delta hash is not θ_r - c_H"
+    return None
+
+
+def check_trajectory(
+    doc: CommitmentDoc,
+    theta_params: State,
+    end_checkpoint: State | None,
+    num_segments: int,
+    end_problem: str | None = None,
+) -> str | None:
+    """The leaves chain from c_0 of θ_r, and Δ binds to the committed end checkpoint; None when they do.
+
+    `end_problem` says why the end checkpoint could not be fetched (when `end_checkpoint` is None).
+    """
+    start_hash = compute_state_hash(make_start_checkpoint(theta_params))
+    problem = verify_leaf_chain(list(doc.leaves), doc.run_id, doc.round, doc.solver, start_hash, num_segments)
+    if problem is not None:
+        return problem
+    if end_checkpoint is None and end_problem is not None:
+        return f"end checkpoint not served: {end_problem}"
+    return check_delta_binding(theta_params, end_checkpoint, doc.delta_hash)
+
+
+def check_sample(
+    config: RunConfig,
+    dataset: TokenDataset,
+    doc: CommitmentDoc,
+    sample_index: int,
+    segment: int,
+    start_checkpoint: State | None,
+    fetch_problem: str = "",
+) -> SampleCheck:
+    """Replay segment `segment` from its served start checkpoint and judge it exactly.
+
+    `start_checkpoint` None means the solver did not serve it (`fetch_problem` says why): a failed segment.
+    """
+    if start_checkpoint is None:
+        return SampleCheck(
+            sample_index, segment, False, f"start checkpoint of segment {segment} not served: {fetch_problem}"
+        )
+    leaf = doc.leaves[segment]
+    replayed = replay_segment(config, dataset, doc.round, doc.solver, segment, start_checkpoint)
+    verdict = judge_exact(config, leaf, start_checkpoint, replayed)
+    return SampleCheck(sample_index, segment, verdict.accepted, verdict.reason)
