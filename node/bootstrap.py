@@ -88,6 +88,14 @@ def get_chain_now(chain: ChainClient) -> int:
     return max(int(time.time()), int(chain.get_block("latest")["timestamp"]))
 
 
+@dataclass(frozen=True)
+class IdleReport:
+    """A tick that changed nothing: it started at chain block `block` with `changes` node-state writes."""
+
+    block: int
+    changes: int
+
+
 class RunNode:
     """The part every role's node shares: adapters, the run it follows, the loop, the last error.
 
@@ -121,6 +129,7 @@ class RunNode:
         self.stop = threading.Event()
         self.last_error = ""
         self.log = get_logger(self.role_dir.rstrip("s"))
+        self.idle: IdleReport | None = None
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
@@ -166,9 +175,12 @@ class RunNode:
             return
         while not self.stop.is_set():
             try:
+                before = IdleReport(self.chain.block_number(), self.state.changes)
                 finished = self.tick()
+                self.idle = before if self.state.changes == before.changes else None
                 self.last_error = ""
             except GradledgerError as exc:
+                self.idle = None
                 self.last_error = str(exc)
                 log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
                 finished = False
@@ -176,3 +188,14 @@ class RunNode:
             if finished:
                 break
             self.stop.wait(self.tick_interval_s)
+
+    def get_activity(self) -> dict[str, int | bool]:
+        """Whether this node is idle: its last tick changed nothing, and nothing changed since.
+
+        Work only follows a new block, a changed node state (e.g. a vote received over HTTP) or a
+        failure; so a node idle at the chain's latest block has nothing to do until time passes.
+        Served on /health, where an end-to-end test's clock driver reads it (tests/clock.py).
+        """
+        report = self.idle
+        idle = report is not None and report.changes == self.state.changes
+        return {"idle": idle, "block": report.block if report is not None else -1}

@@ -94,7 +94,9 @@ class SolverNode(RunNode):
     # -- HTTP ------------------------------------------------------------------------------
 
     def start_server(self) -> str:
-        app = make_node_app("solver", self.address, self.served_store())
+        app = make_node_app(
+            "solver", self.address, self.served_store(), lambda: {"run_id": self.run_id, "activity": self.get_activity()}
+        )
 
         @app.get("/commitments/{run_id}/{round_index}")
         def get_commitment(run_id: int, round_index: int) -> dict:

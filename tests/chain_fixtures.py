@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +31,14 @@ from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from tests.clock import DRIVEN_GENESIS, ClockDriver, NodeHandle, make_driven
 
 FAST_RULES = RunRules(
-    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=12, attest_window_s=10,
-    challenge_window_s=2, dispute_timeout_s=30,
+    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=300, attest_window_s=300,
+    challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
+"""Windows in chain seconds of a driven devnet (tests/clock.py): they close when the ClockDriver sees every
+node idle, never because this machine was slow."""
 
 
 @dataclass
@@ -43,15 +48,22 @@ class Deployment:
     protocol: ProtocolClient
 
 
-@pytest.fixture(scope="session")
-def deployment(tmp_path_factory) -> Deployment:
-    out = build_contracts()
-    directory = tmp_path_factory.mktemp("deployment")
-    with AnvilProcess() as anvil:
+@contextmanager
+def driven_deployment(out: Path, directory: Path) -> Iterator[Deployment]:
+    """A fresh anvil whose clock only a ClockDriver moves (tests/clock.py), with the contracts deployed."""
+    with AnvilProcess(extra_args=("--timestamp", str(DRIVEN_GENESIS))) as anvil:
         chain = ChainClient(anvil.rpc_url)
         manifest = deploy_protocol(chain, get_devnet_account(0), out)
         write_manifest(directory / "manifest.json", manifest)
-        yield Deployment(anvil, directory / "manifest.json", ProtocolClient(ChainClient(anvil.rpc_url, manifest)))
+        protocol = ProtocolClient(ChainClient(anvil.rpc_url, manifest))
+        make_driven(protocol)
+        yield Deployment(anvil, directory / "manifest.json", protocol)
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory) -> Iterator[Deployment]:
+    with driven_deployment(build_contracts(), tmp_path_factory.mktemp("deployment")) as deployed:
+        yield deployed
 
 
 @dataclass
@@ -66,6 +78,10 @@ class RunSetup:
     config: object
     corpus: tuple
     rules: RunRules
+
+    def drive(self, nodes: Callable[[], Iterable[NodeHandle]]) -> ClockDriver:
+        """The clock driver of this run, waiting on the nodes `nodes()` lists (use as a context manager)."""
+        return ClockDriver(self.protocol, self.run_id, nodes)
 
     def create(self, wait_for_nodes: bool = True) -> int:
         """Create the run on-chain once every started node answers /health (so round 0 finds them warm)."""

@@ -31,6 +31,7 @@ def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | 
             "worker_alive": bool(worker_thread and worker_thread.is_alive()),
             "attestations": len(worker.list_attestations()),
             "last_error": worker.last_error,
+            "activity": worker.get_activity(),
         }
 
     app = make_node_app("verifier", worker.address, worker.store, health)

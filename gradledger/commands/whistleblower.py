@@ -54,7 +54,12 @@ def watch(
     thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
 
     def health() -> dict:
-        return {"run_id": run, "watcher_alive": thread.is_alive(), "last_error": watcher.last_error}
+        return {
+            "run_id": run,
+            "watcher_alive": thread.is_alive(),
+            "last_error": watcher.last_error,
+            "activity": watcher.get_activity(),
+        }
 
     app_ = make_node_app("whistleblower", account.address, watcher.store, health)
 

@@ -430,6 +430,22 @@ class ChainClient:
         self._retry(lambda: self.w3.provider.make_request("evm_increaseTime", [seconds]), what="evm_increaseTime")
         self.mine()
 
+    def mine_at(self, timestamp: int) -> None:
+        """Mine one block with exactly this timestamp (anvil only; a test driving the devnet clock)."""
+        self._retry(
+            lambda: self.w3.provider.make_request("evm_setNextBlockTimestamp", [int(timestamp)]),
+            what="evm_setNextBlockTimestamp",
+        )
+        self.mine()
+
+    def set_block_timestamp_interval(self, seconds: int) -> None:
+        """Make every later block exactly `seconds` after the previous one, whatever the wall clock says
+        (anvil only): the chain's time then moves only when blocks are mined."""
+        self._retry(
+            lambda: self.w3.provider.make_request("anvil_setBlockTimestampInterval", [int(seconds)]),
+            what="anvil_setBlockTimestampInterval",
+        )
+
     def mine(self, blocks: int = 1) -> None:
         for _ in range(blocks):
             self._retry(lambda: self.w3.provider.make_request("evm_mine", []), what="evm_mine")

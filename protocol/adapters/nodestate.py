@@ -49,13 +49,23 @@ class NodeState:
         self._counter = self._db.execute("SELECT COALESCE(MAX(updated), 0) FROM records").fetchone()[0]
 
     def put(self, kind: str, key: str, value: dict[str, Any]) -> None:
-        """Insert or replace one record atomically."""
+        """Insert or replace one record atomically; writing the value a record already holds is a no-op."""
+        text = json.dumps(value, sort_keys=True)
         with self._lock:
+            row = self._db.execute("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key)).fetchone()
+            if row is not None and row[0] == text:
+                return
             self._counter += 1
             self._db.execute(
                 "INSERT OR REPLACE INTO records (kind, key, value, updated) VALUES (?, ?, ?, ?)",
-                (kind, key, json.dumps(value, sort_keys=True), self._counter),
+                (kind, key, text, self._counter),
             )
+
+    @property
+    def changes(self) -> int:
+        """A number that grows with every record that changed (a node that wrote nothing did no work)."""
+        with self._lock:
+            return self._counter
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
         with self._lock:

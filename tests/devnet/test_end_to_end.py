@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from protocol.adapters.contracts import ROLE_SOLVER
 from protocol.adapters.keys import get_devnet_account
 from protocol.ledger import compute_ledger
 from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
+
+pytestmark = pytest.mark.e2e
 
 SOLVERS, VERIFIER = [11, 12], 13
 
@@ -18,10 +22,12 @@ def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
         start_node(setup, "solver", SOLVERS[1]),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
+    accounts = [*SOLVERS, VERIFIER]
     try:
         setup.create()
-        wait_until(lambda: protocol.round_times(run_id).finished, 240, "the run to finish")
-        wait_until(lambda: all(p.poll() is not None for p in processes), 90, "every node to exit")
+        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
     finally:
         for p in processes:
             stop(p)

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
 
-from devnet.anvil import AnvilProcess
-from devnet.deploy import build_contracts, deploy_protocol
-from protocol.adapters.chain import ChainClient
+from devnet.deploy import build_contracts
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
-from protocol.adapters.manifest import write_manifest
 from protocol.ledger import compute_ledger
-from tests.chain_fixtures import Deployment, RunSetup, free_port
+from tests.chain_fixtures import Deployment, RunSetup, driven_deployment, free_port
 
 
 @pytest.fixture(scope="session")
@@ -30,12 +28,9 @@ def contracts_out():
 
 
 @pytest.fixture
-def fresh_deployment(contracts_out, tmp_path) -> Deployment:
-    with AnvilProcess() as anvil:
-        chain = ChainClient(anvil.rpc_url)
-        manifest = deploy_protocol(chain, get_devnet_account(0), contracts_out)
-        write_manifest(tmp_path / "manifest.json", manifest)
-        yield Deployment(anvil, tmp_path / "manifest.json", ProtocolClient(ChainClient(anvil.rpc_url, manifest)))
+def fresh_deployment(contracts_out, tmp_path) -> Iterator[Deployment]:
+    with driven_deployment(contracts_out, tmp_path) as deployed:
+        yield deployed
 
 
 @dataclass
@@ -55,6 +50,11 @@ def start(setup: RunSetup, label: str, command: list[str], account: int, *extra:
     command_line = [sys.executable, "-m", "gradledger", *args, *extra]
     process = subprocess.Popen(command_line, stdout=log, stderr=subprocess.STDOUT)
     return Node(label, account, process)
+
+
+def handles(setup: RunSetup, nodes: list[Node]) -> list[tuple[int, subprocess.Popen]]:
+    """(port, process) of every node, for the ClockDriver (it skips nodes that exited)."""
+    return [(setup.ports[node.account], node.process) for node in nodes]
 
 
 def stop_all(nodes: list[Node]) -> None:

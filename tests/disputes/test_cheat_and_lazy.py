@@ -10,6 +10,8 @@ pass and loses its bond to a second jury.
 
 from __future__ import annotations
 
+import pytest
+
 from devnet.runs import RunRules
 from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
 from protocol.adapters.keys import get_devnet_account
@@ -22,16 +24,20 @@ from tests.disputes.conftest import (
     address,
     all_events,
     assert_balance_matches_events,
+    handles,
     logs,
     slashed,
     start,
     stop_all,
 )
 
+pytestmark = pytest.mark.e2e
+
 RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=12,
-    attest_window_s=10, challenge_window_s=10, dispute_timeout_s=45,
+    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
+    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
+"""Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, CHEATER, VERIFIER, LAZY, JUROR_A, JUROR_B, WHISTLEBLOWER, FALSE_CHALLENGER = 1, 2, 3, 4, 5, 6, 7, 8
 
 
@@ -56,14 +62,22 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
     ]
     try:
         setup.create()
-        # The test as a dishonest challenger: challenge the honest verifier's pass on honest work.
-        ref = _honest_pass(setup, nodes)
-        false_subject = _false_challenge(setup, ref)
-        wait_until(lambda: protocol.round_times(run_id).finished, 150, "the run to finish")
-        wait_until(
-            lambda: all(n.process.poll() is not None for n in nodes if n.label not in ("lazy", "honest", "cheater")),
-            90, "verifiers, jurors and the whistleblower to finish and exit",
-        )  # fmt: skip
+        with setup.drive(lambda: handles(setup, nodes)) as driver:
+            # The test as a dishonest challenger: challenge the honest verifier's pass on honest work, with
+            # the clock stopped from the moment that pass exists (so the challenge window cannot slip by).
+            gate = driver.pause_when(lambda: _find_honest_pass(setup))
+            try:
+                gate.wait(600, "the honest verifier's pass on the honest solver")
+            except AssertionError:
+                raise AssertionError(logs(setup, nodes)) from None
+            false_subject = _false_challenge(setup, _find_honest_pass(setup))
+            gate.release()
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            staying = ("lazy", "honest", "cheater")
+            wait_until(
+                lambda: all(n.process.poll() is not None for n in nodes if n.label not in staying),
+                300, "verifiers, jurors and the whistleblower to finish and exit",
+            )  # fmt: skip
     finally:
         stop_all(nodes)
     detail = logs(setup, nodes)
@@ -123,19 +137,12 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
     assert_balance_matches_events(protocol)
 
 
-def _honest_pass(setup, nodes) -> AttestationRef:
-    """The honest verifier's pass on the honest solver (waits for it)."""
-
-    def find():
-        for e in setup.protocol.chain.get_events(setup.protocol.chain.manifest.deployed_block, names=["PassAttested"]):
-            if e.args["solver"] == address(HONEST) and e.args["verifier"] == address(VERIFIER):
-                return AttestationRef(e.args["runId"], e.args["round"], e.args["solver"], e.args["slot"])
-        return None
-
-    try:
-        return wait_until(find, 120, "the honest verifier's pass on the honest solver")
-    except AssertionError:
-        raise AssertionError(logs(setup, nodes)) from None
+def _find_honest_pass(setup) -> AttestationRef | None:
+    """The honest verifier's pass on the honest solver, once it is on-chain."""
+    for e in setup.protocol.chain.get_events(setup.protocol.chain.manifest.deployed_block, names=["PassAttested"]):
+        if e.args["solver"] == address(HONEST) and e.args["verifier"] == address(VERIFIER):
+            return AttestationRef(e.args["runId"], e.args["round"], e.args["solver"], e.args["slot"])
+    return None
 
 
 def _false_challenge(setup, ref: AttestationRef) -> DisputeSubject:

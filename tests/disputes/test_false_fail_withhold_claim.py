@@ -12,6 +12,8 @@ its claim bond), the right claim follows and the round settles with the two hone
 
 from __future__ import annotations
 
+import pytest
+
 from devnet.runs import RunRules
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
@@ -19,12 +21,24 @@ from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER
 from protocol.adapters.runs import load_run_context
 from protocol.jury import KIND_CLAIM, DisputeSubject
 from tests.chain_fixtures import prepare_run, wait_until
-from tests.disputes.conftest import address, all_events, assert_balance_matches_events, logs, slashed, start, stop_all
+from tests.disputes.conftest import (
+    address,
+    all_events,
+    assert_balance_matches_events,
+    handles,
+    logs,
+    slashed,
+    start,
+    stop_all,
+)
+
+pytestmark = pytest.mark.e2e
 
 RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=12,
-    attest_window_s=10, challenge_window_s=8, dispute_timeout_s=45,
+    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
+    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
+"""Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 COORDINATOR, HONEST, WITHHOLDER, VERIFIER, FALSE_FAIL, JUROR_A, JUROR_B, WHISTLEBLOWER = 1, 2, 3, 4, 5, 6, 7, 8
 
 
@@ -47,12 +61,13 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     ]
     try:
         setup.create()
-        wait_until(lambda: protocol.round_times(run_id).finished, 170, "the run to finish")
-        finishing = ("verifier", "juror-a", "juror-b", "whistleblower")
-        wait_until(
-            lambda: all(n.process.poll() is not None for n in nodes if n.label in finishing), 90,
-            "the honest verifier, the jurors and the whistleblower to exit",
-        )  # fmt: skip
+        with setup.drive(lambda: handles(setup, nodes)):
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            finishing = ("verifier", "juror-a", "juror-b", "whistleblower")
+            wait_until(
+                lambda: all(n.process.poll() is not None for n in nodes if n.label in finishing), 300,
+                "the honest verifier, the jurors and the whistleblower to exit",
+            )  # fmt: skip
     except AssertionError:
         raise AssertionError(logs(setup, nodes)) from None
     finally:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 
 import httpx
+import pytest
 
 from devnet.runs import RunRules
 from node.disputes import JurorRegistryReader, get_drawn_jury
@@ -33,12 +34,15 @@ from protocol.jury import (
     get_non_signers,
 )
 from tests.chain_fixtures import prepare_run, wait_until
-from tests.disputes.conftest import address, all_events, assert_balance_matches_events, logs, start, stop_all
+from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
+
+pytestmark = pytest.mark.e2e
 
 RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=12,
-    attest_window_s=10, challenge_window_s=10, dispute_timeout_s=25,
+    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=300,
+    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
+"""Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, CHEATER, LAZY, ONLINE_JUROR, OFFLINE_A, OFFLINE_B, WHISTLEBLOWER, OUTSIDER = 1, 2, 3, 4, 5, 6, 7, 8
 
 
@@ -68,73 +72,84 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
     ]
     try:
         setup.create()
+        with setup.drive(lambda: handles(setup, nodes)) as driver:
 
-        def drawn():
-            for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=["JuryDrawn"]):
-                return e
-            return None
+            def drawn():
+                for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=["JuryDrawn"]):
+                    return e
+                return None
 
-        jury_event = wait_until(drawn, 120, "the whistleblower's challenge and its jury")
-        dispute_id = jury_event.args["disputeId"]
-        record = protocol.dispute_of(dispute_id)
-        challenge = next(
-            e
-            for e in protocol.chain.get_events(protocol.chain.manifest.deployed_block, names=["AttestationChallenged"])
-            if e.args["disputeId"] == dispute_id
-        )
-        subject = DisputeSubject(1, run_id, 0, challenge.args["solver"], challenge.args["slot"], 0)
-        jury = get_drawn_jury(JurorRegistryReader(protocol.chain).read(), record)
-        seats = {jury.pool[s].account: s for s in jury.eligible_seats}
-        assert set(seats) == {address(a) for a in (ONLINE_JUROR, OFFLINE_A, OFFLINE_B)}
-        disputes, chain_id = protocol.chain.contract("Disputes").address, protocol.chain.chain_id
+            # The clock stops once the jury is drawn, while the test offers forged votes and aggregates.
+            gate = driver.pause_when(drawn)
+            gate.wait(600, "the whistleblower's challenge and its jury")
+            jury_event = drawn()
+            dispute_id = jury_event.args["disputeId"]
+            record = protocol.dispute_of(dispute_id)
+            challenge = next(
+                e
+                for e in protocol.chain.get_events(
+                    protocol.chain.manifest.deployed_block, names=["AttestationChallenged"]
+                )
+                if e.args["disputeId"] == dispute_id
+            )
+            subject = DisputeSubject(1, run_id, 0, challenge.args["solver"], challenge.args["slot"], 0)
+            jury = get_drawn_jury(JurorRegistryReader(protocol.chain).read(), record)
+            seats = {jury.pool[s].account: s for s in jury.eligible_seats}
+            assert set(seats) == {address(a) for a in (ONLINE_JUROR, OFFLINE_A, OFFLINE_B)}
+            disputes, chain_id = protocol.chain.contract("Disputes").address, protocol.chain.chain_id
 
-        # Votes that must not count, offered to the online juror over HTTP.
-        url = f"http://127.0.0.1:{setup.ports[ONLINE_JUROR]}/jury/votes"
-        seat_a = seats[address(OFFLINE_A)]
-        outsider = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OUTSIDER), True)
-        wrong_key = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OFFLINE_A), True)
-        outside_seat = compute_vote(_key(OFFLINE_A), disputes, chain_id, dispute_id, 7, address(OFFLINE_A), True)
-        for vote, why in ((outsider, "belongs to"), (wrong_key, "signature does not verify"), (outside_seat, "seat 7")):
-            response = httpx.post(url, json=vote.to_json(), timeout=30)
-            assert response.status_code == 403 and why in response.text, response.text
-        assert httpx.post(url, json={"seat": 1}, timeout=10).status_code == 400
-        held = httpx.get(f"{url}/0x{dispute_id.hex()}", timeout=10).json()
-        assert all(v["juror"] == address(ONLINE_JUROR) for v in held), held
+            # Votes that must not count, offered to the online juror over HTTP.
+            url = f"http://127.0.0.1:{setup.ports[ONLINE_JUROR]}/jury/votes"
+            seat_a = seats[address(OFFLINE_A)]
+            outsider = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OUTSIDER), True)
+            wrong_key = compute_vote(_key(OUTSIDER), disputes, chain_id, dispute_id, seat_a, address(OFFLINE_A), True)
+            outside_seat = compute_vote(_key(OFFLINE_A), disputes, chain_id, dispute_id, 7, address(OFFLINE_A), True)
+            for vote, why in (
+                (outsider, "belongs to"),
+                (wrong_key, "signature does not verify"),
+                (outside_seat, "seat 7"),
+            ):
+                response = httpx.post(url, json=vote.to_json(), timeout=30)
+                assert response.status_code == 403 and why in response.text, response.text
+            assert httpx.post(url, json={"seat": 1}, timeout=10).status_code == 400
+            held = httpx.get(f"{url}/0x{dispute_id.hex()}", timeout=10).json()
+            assert all(v["juror"] == address(ONLINE_JUROR) for v in held), held
 
-        # Forged aggregates: rejected on-chain by the BLS check.
-        seat_b = seats[address(OFFLINE_B)]
-        message = bls.compute_verdict_message(disputes, chain_id, dispute_id, True)
-        signers = bls.compute_signer_bitmap(sorted([seat_a, seat_b]), len(jury.pool))
-        one_signature = bls.compute_signature(_key(OFFLINE_A), message)
-        other_verdict = bls.compute_verdict_message(disputes, chain_id, dispute_id, False)
-        wrong_message = bls.compute_aggregate_signature(
-            [bls.compute_signature(_key(a), other_verdict) for a in (OFFLINE_A, OFFLINE_B)]
-        )
-        for forged in (one_signature, wrong_message):
-            try:
-                protocol.submit_verdict(
-                    get_devnet_account(OUTSIDER), subject, True, signers, bls.compute_eip2537_g2(forged),
-                    compute_eligible_aggregate(jury), list(get_non_signers(jury, signers)),
-                )  # fmt: skip
-            except ContractRevertError as exc:
-                assert exc.error == "InvalidSignature", exc
-            else:
-                raise AssertionError("a forged aggregate was accepted")
-        assert protocol.dispute_of(dispute_id).status == DisputeStatus.JURY_DRAWN
+            # Forged aggregates: rejected on-chain by the BLS check.
+            seat_b = seats[address(OFFLINE_B)]
+            message = bls.compute_verdict_message(disputes, chain_id, dispute_id, True)
+            signers = bls.compute_signer_bitmap(sorted([seat_a, seat_b]), len(jury.pool))
+            one_signature = bls.compute_signature(_key(OFFLINE_A), message)
+            other_verdict = bls.compute_verdict_message(disputes, chain_id, dispute_id, False)
+            wrong_message = bls.compute_aggregate_signature(
+                [bls.compute_signature(_key(a), other_verdict) for a in (OFFLINE_A, OFFLINE_B)]
+            )
+            for forged in (one_signature, wrong_message):
+                try:
+                    protocol.submit_verdict(
+                        get_devnet_account(OUTSIDER), subject, True, signers, bls.compute_eip2537_g2(forged),
+                        compute_eligible_aggregate(jury), list(get_non_signers(jury, signers)),
+                    )  # fmt: skip
+                except ContractRevertError as exc:
+                    assert exc.error == "InvalidSignature", exc
+                else:
+                    raise AssertionError("a forged aggregate was accepted")
+            assert protocol.dispute_of(dispute_id).status == DisputeStatus.JURY_DRAWN
 
-        # The whistleblower is killed with its challenge open and restarted: its SQLite state has the challenge.
-        watcher = next(n for n in nodes if n.label == "whistleblower")
-        watcher.process.send_signal(signal.SIGKILL)
-        watcher.process.wait()
-        nodes.remove(watcher)
-        nodes.append(start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"))
+            # The whistleblower is killed with its challenge open and restarted: its SQLite state has the challenge.
+            watcher = next(n for n in nodes if n.label == "whistleblower")
+            watcher.process.send_signal(signal.SIGKILL)
+            watcher.process.wait()
+            nodes.remove(watcher)
+            nodes.append(start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"))
 
-        # No quorum (one juror of three online): the dispute expires after its deadline.
-        wait_until(lambda: protocol.round_times(run_id).finished, 150, "the run to finish after the timeout")
-        wait_until(
-            lambda: all(n.process.poll() is not None for n in nodes if n.label in ("juror", "whistleblower")), 90,
-            "the juror and the whistleblower to exit",
-        )  # fmt: skip
+            # No quorum (one juror of three online): the dispute expires after its deadline.
+            gate.release()
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish after the timeout")
+            wait_until(
+                lambda: all(n.process.poll() is not None for n in nodes if n.label in ("juror", "whistleblower")), 300,
+                "the juror and the whistleblower to exit",
+            )  # fmt: skip
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from devnet.runs import RunRules
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.keys import get_devnet_account
@@ -13,7 +15,10 @@ from protocol.hashing import to_hash32
 from protocol.state import compute_state_hash, decode_state
 from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
 
-RULES = RunRules(rounds=1, commit_window_s=40, attest_window_s=20, challenge_window_s=2, dispute_timeout_s=30)
+pytestmark = pytest.mark.e2e
+
+RULES = RunRules(rounds=1, commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600)
+"""Chain seconds on a driven devnet (tests/clock.py): a window closes only once every live node is idle."""
 LONG_ROUND = {"train": {"inner_steps": 60, "steps_per_segment": 2}}
 
 
@@ -36,28 +41,33 @@ def test_killed_solvers_and_verifier_resume_without_double_actions(deployment, c
     }
     try:
         setup.create()
-        # Solver 14: SIGKILL once some, not all, of its 31 checkpoints are on disk.
-        wait_until(lambda: _artifact_count(setup, mid_training) >= 5, 60, "solver 14 to store checkpoints", 0.02)
-        nodes[mid_training].send_signal(signal.SIGKILL)
-        nodes[mid_training].wait()
-        assert not [e for e in events_of(protocol, "Committed", run_id) if e.args["solver"] == addresses[mid_training]]
-        nodes[mid_training] = start_node(setup, "solver", mid_training, "--coordinator")
+        with setup.drive(lambda: [(setup.ports[a], p) for a, p in nodes.items()]):
+            # Solver 14: SIGKILL once some, not all, of its 31 checkpoints are on disk.
+            wait_until(lambda: _artifact_count(setup, mid_training) >= 5, 300, "solver 14 to store checkpoints", 0.02)
+            nodes[mid_training].send_signal(signal.SIGKILL)
+            nodes[mid_training].wait()
+            assert not [
+                e for e in events_of(protocol, "Committed", run_id) if e.args["solver"] == addresses[mid_training]
+            ]
+            nodes[mid_training] = start_node(setup, "solver", mid_training, "--coordinator")
 
-        # Solver 15: SIGKILL right after its commitment is on-chain.
-        def committed() -> list:
-            return [e for e in events_of(protocol, "Committed", run_id) if e.args["solver"] == addresses[after_commit]]
+            # Solver 15: SIGKILL right after its commitment is on-chain.
+            def committed() -> list:
+                return [
+                    e for e in events_of(protocol, "Committed", run_id) if e.args["solver"] == addresses[after_commit]
+                ]
 
-        wait_until(committed, 60, "solver 15 to commit", 0.05)
-        nodes[after_commit].send_signal(signal.SIGKILL)
-        nodes[after_commit].wait()
-        nodes[after_commit] = start_node(setup, "solver", after_commit)
-        # Verifier: SIGKILL after its first attestation, then restart.
-        wait_until(lambda: events_of(protocol, "PassAttested", run_id), 90, "a first attestation", 0.05)
-        nodes[verifier].send_signal(signal.SIGKILL)
-        nodes[verifier].wait()
-        nodes[verifier] = start_node(setup, "verifier", verifier, "--exit-when-done")
-        wait_until(lambda: protocol.round_times(run_id).finished, 180, "the run to finish")
-        wait_until(lambda: nodes[verifier].poll() is not None, 60, "the verifier to exit")
+            wait_until(committed, 300, "solver 15 to commit", 0.05)
+            nodes[after_commit].send_signal(signal.SIGKILL)
+            nodes[after_commit].wait()
+            nodes[after_commit] = start_node(setup, "solver", after_commit)
+            # Verifier: SIGKILL after its first attestation, then restart.
+            wait_until(lambda: events_of(protocol, "PassAttested", run_id), 300, "a first attestation", 0.05)
+            nodes[verifier].send_signal(signal.SIGKILL)
+            nodes[verifier].wait()
+            nodes[verifier] = start_node(setup, "verifier", verifier, "--exit-when-done")
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            wait_until(lambda: nodes[verifier].poll() is not None, 300, "the verifier to exit")
     finally:
         for process in nodes.values():
             stop(process)
