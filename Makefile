@@ -27,6 +27,7 @@ $(VENV_STAMP): pyproject.toml $(LOCK)
 	$(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -r $(LOCK)
 	$(PY) -m pip install --quiet --no-deps -e .
+	@$(PY) -m pip check || { echo "requirements.lock does not satisfy pyproject.toml: run 'make lock'" >&2; exit 1; }
 	touch $@
 
 # Regenerate requirements.lock after changing pyproject.toml's dependencies: resolve runtime + dev extra
@@ -79,17 +80,18 @@ check: setup lint
 	$(VENV)/bin/pytest -q -m "not e2e and not slow"
 	cd $(CONTRACTS) && FOUNDRY_FUZZ_RUNS=32 FOUNDRY_INVARIANT_RUNS=16 ./node_modules/.bin/forge test
 
+# ruff, the architecture contracts (.importlinter, docs/architecture.md) and mypy on the spec and node code.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(MAKE) --no-print-directory typecheck
 
-# The modules kept mypy-clean ([tool.mypy] in pyproject.toml); imports outside the list are followed silently.
-TYPED := protocol/errors.py protocol/constants.py protocol/hashing.py protocol/config.py protocol/sketch.py \
-	protocol/state.py protocol/model.py protocol/data.py protocol/merkle.py protocol/sampling.py protocol/outer.py \
-	protocol/profile.py protocol/bls.py protocol/jury.py protocol/compression.py
+# The packages kept mypy-clean ([tool.mypy] in pyproject.toml).
+TYPED := protocol node
 
 typecheck: setup
-	$(VENV)/bin/mypy --follow-imports=silent $(TYPED)
+	$(VENV)/bin/mypy $(TYPED)
 
 pytest: setup
 	$(VENV)/bin/pytest -q

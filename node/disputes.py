@@ -44,7 +44,7 @@ class JurorRegistryReader:
     def __init__(self, chain: ChainClient) -> None:
         self.chain = chain
         self._events: list = []
-        self._next_block = chain.manifest.deployed_block
+        self._next_block = chain.deployment.deployed_block
 
     def read(self) -> list[JurorEntry]:
         latest = self.chain.block_number()

@@ -54,6 +54,14 @@ class ReplayVerdict:
     global_relative_error: float | None = None
 
 
+@dataclass(frozen=True)
+class SketchEvidence:
+    """The worst per-tensor sketch distances of a cross-profile replay."""
+
+    max_hamming_fraction: float
+    max_log2_norm_diff: float
+
+
 def replay_segment(
     config: RunConfig,
     dataset: TokenDataset,
@@ -155,7 +163,7 @@ def judge_tolerance(
     distance = compute_sketch_distance(
         committed_sketch, compute_update_sketch(replayed_update, config.get_sketch_spec())
     )
-    evidence = dict(max_hamming_fraction=distance.max_hamming_fraction, max_log2_norm_diff=distance.max_log2_norm_diff)
+    evidence = SketchEvidence(distance.max_hamming_fraction, distance.max_log2_norm_diff)
     if (
         distance.max_hamming_fraction > limits.max_hamming_fraction
         or distance.max_log2_norm_diff > limits.max_log2_norm_diff
@@ -164,20 +172,34 @@ def judge_tolerance(
             False,
             "sketch",
             f"sketch distance beyond tolerance (worst tensor {distance.worst_hamming_tensor})",
-            **evidence,
+            max_hamming_fraction=evidence.max_hamming_fraction,
+            max_log2_norm_diff=evidence.max_log2_norm_diff,
         )
     if committed_end is None:
         return ReplayVerdict(
-            False, "sketch", "sketch within tolerance; committed end checkpoint needed", True, **evidence
+            False,
+            "sketch",
+            "sketch within tolerance; committed end checkpoint needed",
+            needs_end_checkpoint=True,
+            max_hamming_fraction=evidence.max_hamming_fraction,
+            max_log2_norm_diff=evidence.max_log2_norm_diff,
         )
     if compute_state_hash(committed_end) != leaf.end_hash:
         return ReplayVerdict(
-            False, "distance", "served end checkpoint does not hash to the leaf's end hash", **evidence
+            False,
+            "distance",
+            "served end checkpoint does not hash to the leaf's end hash",
+            max_hamming_fraction=evidence.max_hamming_fraction,
+            max_log2_norm_diff=evidence.max_log2_norm_diff,
         )
     committed_update = compute_param_update(start_checkpoint, committed_end)
     if compute_sketch_hash(compute_update_sketch(committed_update, config.get_sketch_spec())) != leaf.sketch_hash:
         return ReplayVerdict(
-            False, "distance", "committed sketch is not the sketch of the committed update", **evidence
+            False,
+            "distance",
+            "committed sketch is not the sketch of the committed update",
+            max_hamming_fraction=evidence.max_hamming_fraction,
+            max_log2_norm_diff=evidence.max_log2_norm_diff,
         )
     error, cosine = compute_update_distances(replayed_update, committed_update)
     global_error = compute_global_relative_error(replayed_update, committed_update)
@@ -194,7 +216,8 @@ def judge_tolerance(
         max_relative_error=error,
         min_cosine=cosine,
         global_relative_error=global_error,
-        **evidence,
+        max_hamming_fraction=evidence.max_hamming_fraction,
+        max_log2_norm_diff=evidence.max_log2_norm_diff,
     )
 
 

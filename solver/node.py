@@ -95,7 +95,10 @@ class SolverNode(RunNode):
 
     def start_server(self) -> str:
         app = make_node_app(
-            "solver", self.address, self.served_store(), lambda: {"run_id": self.run_id, "activity": self.get_activity()}
+            "solver",
+            self.address,
+            self.served_store(),
+            lambda: {"run_id": self.run_id, "activity": self.get_activity()},
         )
 
         @app.get("/commitments/{run_id}/{round_index}")

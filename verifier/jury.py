@@ -199,7 +199,7 @@ class JuryDuty:
 
     def _discover(self) -> None:
         """Record every new challenge of the watched run."""
-        start = self.state.get_cursor("jury", self.chain.manifest.deployed_block)
+        start = self.state.get_cursor("jury", self.chain.deployment.deployed_block)
         latest = self.chain.block_number()
         if latest < start:
             return

@@ -18,11 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import requests
 from eth_abi import decode as abi_decode
 from eth_account.signers.local import LocalAccount
+from eth_typing import ABIError, ChecksumAddress
 from eth_utils import function_abi_to_4byte_selector, to_checksum_address
 from hexbytes import HexBytes
 from web3 import HTTPProvider, Web3
@@ -35,6 +36,7 @@ from web3.exceptions import (
     TimeExhausted,
     Web3RPCError,
 )
+from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint, TxParams
 
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
@@ -137,7 +139,8 @@ class ChainClient:
         self._contracts[name] = contract
         for item in abi:
             if item.get("type") == "error":
-                self._errors[function_abi_to_4byte_selector(item)] = (item["name"], item.get("inputs", []))
+                selector = function_abi_to_4byte_selector(cast(ABIError, item))
+                self._errors[selector] = (item["name"], item.get("inputs", []))
             elif item.get("type") == "event" and not item.get("anonymous"):
                 event = contract.events[item["name"]]()
                 self._events[(contract.address.lower(), bytes(HexBytes(event.topic)))] = (name, event)
@@ -156,6 +159,16 @@ class ChainClient:
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
+
+    @property
+    def deployment(self) -> DeploymentManifest:
+        """The deployment manifest this client was opened with (ChainError when it was opened without one)."""
+        if self.manifest is None:
+            raise ChainError(f"the chain client for {self.rpc_url} has no deployment manifest; pass one")
+        return self.manifest
+
+    def has_contract(self, name: str) -> bool:
+        return name in self._contracts
 
     def add_contract(self, name: str, address: str, abi: list[dict[str, Any]]) -> None:
         """Track another contract's events and errors (e.g. a run's share token)."""
@@ -193,7 +206,7 @@ class ChainClient:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def call(self, contract: str, function: str, *args: Any, block: int | str = "latest") -> Any:
+    def call(self, contract: str, function: str, *args: Any, block: BlockIdentifier = "latest") -> Any:
         """Call a view function; reverts become ContractRevertError."""
         fn = getattr(self.contract(contract).functions, function)(*args)
         try:
@@ -201,7 +214,9 @@ class ChainClient:
         except (ContractLogicError, Web3RPCError) as exc:
             raise self._revert_from(exc, f"{contract}.{function}") from None
 
-    def call_fields(self, contract: str, function: str, *args: Any, block: int | str = "latest") -> dict[str, Any]:
+    def call_fields(
+        self, contract: str, function: str, *args: Any, block: BlockIdentifier = "latest"
+    ) -> dict[str, Any]:
         """Call a view function and name its results from the ABI: {Solidity output or field name: value}.
 
         A single struct output is opened into its fields, so callers decode by name, never by position.
@@ -213,7 +228,8 @@ class ChainClient:
         return name_abi_values(outputs, raw if len(outputs) > 1 else (raw,))
 
     def _function_outputs(self, contract: str, function: str) -> list[dict[str, Any]]:
-        matches = [f for f in self.contract(contract).abi if f.get("type") == "function" and f["name"] == function]
+        abi: list[dict[str, Any]] = [dict(item) for item in self.contract(contract).abi]
+        matches = [f for f in abi if f.get("type") == "function" and f.get("name") == function]
         if len(matches) != 1:
             raise ChainError(f"{contract}.{function}: {len(matches)} functions of that name in the ABI, expected 1")
         return list(matches[0].get("outputs", []))
@@ -221,7 +237,7 @@ class ChainClient:
     def block_number(self) -> int:
         return self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber")
 
-    def get_block(self, block: int | str = "latest") -> Any:
+    def get_block(self, block: BlockIdentifier = "latest") -> Any:
         return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
 
     def get_block_timestamps(self, numbers: Iterable[int], *, batch: int = 200) -> dict[int, int]:
@@ -244,7 +260,7 @@ class ChainClient:
                 out[number] = int(block["timestamp"])
         return out
 
-    def get_balance(self, address: str, block: int | str = "latest") -> int:
+    def get_balance(self, address: str, block: BlockIdentifier = "latest") -> int:
         return self._retry(
             lambda: self.w3.eth.get_balance(to_checksum_address(address), block_identifier=block),
             what="eth_getBalance",
@@ -273,10 +289,7 @@ class ChainClient:
         start = from_block
         while start <= last:
             end = min(start + chunk - 1, last)
-            logs = self._retry(
-                lambda s=start, e=end: self.w3.eth.get_logs({"fromBlock": s, "toBlock": e, "address": addresses}),
-                what="eth_getLogs",
-            )
+            logs = self._get_logs(start, end, addresses)
             for log in logs:
                 key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
                 if key not in self._events:
@@ -299,13 +312,17 @@ class ChainClient:
         events.sort(key=lambda e: (e.block_number, e.log_index))
         return events
 
+    def _get_logs(self, start: int, end: int, addresses: list[ChecksumAddress]) -> list[LogReceipt]:
+        params: FilterParams = {"fromBlock": start, "toBlock": end, "address": addresses}
+        return list(self._retry(lambda: self.w3.eth.get_logs(params), what="eth_getLogs"))
+
     # -- writes --------------------------------------------------------------------------
 
     def _next_nonce(self, address: str) -> int:
         with self._nonce_lock:
             if address not in self._nonces:
                 self._nonces[address] = self._retry(
-                    lambda: self.w3.eth.get_transaction_count(address, "pending"),
+                    lambda: self.w3.eth.get_transaction_count(to_checksum_address(address), "pending"),
                     what="eth_getTransactionCount",
                 )
             nonce = self._nonces[address]
@@ -344,7 +361,9 @@ class ChainClient:
             # minutes old on a quiet chain, and window checks depend on block.timestamp.
             draft = {k: v for k, v in build({**base, "gas": 30_000_000}).items() if k not in ("gas", "nonce")}
             try:
-                estimate = self._retry(lambda: self.w3.eth.estimate_gas(draft, "pending"), what=f"estimate {context}")
+                estimate = self._retry(
+                    lambda: self.w3.eth.estimate_gas(cast(TxParams, draft), "pending"), what=f"estimate {context}"
+                )
             except (ContractLogicError, Web3RPCError) as exc:
                 raise self._revert_from(exc, context) from None
             gas = estimate * 12 // 10 + 10_000
@@ -353,7 +372,7 @@ class ChainClient:
             tx = build({**base, "gas": gas, "nonce": nonce})
             raw = account.sign_transaction(tx).raw_transaction
             try:
-                tx_hash = self._retry(lambda raw=raw: self.w3.eth.send_raw_transaction(raw), what=f"send {context}")
+                tx_hash = self._send_raw(raw, context)
                 break
             except Web3RPCError as exc:
                 message = str(exc).lower()
@@ -381,6 +400,9 @@ class ChainClient:
             contract_address=receipt.get("contractAddress"),
         )
 
+    def _send_raw(self, raw: bytes, context: str) -> HexBytes:
+        return self._retry(lambda: self.w3.eth.send_raw_transaction(raw), what=f"send {context}")
+
     def _fees(self) -> dict[str, int]:
         """EIP-1559 fees: twice the current base fee plus a 1 gwei tip (ample on a devnet)."""
         base_fee = self.get_block("latest").get("baseFeePerGas", 0)
@@ -390,7 +412,7 @@ class ChainClient:
     def _mined_revert(self, tx: dict, receipt: Any, context: str) -> ContractRevertError:
         call = {k: tx[k] for k in ("from", "to", "value", "data") if k in tx}
         try:
-            self.w3.eth.call(call, block_identifier=receipt["blockNumber"] - 1)
+            self.w3.eth.call(cast(TxParams, call), block_identifier=receipt["blockNumber"] - 1)
         except (ContractLogicError, Web3RPCError) as exc:
             return self._revert_from(exc, context)
         return ContractRevertError(
@@ -425,27 +447,25 @@ class ChainClient:
 
     # -- devnet helpers (anvil) ------------------------------------------------------------
 
+    def _devnet_request(self, method: str, params: list[Any]) -> None:
+        """A devnet-only JSON-RPC call (anvil's time and mining controls)."""
+        self._retry(lambda: self.w3.provider.make_request(RPCEndpoint(method), params), what=method)
+
     def increase_time(self, seconds: int) -> None:
         """Advance the devnet clock and mine a block (anvil only; tests and demos)."""
-        self._retry(lambda: self.w3.provider.make_request("evm_increaseTime", [seconds]), what="evm_increaseTime")
+        self._devnet_request("evm_increaseTime", [seconds])
         self.mine()
 
     def mine_at(self, timestamp: int) -> None:
         """Mine one block with exactly this timestamp (anvil only; a test driving the devnet clock)."""
-        self._retry(
-            lambda: self.w3.provider.make_request("evm_setNextBlockTimestamp", [int(timestamp)]),
-            what="evm_setNextBlockTimestamp",
-        )
+        self._devnet_request("evm_setNextBlockTimestamp", [int(timestamp)])
         self.mine()
 
     def set_block_timestamp_interval(self, seconds: int) -> None:
         """Make every later block exactly `seconds` after the previous one, whatever the wall clock says
         (anvil only): the chain's time then moves only when blocks are mined."""
-        self._retry(
-            lambda: self.w3.provider.make_request("anvil_setBlockTimestampInterval", [int(seconds)]),
-            what="anvil_setBlockTimestampInterval",
-        )
+        self._devnet_request("anvil_setBlockTimestampInterval", [int(seconds)])
 
     def mine(self, blocks: int = 1) -> None:
         for _ in range(blocks):
-            self._retry(lambda: self.w3.provider.make_request("evm_mine", []), what="evm_mine")
+            self._devnet_request("evm_mine", [])

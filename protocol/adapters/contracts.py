@@ -297,10 +297,10 @@ class ProtocolClient:
         return self.chain.call("ModelShares", "shareToken", run_id)
 
     def shares_of(self, run_id: int, holder: str) -> int:
-        token = self.chain.w3.eth.contract(
-            address=self.share_token(run_id), abi=self.chain.manifest.contracts["RunShares"].abi
-        )
-        return token.functions.balanceOf(to_checksum_address(holder)).call()
+        name = f"RunShares#{run_id}"
+        if not self.chain.has_contract(name):
+            self.chain.add_contract(name, self.share_token(run_id), self.chain.deployment.contracts["RunShares"].abi)
+        return self.chain.call(name, "balanceOf", to_checksum_address(holder))
 
     def pay_revenue(self, account: LocalAccount, run_id: int, amount_wei: int) -> TxResult:
         return self.chain.send(account, "ModelShares", "payRevenue", run_id, value=amount_wei)

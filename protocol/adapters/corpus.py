@@ -16,25 +16,27 @@ from protocol.data import SHARD_BYTES, DataError, DatasetManifest, build_manifes
 
 DEFAULT_SUFFIXES = (".py",)
 TEXT_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json", ".csv", ".html", ".tex")
-_EXCLUDED_STDLIB_PARTS = {"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__"}
+_EXCLUDED_STDLIB_PARTS = frozenset({"site-packages", "test", "tests", "idlelib", "lib2to3", "__pycache__"})
 
 
 def get_stdlib_dir() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def list_corpus_files(directory: Path, suffixes: tuple[str, ...], excluded: set[str] = frozenset()) -> list[Path]:
+def list_corpus_files(directory: Path, suffixes: tuple[str, ...], excluded: frozenset[str] = frozenset()) -> list[Path]:
     """Files under `directory` with one of `suffixes`, sorted by their POSIX relative path."""
     if not directory.is_dir():
         raise DataError(f"corpus directory {directory} does not exist or is not a directory")
-    files = []
+    files: list[Path] = []
     for root, dirs, names in os.walk(directory):
         dirs[:] = [d for d in dirs if d not in excluded]  # prune, do not descend
         files.extend(Path(root) / n for n in names if Path(n).suffix in suffixes)
     return sorted(files, key=lambda p: p.relative_to(directory).as_posix())
 
 
-def read_corpus(directory: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES, excluded: set[str] = frozenset()) -> bytes:
+def read_corpus(
+    directory: Path, suffixes: tuple[str, ...] = TEXT_SUFFIXES, excluded: frozenset[str] = frozenset()
+) -> bytes:
     """Concatenate the files (sorted by relative path), each followed by a newline."""
     files = list_corpus_files(directory, suffixes, excluded)
     if not files:

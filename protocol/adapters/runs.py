@@ -80,7 +80,7 @@ def publish_run_artifacts(
 def load_run_terms(protocol: ProtocolClient, run_id: int) -> tuple[RunTerms, str, int]:
     """(terms, share token, creation block) from the run's `RunCreated` event."""
     chain = protocol.chain
-    for event in chain.get_events(chain.manifest.deployed_block, names=["RunCreated"]):
+    for event in chain.get_events(chain.deployment.deployed_block, names=["RunCreated"]):
         if event.args["runId"] == run_id:
             return RunTerms.from_fields(event.args["config"]), event.args["shareToken"], event.block_number
     raise RunNotFoundError(f"run {run_id} does not exist in this deployment; list runs with `gradledger audit`")
@@ -94,6 +94,6 @@ def load_run_context(protocol: ProtocolClient, store: ArtifactStore, peers: Peer
     if problem is not None:
         raise RunDefinitionError(f"run {run_id}: {problem}; this run cannot be trained or verified as published")
     manifest = decode_manifest(get_artifact(store, peers, terms.dataset_root))
-    shards = {ref.hash: get_artifact(store, peers, ref.hash) for ref in manifest.shards}
+    shards: dict[bytes, bytes] = {ref.hash: get_artifact(store, peers, ref.hash) for ref in manifest.shards}
     dataset = build_token_dataset(manifest, shards, config.data.eval_shards)
     return RunContext(run_id, terms, config, dataset, token, block)

@@ -6,8 +6,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.keys import get_devnet_account
+
+pytestmark = pytest.mark.e2e
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

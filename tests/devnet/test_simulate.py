@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from protocol.compression import FP32, Codec, ValueFormat
 from sim.simulate import Compression, get_simulated_solver, run_continuous_training, run_simulation
 
@@ -11,6 +13,7 @@ def _simulate(config, corpus, **kwargs):
     return run_simulation(config, manifest, shards, solvers=2, rounds=2, processes=1, **kwargs)
 
 
+@pytest.mark.slow
 def test_lossless_codec_gives_the_uncompressed_trajectory(tiny_config, corpus):
     plain = _simulate(tiny_config, corpus)
     lossless = _simulate(tiny_config, corpus, compression=Compression(FP32, FP32))
