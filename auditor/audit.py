@@ -31,16 +31,17 @@ from auditor.sources import ArtifactSources, find_home_stores
 from protocol.adapters.chain import ChainClient, ChainEvent
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunNotFoundError
-from protocol.config import RunConfig, compute_config_hash, parse_run_config
+from protocol.config import RunConfig, compute_config_hash, parse_run_config, verify_run_terms
 from protocol.data import TokenDataset, build_token_dataset, decode_manifest
 from protocol.errors import GradledgerError
-from protocol.hashing import hash_to_hex
+from protocol.hashing import hash_to_hex, to_hash32
 from protocol.history.events import find_missing_event_fields, share_token_contract
 from protocol.history.fold import fold_run_history, get_round_phase, list_runs
 from protocol.history.records import RunHistory, RunSummary
 from protocol.ledger import compute_ledger
 from protocol.state import compute_state_hash, decode_state
-from protocol.training import State, compute_pseudo_gradient, evaluate_params, get_params, make_start_checkpoint
+from protocol.training import State, evaluate_params, get_params, make_start_checkpoint
+from protocol.verdict import check_delta_binding
 
 TEMPLATE_ADDRESS = "0x" + "00" * 20
 
@@ -122,7 +123,7 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
         raise AuditError(
             "the deployed contracts' ABIs lack events or fields the audit reads: "
             f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/history/events.py "
-            "and the fold in protocol/history/fold.py to match"
+            "and the handlers in protocol/history/ (registry.py, disputes.py, accounts.py) to match"
         )
     block = chain.block_number()
     block_time = int(chain.get_block(block)["timestamp"])
@@ -208,34 +209,33 @@ class _Definition:
 
 
 def read_run_definition(history: RunHistory, sources: ArtifactSources) -> _Definition:
-    """Config, dataset (manifest and shards) and θ0 under their on-chain hashes."""
-    s = history.settings
+    """Config, dataset (manifest and shards) and θ0 under their on-chain hashes; the config fits the terms.
+
+    The config's fit is `protocol.config.verify_run_terms`, the check every node makes: a config that
+    does not re-hash to the on-chain config hash is a config problem (the artifact is not the canonical
+    JSON of a config, so it is not used); a dataset root, H or k other than the run's is a rules problem.
+    """
+    terms = history.terms
     out = _Definition()
     config_problem = rules_problem = dataset_problem = None
     try:
-        out.config = parse_run_config(sources.read(s.config_hash, "run config"))
-        if hash_to_hex(compute_config_hash(out.config)) != s.config_hash:
-            config_problem = "config artifact is not canonical: it does not re-hash to the on-chain config hash"
-            out.config = None
+        out.config = parse_run_config(sources.read(terms.config_hash, "run config"))
     except GradledgerError as exc:
         config_problem = str(exc)
-    if out.config is not None:
-        train = out.config.train
-        if (train.inner_steps, train.steps_per_segment) != (s.inner_steps, s.steps_per_segment):
-            rules_problem = (
-                f"config trains H={train.inner_steps}, k={train.steps_per_segment}; the run was created with "
-                f"H={s.inner_steps}, k={s.steps_per_segment}"
-            )
-        if out.config.data.dataset_root != s.dataset_root:
-            rules_problem = f"config names dataset {out.config.data.dataset_root}, the chain has {s.dataset_root}"
+    if out.config is not None and (problem := verify_run_terms(out.config, terms)) is not None:
+        if compute_config_hash(out.config) != terms.config_hash:
+            config_problem = f"config artifact is not canonical: {problem}"
+            out.config = None
+        else:
+            rules_problem = problem
     try:
-        manifest = decode_manifest(sources.read(s.dataset_root, "dataset manifest"))
+        manifest = decode_manifest(sources.read(terms.dataset_root, "dataset manifest"))
         shards = {ref.hash: sources.read(ref.hash, f"dataset shard {i}") for i, ref in enumerate(manifest.shards)}
         if out.config is not None:
             out.dataset = build_token_dataset(manifest, shards, out.config.data.eval_shards)
     except GradledgerError as exc:
         dataset_problem = str(exc)
-    theta0_problem = sources.problem(s.theta0_hash, "θ0")
+    theta0_problem = sources.problem(terms.theta0_hash, "θ0")
     out.facts = RunDefinitionFacts(config_problem, dataset_problem, theta0_problem, rules_problem)
     return out
 
@@ -272,11 +272,11 @@ def read_documents(
             binding = None
             if end_state is not None and rnd.index in theta_params:
                 try:
-                    delta = compute_pseudo_gradient(theta_params[rnd.index], decode_state(end_state))
-                    if hash_to_hex(compute_state_hash(delta)) != c.delta_hash:
-                        binding = "committed Δ is not θ_r - c_H of the committed end checkpoint"
-                except (GradledgerError, KeyError) as exc:
+                    end_checkpoint = decode_state(end_state)
+                except GradledgerError as exc:
                     binding = f"end checkpoint does not fit θ_r: {exc}"
+                else:
+                    binding = check_delta_binding(theta_params[rnd.index], end_checkpoint, to_hash32(c.delta_hash))
             facts[(rnd.index, c.solver)] = DocumentFacts(
                 rnd.index, c.solver, doc, chosen.where, searched, tuple(problems), len(hashes) - len(problems), binding
             )

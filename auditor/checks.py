@@ -20,6 +20,7 @@ from typing import Any
 from protocol.commitment import verify_commitment_doc
 from protocol.config import TrainConfig
 from protocol.errors import GradledgerError
+from protocol.hashing import hash_to_hex
 from protocol.history.records import RunHistory
 from protocol.outer import compute_outer_step
 from protocol.replay import verify_leaf_chain
@@ -122,7 +123,7 @@ def rederive_thetas(
     if not history.rounds:
         return make_check_result(THETA, ["run has no rounds"], "", {}), ()
     state: State | None = None
-    state_hash = history.settings.theta0_hash
+    state_hash = hash_to_hex(history.terms.theta0_hash)
     try:
         state = load_state(state_hash, "θ0")
     except GradledgerError as exc:
@@ -242,7 +243,7 @@ def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashe
     if reason is None and "0x" + doc.theta_hash.hex() != rnd.theta_hash:
         reason = "document trains from another θ than the round's"
     if reason is None and rnd.index in start_hashes:
-        num_segments = history.settings.inner_steps // history.settings.steps_per_segment
+        num_segments = history.terms.num_segments
         reason = verify_leaf_chain(
             list(doc.leaves),
             history.run_id,

@@ -258,7 +258,7 @@ def render_html(report: AuditReport) -> str:
     sections = [
         f"<h1>gradledger audit: run {h.run_id}</h1>",
         f'<p class="meta">chain {report.chain_id} at block {report.block} ({e(str(_iso(report.block_time)))}); '
-        f"{len(h.settled_rounds)}/{h.settings.max_rounds} rounds settled; run created by {e(h.creator)}; "
+        f"{len(h.settled_rounds)}/{h.terms.max_rounds} rounds settled; run created by {e(h.creator)}; "
         f"share token {e(h.share_token)}; artifacts from {e(report.sources)}</p>",
         verdict,
         "<h2>checks</h2>",

@@ -36,7 +36,7 @@ class Contribution:
 
 def expected_contributions(history: RunHistory) -> list[Contribution]:
     """Every contribution of a settled round that earns shares, with the amount the contracts owe."""
-    s = history.settings
+    s = history.terms
     claimed = {(c.round, c.kind, _claim_key(c)) for c in history.share_claims}
     out = []
     for rnd in history.settled_rounds:
@@ -88,7 +88,7 @@ def _claim_key(claim: Any) -> str:
 
 def check_shares(history: RunHistory) -> tuple[CheckResult, list[Contribution]]:
     """Every mint pays a contribution of a settled round exactly the contracts' formula, once."""
-    s = history.settings
+    s = history.terms
     problems: list[str] = []
     rounds = {r.index: r for r in history.rounds}
     seen: set[tuple[int, str, str]] = set()
@@ -157,7 +157,7 @@ def check_shares(history: RunHistory) -> tuple[CheckResult, list[Contribution]]:
 
 
 def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str | None]:
-    s = history.settings
+    s = history.terms
     if claim.kind == "solver":
         c = rnd.commitment_of(claim.solver)
         if c is None or not rnd.is_accepted(claim.solver):
@@ -210,7 +210,7 @@ def expected_slashes(history: RunHistory) -> tuple[dict[str, str], list[str]]:
 
 def check_slashes(history: RunHistory) -> tuple[CheckResult, list[str]]:
     """Exactly the faults the attestation outcomes prove were slashed, each at the run's stake."""
-    s = history.settings
+    s = history.terms
     due, pending = expected_slashes(history)
     problems = []
     slashed = {x.fault_key: x for x in history.slashes}

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from rich.table import Table
 
 from auditor.audit import AuditReport
 from auditor.checks import judge_document, short
+from protocol.hashing import hash_to_hex
 from protocol.history.fold import get_round_phase
 
 SCHEMA = "gradledger-audit/1"
@@ -151,10 +153,15 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
     return entries
 
 
+def _json_value(value: Any) -> Any:
+    """A RunTerms field for JSON: hashes (bytes) as 0x-hex, numbers as they are."""
+    return hash_to_hex(value) if isinstance(value, bytes) else value
+
+
 def build_json(report: AuditReport) -> dict[str, Any]:
     """The JSON export (schema in docs/audit.md)."""
     h = report.history
-    s = h.settings
+    s = h.terms
     revenue_kinds = (
         "reward pool",
         "pool funded",
@@ -182,7 +189,7 @@ def build_json(report: AuditReport) -> dict[str, Any]:
             "max_rounds": s.max_rounds,
             "rounds_settled": len(h.settled_rounds),
             "finished": h.finished,
-            "settings": {k: getattr(s, k) for k in s.__dataclass_fields__},
+            "settings": {f.name: _json_value(getattr(s, f.name)) for f in fields(s)},
         },
         "checks": [c.to_json() for c in report.checks],
         "rounds": _round_entries(report),
@@ -300,7 +307,7 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
     h = report.history
     console.print(
         f"[bold]audit of run {h.run_id}[/] at block {report.block} ({_iso(report.block_time)}): "
-        f"{len(h.settled_rounds)}/{h.settings.max_rounds} rounds settled, artifacts from {report.sources}"
+        f"{len(h.settled_rounds)}/{h.terms.max_rounds} rounds settled, artifacts from {report.sources}"
     )
     table = Table(title="checks", title_justify="left", show_lines=False)
     table.add_column("check")

@@ -11,7 +11,7 @@ per-run share tokens:
 
 and it must equal the sum of their on-chain ETH balances (checked by the demo summary, the
 audit and the tests). Bonds whose amount the event does not carry are the run's configured
-bonds, read from its `RunCreated` event.
+bonds, read from its `RunCreated` event (decoded by field name as `protocol.types.RunTerms`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from protocol.types import RunTerms
 
 
 class EventLike(Protocol):
@@ -44,12 +46,6 @@ class Ledger:
             self.outflows -= amount
 
 
-def _config_value(config: Any, name: str, index: int) -> int:
-    if hasattr(config, "get") and config.get(name) is not None:
-        return config[name]
-    return list(config.values() if hasattr(config, "values") else config)[index]
-
-
 def compute_ledger(events: Iterable[EventLike]) -> Ledger:
     """Fold a chain-ordered event list into inflows and outflows of the protocol's ETH."""
     ledger = Ledger()
@@ -59,8 +55,9 @@ def compute_ledger(events: Iterable[EventLike]) -> Ledger:
         a = event.args
         match event.name:
             case "RunCreated":
-                attestation_bond[a["runId"]] = _config_value(a["config"], "attestationBond", 14)
-                challenge_bond[a["runId"]] = _config_value(a["config"], "challengeBond", 15)
+                terms = RunTerms.from_fields(a["config"])
+                attestation_bond[a["runId"]] = terms.attestation_bond
+                challenge_bond[a["runId"]] = terms.challenge_bond
                 ledger.add("reward pools", a["rewardPool"])
             case "StakeDeposited":
                 ledger.add("stake deposits", a["amount"])

@@ -99,7 +99,7 @@ class RunTerms:
 
     Hashes in bytes, amounts in wei, windows in seconds. `config_hash`, `dataset_root`, `inner_steps` and
     `steps_per_segment` mirror the published run config; `protocol.adapters.runs.load_run_context` and
-    the auditor check them with `protocol.runs.verify_run_terms`.
+    the auditor check them with `protocol.config.verify_run_terms`.
     """
 
     config_hash: Hash32

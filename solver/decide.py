@@ -13,27 +13,54 @@ Every solver claims its shares for each settled round in which its work was acce
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
-from protocol.adapters.contracts import ClaimStatus, RoundTimes
+from protocol.errors import GradledgerError
+from protocol.hashing import Hash32, hash_to_hex, to_hash32
+from protocol.types import ClaimStatus, Commitment, RoundTimes
 
 RoundStatus = Literal["trained", "committed", "missed"]
 
 
 @dataclass(frozen=True)
 class RoundRecord:
-    """What this node durably knows about one of its rounds (stored in SQLite)."""
+    """What this node durably knows about one of its rounds (stored in SQLite as JSON, hashes as 0x-hex)."""
 
     run_id: int
     round: int
     status: RoundStatus
-    theta_hash: str = ""
-    root: str = ""
-    delta_hash: str = ""
+    theta_hash: Hash32 | None = None
+    root: Hash32 | None = None
+    delta_hash: Hash32 | None = None
     tokens: int = 0
-    doc_hash: str = ""
+    doc_hash: Hash32 | None = None
     commit_tx: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The SQLite form: hashes as 0x-hex ("" when unknown)."""
+        out = asdict(self)
+        for name in _HASH_FIELDS:
+            value = getattr(self, name)
+            out[name] = hash_to_hex(value) if value is not None else ""
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> RoundRecord:
+        values = dict(raw)
+        for name in _HASH_FIELDS:
+            values[name] = to_hash32(values[name], name) if values.get(name) else None
+        return cls(**values)
+
+    @property
+    def commitment(self) -> Commitment:
+        """What to commit on-chain for this trained round."""
+        if self.root is None or self.delta_hash is None:
+            raise GradledgerError(f"round {self.round} has no trained commitment to send")
+        return Commitment(self.root, self.delta_hash, self.tokens)
+
+
+_HASH_FIELDS = ("theta_hash", "root", "delta_hash", "doc_hash")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ or resumes, and never commits twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -23,12 +23,12 @@ from node.logs import log_event
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus, Commitment
+from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext, get_global_state
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
-from protocol.hashing import Hash32, hash_to_hex, to_hash32
+from protocol.hashing import Hash32, hash_to_hex
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
@@ -104,9 +104,9 @@ class SolverNode(RunNode):
         @app.get("/commitments/{run_id}/{round_index}")
         def get_commitment(run_id: int, round_index: int) -> dict:
             record = self.record_of(run_id, round_index)
-            if record is None or not record.doc_hash:
+            if record is None or record.doc_hash is None:
                 raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
-            return {"document": self.store.get(to_hash32(record.doc_hash)).decode()}
+            return {"document": self.store.get(record.doc_hash).decode()}
 
         self.server = serve_in_thread(app, self.settings.host, self.settings.port)
         return self.server.url
@@ -115,10 +115,10 @@ class SolverNode(RunNode):
 
     def record_of(self, run_id: int, round_index: int) -> RoundRecord | None:
         raw = self.state.get("round", f"{run_id}:{round_index}")
-        return RoundRecord(**raw) if raw else None
+        return RoundRecord.from_json(raw) if raw else None
 
     def save_record(self, record: RoundRecord) -> None:
-        self.state.put("round", f"{record.run_id}:{record.round}", asdict(record))
+        self.state.put("round", f"{record.run_id}:{record.round}", record.to_json())
 
     def on_start(self) -> None:
         self.ensure_joined()
@@ -183,7 +183,7 @@ class SolverNode(RunNode):
     def _unclaimed_rounds(self, current: int) -> tuple[int, ...]:
         out = []
         for key, raw in self.state.list("round"):
-            record = RoundRecord(**raw)
+            record = RoundRecord.from_json(raw)
             if record.run_id != self.settings.run_id or record.status != "committed" or record.round >= current:
                 continue
             if self.state.get("shares", key) is None and self.protocol.is_settled(record.run_id, record.round):
@@ -244,38 +244,32 @@ class SolverNode(RunNode):
         doc_hash = self.store.put(encode_commitment_doc(doc))
         self.save_record(
             RoundRecord(
-                doc.run_id, doc.round, "trained", hash_to_hex(doc.theta_hash), hash_to_hex(doc.root),
-                hash_to_hex(doc.delta_hash), doc.tokens, hash_to_hex(doc_hash),
+                doc.run_id, doc.round, "trained", doc.theta_hash, doc.root, doc.delta_hash, doc.tokens, doc_hash
             )
         )  # fmt: skip
         return doc_hash
 
     def _do_commit(self, action: Action) -> None:
         record = self.record_of(self.settings.run_id, action.round)
-        commitment = Commitment(to_hash32(record.root), to_hash32(record.delta_hash), record.tokens)
         try:
-            result = self.protocol.commit(self.account, record.run_id, record.round, commitment)
+            result = self.protocol.commit(self.account, record.run_id, record.round, record.commitment)
         except ContractRevertError as exc:
             if exc.error != "AlreadyCommitted":
                 raise
             result = None
-        self.save_record(
-            RoundRecord(
-                **{**asdict(record), "status": "committed", "commit_tx": result.transaction_hash if result else ""}
-            )
-        )
+        self.save_record(replace(record, status="committed", commit_tx=result.transaction_hash if result else ""))
         log_event(
             self.log, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
         )
 
     def _do_mark_committed(self, action: Action) -> None:
         record = self.record_of(self.settings.run_id, action.round)
-        self.save_record(RoundRecord(**{**asdict(record), "status": "committed"}))
+        self.save_record(replace(record, status="committed"))
 
     def _do_mark_missed(self, action: Action) -> None:
         record = self.record_of(self.settings.run_id, action.round)
-        base = asdict(record) if record else {"run_id": self.settings.run_id, "round": action.round}
-        self.save_record(RoundRecord(**{**base, "status": "missed"}))
+        base = record or RoundRecord(self.settings.run_id, action.round, "missed")
+        self.save_record(replace(base, status="missed"))
         log_event(self.log, "missed round", run=self.settings.run_id, round=action.round)
 
     def _do_finalize(self, action: Action) -> None:

@@ -8,7 +8,7 @@ manifest, when the contracts and this module disagree. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from eth_abi import encode as abi_encode
@@ -17,35 +17,18 @@ from eth_utils import to_canonical_address, to_checksum_address
 from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, keccak256, to_hash32
+from protocol.history.records import ShareKind
+from protocol.types import RunTerms, StructError
+
+
+def to_solidity_name(attribute: str) -> str:
+    """A Python struct attribute as the Solidity field it mirrors: `theta0_hash` -> `theta0Hash`."""
+    head, *rest = attribute.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
 
 # ---------------------------------------------------------------------------------------------
 # The events this module reads, and the fields it reads from each (one place: a rename is here).
-
-RUN_CONFIG_FIELDS: dict[str, str] = {
-    # RunConfig struct field (Solidity) -> RunSettings attribute
-    "configHash": "config_hash",
-    "datasetRoot": "dataset_root",
-    "theta0Hash": "theta0_hash",
-    "innerSteps": "inner_steps",
-    "stepsPerSegment": "steps_per_segment",
-    "samplesPerCommitment": "samples_per_commitment",
-    "verifiersPerCommitment": "verifiers_per_commitment",
-    "jurySize": "jury_size",
-    "commitWindow": "commit_window",
-    "attestWindow": "attest_window",
-    "challengeWindow": "challenge_window",
-    "disputeTimeout": "dispute_timeout",
-    "solverMinStake": "solver_min_stake",
-    "verifierMinStake": "verifier_min_stake",
-    "attestationBond": "attestation_bond",
-    "challengeBond": "challenge_bond",
-    "solverShareBps": "solver_share_bps",
-    "verifierShareBps": "verifier_share_bps",
-    "jurorShareBps": "juror_share_bps",
-    "sharesPerRound": "shares_per_round",
-    "revenueReleasePeriod": "revenue_release_period",
-    "maxRounds": "max_rounds",
-}
 
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     # exactly the fields this module and protocol/ledger.py read (the audit depends on both)
@@ -54,7 +37,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "runId",
         "creator",
         "config",
-        *(f"config.{f}" for f in RUN_CONFIG_FIELDS),
+        # the RunConfig struct's components, from its one Python spelling (protocol.types.RunTerms)
+        *(f"config.{to_solidity_name(f.name)}" for f in fields(RunTerms)),
         "shareToken",
         "rewardPool",
     ),
@@ -114,7 +98,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 # Enum values as the contracts number them.
 ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned")
 CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
-SHARE_KINDS = ("solver", "verifier", "juror")
+SHARE_KINDS: tuple[ShareKind, ...] = ("solver", "verifier", "juror")
 ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}
 FINISHED_RUN_ROUND = 2**64 - 1  # PoolReleased's round for slash proceeds reaching a finished run
 
@@ -156,6 +140,19 @@ def to_hash_hex(value: Any) -> str:
     return hash_to_hex(to_hash32(value if isinstance(value, (bytes, bytearray, str)) else bytes(value)))
 
 
+def decode_run_terms(config: Any) -> RunTerms:
+    """RunCreated's `config` (a mapping by Solidity field name, as the chain adapter decodes it) as RunTerms.
+
+    Decoded by name only: a struct given as a bare tuple is refused rather than read by position.
+    """
+    if not isinstance(config, Mapping):
+        raise HistoryError(f"RunCreated.config must be decoded by field name (a mapping), got {type(config).__name__}")
+    try:
+        return RunTerms.from_fields(config)
+    except StructError as exc:
+        raise HistoryError(f"RunCreated.config: {exc}") from exc
+
+
 def get_tx_hash(event: EventLike) -> str:
     """The transaction an event came from ("" when the event was built without one)."""
     return str(getattr(event, "transaction_hash", ""))
@@ -173,12 +170,12 @@ def find_missing_event_fields(abi_events: Mapping[str, Iterable[str]]) -> list[s
     of a struct input as "input.component" (e.g. "config.innerSteps").
     """
     missing = []
-    for name, fields in EVENT_FIELDS.items():
+    for name, wanted in EVENT_FIELDS.items():
         if name not in abi_events:
             missing.append(name)
             continue
         have = set(abi_events[name])
-        missing.extend(f"{name}.{f}" for f in fields if f not in have)
+        missing.extend(f"{name}.{f}" for f in wanted if f not in have)
     return missing
 
 

@@ -1,7 +1,9 @@
-"""The typed, frozen records of a run's history (what `protocol.history.fold_run_history` returns).
+"""The typed, frozen records of a run's history (what `protocol.history.fold.fold_run_history` returns).
 
 Hashes are 0x-hex strings, addresses checksummed, amounts in wei, times in seconds since the epoch
-(block timestamps), so a `RunHistory` serialises to the auditor's JSON as it is.
+(block timestamps), so a `RunHistory` serialises to the auditor's JSON as it is -- but for the run's
+on-chain terms, `RunHistory.terms`, which is `protocol.types.RunTerms` (hashes as bytes, hex at the
+edges).
 """
 
 from __future__ import annotations
@@ -11,53 +13,17 @@ from typing import Literal
 
 from eth_utils import to_canonical_address
 
-from protocol.constants import BPS_DENOMINATOR
+from protocol.types import RunTerms, is_commitment_accepted
 
 AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned"]
 DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
 ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
 ShareKind = Literal["solver", "verifier", "juror"]
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The run's `RunConfig` as created on-chain (hashes as 0x-hex, amounts in wei, windows in s)."""
-
-    config_hash: str
-    dataset_root: str
-    theta0_hash: str
-    inner_steps: int
-    steps_per_segment: int
-    samples_per_commitment: int
-    verifiers_per_commitment: int
-    jury_size: int
-    commit_window: int
-    attest_window: int
-    challenge_window: int
-    dispute_timeout: int
-    solver_min_stake: int
-    verifier_min_stake: int
-    attestation_bond: int
-    challenge_bond: int
-    solver_share_bps: int
-    verifier_share_bps: int
-    juror_share_bps: int
-    shares_per_round: int
-    revenue_release_period: int
-    max_rounds: int
-
-    @property
-    def solver_bucket(self) -> int:
-        """Solver shares of one round (RunConfig split, floored as Solidity does)."""
-        return self.shares_per_round * self.solver_share_bps // BPS_DENOMINATOR
-
-    @property
-    def verifier_bucket(self) -> int:
-        return self.shares_per_round * self.verifier_share_bps // BPS_DENOMINATOR
-
-    @property
-    def juror_bucket(self) -> int:
-        return self.shares_per_round * self.juror_share_bps // BPS_DENOMINATOR
+StakeChange = Literal["deposit", "unbond", "withdraw", "slash"]
+FaultName = Literal["solver fault", "wrong attestation"]
+RevenueKind = Literal[
+    "reward pool", "pool funded", "pool released", "revenue paid", "revenue withdrawn", "unowned swept"
+]
 
 
 @dataclass(frozen=True)
@@ -184,13 +150,14 @@ class Round:
         return tuple(a for a in self.attestations if a.solver == solver)
 
     def is_accepted(self, solver: str) -> bool:
-        """Verification's rule: at least one standing pass and no standing fault (an overturned pass
-        is a proven fault; an overturned fail stops counting)."""
+        """Verification's rule (`is_commitment_accepted`) over this round's seats of `solver`: standing
+        passes, and standing fails plus overturned passes as faults (an overturned pass is a proven
+        fault; an overturned fail stops counting)."""
         attestations = self.attestations_of(solver)
         passes = sum(1 for a in attestations if not a.is_fail and a.standing)
         faults = sum(1 for a in attestations if a.is_fail and a.standing)
         faults += sum(1 for a in attestations if not a.is_fail and not a.standing)
-        return passes > 0 and faults == 0
+        return is_commitment_accepted(passes, faults)
 
     @property
     def accepted(self) -> tuple[str, ...]:
@@ -254,7 +221,7 @@ class StakePoint:
     time: int | None
     bonded: int
     unbonding: int
-    change: Literal["deposit", "unbond", "withdraw", "slash"]
+    change: StakeChange
     amount: int
 
 
@@ -264,7 +231,7 @@ class Slash:
     role: str
     amount: int
     requested: int
-    fault: Literal["solver fault", "wrong attestation"]
+    fault: FaultName
     round: int
     solver: str
     slot: int | None
@@ -276,7 +243,7 @@ class Slash:
 
 @dataclass(frozen=True)
 class RevenueFlow:
-    kind: Literal["reward pool", "pool funded", "pool released", "revenue paid", "revenue withdrawn", "unowned swept"]
+    kind: RevenueKind
     amount: int
     account: str | None
     round: int | None
@@ -297,7 +264,7 @@ class RunHistory:
     creator: str
     share_token: str
     reward_pool: int
-    settings: RunSettings
+    terms: RunTerms
     created_block: int
     created_time: int | None
     rounds: tuple[Round, ...]

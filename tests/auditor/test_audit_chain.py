@@ -128,10 +128,13 @@ def real_run(deployment, corpus, tmp_path_factory) -> RealRun:
         start_node(setup, "solver", SOLVERS[1]),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
+    accounts = [*SOLVERS, VERIFIER]
     try:
         setup.create()
-        wait_until(lambda: setup.protocol.round_times(setup.run_id).finished, 240, "the run to finish")
-        wait_until(lambda: all(p.poll() is not None for p in processes), 90, "every node to exit")
+        # the deployment's devnet is driven (tests/clock.py): its time moves only while every node is idle
+        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
+            wait_until(lambda: setup.protocol.round_times(setup.run_id).finished, 900, "the run to finish")
+            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
     finally:
         for p in processes:
             stop(p)
@@ -152,6 +155,7 @@ def audited(real_run, tmp_path_factory) -> tuple[subprocess.CompletedProcess, di
 # -- a real run -------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_real_run_every_check_passes_and_numbers_match_cast(real_run, audited):
     proc, data, _ = audited
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -210,6 +214,7 @@ def test_real_run_every_check_passes_and_numbers_match_cast(real_run, audited):
     assert not [g for g in slashed if topic_address(g["topics"][1]) in participants]
 
 
+@pytest.mark.e2e
 def test_html_report_renders_in_headless_chromium_with_its_plots(audited, tmp_path):
     from matplotlib.image import imread
 
@@ -256,6 +261,7 @@ def _copy_home(real_run: RealRun, tmp_path: Path) -> Path:
     return home
 
 
+@pytest.mark.e2e
 def test_tampered_commitment_document_fails_naming_it(real_run, tmp_path):
     home = _copy_home(real_run, tmp_path)
     solver = get_devnet_account(SOLVERS[1]).address
@@ -278,6 +284,7 @@ def test_tampered_commitment_document_fails_naming_it(real_run, tmp_path):
     assert "checks failed" in proc.stdout and (tmp_path / "out" / "audit.html").stat().st_size > 0
 
 
+@pytest.mark.e2e
 def test_missing_delta_fails_the_rederivation_naming_it(real_run, audited, tmp_path):
     home = _copy_home(real_run, tmp_path)
     solver = get_devnet_account(SOLVERS[0]).address
@@ -332,6 +339,7 @@ class _DroppingProxy:
         self.server.server_close()
 
 
+@pytest.mark.e2e
 def test_rpc_dropping_mid_read_exits_nonzero_and_writes_nothing(real_run, tmp_path):
     counting = _DroppingProxy(real_run.rpc, None)
     try:
@@ -365,6 +373,7 @@ def travel_chain(deployment) -> tuple[AnvilProcess, DeploymentManifest]:
         yield anvil, deploy_protocol(ChainClient(anvil.rpc_url), get_devnet_account(0), build_contracts())
 
 
+@pytest.mark.slow
 def test_adversarial_run_audited_in_progress_and_finished(travel_chain, corpus, tmp_path):
     anvil, manifest = travel_chain
     home = tmp_path / "home"
@@ -421,6 +430,7 @@ def test_adversarial_run_audited_in_progress_and_finished(travel_chain, corpus, 
 # -- a chain restarted from its saved state ---------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_audit_after_devnet_restart_matches(corpus, tmp_path):
     home = tmp_path / "home"
     info, _ = start_devnet(home, port=0)

@@ -70,6 +70,10 @@ def test_json_export_has_the_documented_keys():
     assert first["commitments"][0]["label"] == "alice" and first["shares_minted"]["solver"] == 800 * ETH
     assert first["commitments"][0]["document"].startswith("commitment document missing")
     assert data["rounds"][1]["attestations"][-1]["state"] == "finalized"
+    settings = data["run"]["settings"]  # the on-chain RunConfig, snake_case, hashes as 0x-hex
+    assert list(settings)[:4] == ["config_hash", "dataset_root", "theta0_hash", "inner_steps"]
+    assert len(settings) == 22 and settings["max_rounds"] == data["run"]["max_rounds"] == 2
+    assert settings["theta0_hash"] == "0x" + "10" * 32 and settings["attestation_bond"] == ETH
     assert json.loads(json.dumps(data)) == data  # plain JSON types only
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.history import accounts, disputes, registry
 from protocol.history.events import (
     EVENT_FIELDS,
     ChainEvent,
@@ -12,9 +13,11 @@ from protocol.history.events import (
     find_missing_event_fields,
     share_token_contract,
 )
-from protocol.history.fold import fold_run_history, get_round_phase, list_runs
+from protocol.history.fold import HANDLERS, fold_run_history, get_round_phase, list_runs
+from protocol.types import RunTerms
 from tests.history_builder import (
     CHALLENGER,
+    CONFIG,
     CREATOR,
     ETH,
     JUROR,
@@ -28,6 +31,7 @@ from tests.history_builder import (
     honest_two_rounds,
     theta,
     time_of,
+    with_args,
 )
 
 
@@ -51,8 +55,8 @@ def test_honest_run_rounds_thetas_and_acceptance():
         assert rnd.claims[0].status == "settled" and rnd.claimer == SOLVER_A
         assert rnd.pool_released == 5 * ETH
         assert rnd.start_time == time_of(rnd.start_block)
-    assert h.settings.solver_bucket == 800 * ETH and h.settings.verifier_bucket == 150 * ETH
-    assert h.settings.juror_bucket == 50 * ETH
+    assert h.terms.solver_bucket == 800 * ETH and h.terms.verifier_bucket == 150 * ETH
+    assert h.terms.juror_bucket == 50 * ETH
 
 
 def test_shares_balances_and_labels():
@@ -233,7 +237,17 @@ def test_abi_drift_is_reported_by_event_and_field():
     assert find_missing_event_fields(abi) == ["Committed.tokens", "RoundSettled"]
 
 
-def test_raw_event_accepts_tuple_config():
+def test_run_terms_decoded_by_field_name():
+    ev = honest_two_rounds()
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    assert h.terms == RunTerms.from_fields(CONFIG)
+    assert h.terms.shares_per_round == 1000 * ETH and h.terms.theta0_hash == theta(0)
+    assert h.terms.num_segments == 3
+    config_fields = [f.removeprefix("config.") for f in EVENT_FIELDS["RunCreated"] if f.startswith("config.")]
+    assert config_fields == list(CONFIG)  # RunConfig's components, in Solidity's order
+
+
+def test_tuple_config_is_refused_not_read_by_position():
     ev = RunEvents()
     ev.create()
     created = ev.events[0]
@@ -244,5 +258,14 @@ def test_raw_event_accepts_tuple_config():
         created.block_number,
         created.log_index,
     )
-    h = fold_run_history([as_tuple, *ev.events[1:]], 1)
-    assert h.settings.shares_per_round == 1000 * ETH and h.settings.theta0_hash == _hex(theta(0))
+    with pytest.raises(HistoryError, match="by field name"):
+        fold_run_history([as_tuple, *ev.events[1:]], 1)
+    renamed = with_args(created, config={**{k: v for k, v in ev.config.items() if k != "jurySize"}, "jurors": 3})
+    with pytest.raises(HistoryError, match="jury_size"):
+        list_runs([renamed])
+
+
+def test_every_handled_event_is_declared_once():
+    assert set(HANDLERS) <= set(EVENT_FIELDS)
+    families = [registry.HANDLERS, disputes.HANDLERS, accounts.HANDLERS]
+    assert sum(len(f) for f in families) == len(HANDLERS)

@@ -7,10 +7,19 @@ from dataclasses import replace
 import pytest
 
 from protocol.adapters.contracts import ClaimStatus, RoundTimes
+from protocol.hashing import Hash32
 from solver.decide import RoundRecord, SolverView, decide_solver_action
 
 TIMES = RoundTimes(round=2, start=1000, commit_end=1020, attest_end=1035, challenge_end=1040, finished=False)
-TRAINED = RoundRecord(1, 2, "trained", root="0xab", delta_hash="0xcd", tokens=10, doc_hash="0xef")
+TRAINED = RoundRecord(
+    1,
+    2,
+    "trained",
+    root=Hash32(b"\xab" * 32),
+    delta_hash=Hash32(b"\xcd" * 32),
+    tokens=10,
+    doc_hash=Hash32(b"\xef" * 32),
+)
 COMMITTED = replace(TRAINED, status="committed")
 BASE = SolverView(
     now=1005, times=TIMES, record=None, committed_on_chain=False, coordinator=False, claim_status=ClaimStatus.NONE,

@@ -1,0 +1,127 @@
+"""The fold's state: one plain mutable builder that the event handlers fill in, then freeze.
+
+`FoldState` holds everything folded so far for one run -- its creation, the rounds being built,
+the share claims, disputes, stakes, slashes, ETH flows, share balances and the participants -- and
+the small helpers every handler family uses (block time, participant roles, round lookup, "is
+this event ours", attestation updates). The handlers (`registry.py`, `disputes.py`,
+`accounts.py`) are plain functions `handler(state, event, args)`; `fold.py` dispatches events to
+them and freezes the state into a `RunHistory`. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from protocol.history.events import EventLike, HistoryError, share_token_contract
+from protocol.history.records import (
+    Attestation,
+    Commitment,
+    Dispute,
+    FaultName,
+    RevenueFlow,
+    Seed,
+    ShareClaim,
+    ShareMint,
+    Slash,
+    StakePoint,
+    ThetaClaim,
+)
+from protocol.types import RunTerms
+
+# What a slash's fault key stands for: (fault, round, solver, slot or None for a solver fault).
+FaultCause = tuple[FaultName, int, str, int | None]
+
+
+@dataclass(frozen=True)
+class RunCreation:
+    """The run's RunCreated event, decoded."""
+
+    creator: str
+    token: str
+    pool: int
+    terms: RunTerms
+    block: int
+
+
+@dataclass
+class RoundBuilder:
+    """One round while it is being folded (frozen into `records.Round` at the end)."""
+
+    index: int
+    start_time: int
+    start_block: int
+    theta_hash: str
+    commitments: list[Commitment] = field(default_factory=list)
+    seed: Seed | None = None
+    attestations: dict[tuple[str, int], Attestation] = field(default_factory=dict)
+    disputes: list[str] = field(default_factory=list)
+    claims: dict[int, ThetaClaim] = field(default_factory=dict)
+    settled: bool = False
+    next_theta_hash: str | None = None
+    settled_block: int | None = None
+    settled_time: int | None = None
+    claimer: str | None = None
+    pool_released: int = 0
+
+
+@dataclass
+class FoldState:
+    """Everything folded so far for run `run_id`, and the helpers the handlers share."""
+
+    run_id: int
+    timestamps: Mapping[int, int]
+    created: RunCreation | None = None
+    rounds: dict[int, RoundBuilder] = field(default_factory=dict)
+    finished: bool = False
+    claims: list[ShareClaim] = field(default_factory=list)
+    fault_keys: dict[str, FaultCause] = field(default_factory=dict)
+    disputes: dict[str, Dispute] = field(default_factory=dict)
+    stake_state: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    stakes: list[StakePoint] = field(default_factory=list)
+    slashes: list[Slash] = field(default_factory=list)
+    revenue: list[RevenueFlow] = field(default_factory=list)
+    mints: list[ShareMint] = field(default_factory=list)
+    balances: dict[str, int] = field(default_factory=dict)
+    supply: int = 0
+    roles: dict[str, list[str]] = field(default_factory=dict)
+    order: dict[str, list[str]] = field(default_factory=lambda: {"solver": [], "verifier": [], "juror": []})
+    last_block: int = 0
+
+    @property
+    def token_contract(self) -> str:
+        """The contract name the run's share token's events come under."""
+        return share_token_contract(self.run_id)
+
+    def time(self, block: int) -> int | None:
+        return self.timestamps.get(block)
+
+    def role(self, address: str, role: str) -> None:
+        """Note that `address` takes part in the run as `role` (first roles first; per-role join order)."""
+        roles = self.roles.setdefault(address, [])
+        if role not in roles:
+            roles.append(role)
+        if role in self.order and address not in self.order[role]:
+            self.order[role].append(address)
+
+    def round(self, index: int) -> RoundBuilder:
+        if index not in self.rounds:
+            raise HistoryError(f"run {self.run_id}: event for round {index} before that round started")
+        return self.rounds[index]
+
+    def ours(self, args: Mapping[str, Any]) -> bool:
+        """The event carries this run's id (and the run was created)."""
+        return args.get("runId") == self.run_id and self.created is not None
+
+    def set_attestation(self, index: int, solver: str, slot: int, **changes: Any) -> Attestation:
+        rnd = self.round(index)
+        key = (solver, slot)
+        if key not in rnd.attestations:
+            raise HistoryError(f"run {self.run_id} round {index}: seat {solver}/{slot} changed before it attested")
+        rnd.attestations[key] = replace(rnd.attestations[key], **changes)
+        return rnd.attestations[key]
+
+
+# A handler folds one event (with its decoded args) into the state.
+Handler = Callable[[FoldState, EventLike, Mapping[str, Any]], None]
