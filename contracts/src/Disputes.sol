@@ -42,6 +42,8 @@ contract Disputes is IDisputes {
 
     /// @notice A dispute: slot 0 written by the challenge, the rest by the jury draw, verdict and execution.
     struct Dispute {
+        // PACKING: slot 0 is all a challenge writes; a slot per field costs +88,314 gas per challenge, +93,983 per
+        //          drawJury, +49,106 per submitVerdict.
         address challenger;
         uint40 deadline; // challenge time + the run's dispute timeout
         uint40 openedBlock;
@@ -61,6 +63,7 @@ contract Disputes is IDisputes {
 
     /// @notice A juror's registry entry: index + 1 (0 = never registered) and whether it is active.
     struct Juror {
+        // PACKING: one slot; apart they cost +21,909 gas per registerJuror.
         uint32 indexPlusOne;
         bool active;
     }
@@ -194,6 +197,7 @@ contract Disputes is IDisputes {
 
     /// @notice Slash proceeds and forfeited bonds from the protocol contracts only.
     receive() external payable {
+        // INVARIANT: plain ETH comes only from protocol contracts (slashes, forfeits), paid out by the same call.
         if (
             msg.sender != address(stakeManager) && msg.sender != address(verification)
                 && msg.sender != address(runRegistry)
@@ -235,6 +239,7 @@ contract Disputes is IDisputes {
     function deregisterJuror() external {
         Juror storage j = jurors[msg.sender];
         if (!j.active) revert NotRegistered(msg.sender);
+        // INVARIANT: one lock per active juror: only an active entry is deactivated, so this unlock matches its lock.
         j.active = false;
         emit JurorDeregistered(msg.sender, j.indexPlusOne - 1);
         stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
@@ -263,6 +268,7 @@ contract Disputes is IDisputes {
             verification.checkChallenge(ref, commitment.root, sampleIndex, leaf, proof);
         IRunRegistry.DisputeTerms memory terms =
             runRegistry.onDisputeOpened(ref.runId, ref.round, ref.solver, commitment);
+        // INVARIANT: one dispute per id, holding exactly the challengeBond, which execute or expire settles once.
         if (msg.value != terms.challengeBond) revert WrongBond(msg.value, terms.challengeBond);
         uint256 deadline = block.timestamp + terms.disputeTimeout;
         _open(disputeId, KIND_ATTESTATION, deadline);
@@ -281,6 +287,7 @@ contract Disputes is IDisputes {
         returns (bytes32 disputeId)
     {
         IRunRegistry.DisputeTerms memory terms = runRegistry.disputeTerms(runId);
+        // INVARIANT: a claim dispute holds exactly the challengeBond, which execute or expire settles once.
         if (msg.value != terms.challengeBond) revert WrongBond(msg.value, terms.challengeBond);
         disputeId = _id(DisputeSubject(KIND_CLAIM, runId, round, address(0), 0, claimNonce));
         if (_disputes[disputeId].status != Status.None) revert DisputeExists(disputeId);
@@ -360,6 +367,7 @@ contract Disputes is IDisputes {
         bytes32 disputeId = _id(subject);
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Decided) revert WrongStatus(d.status);
+        // INVARIANT: the status leaves Decided before any slash or payout call, so a dispute pays out once.
         d.status = Status.Executed;
         uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
         (address winner, uint256 total, uint256 bondReturned) =
@@ -367,8 +375,10 @@ contract Disputes is IDisputes {
         uint256 signerCount = _popcount(d.signers);
         uint256 toWinner = total * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
         uint256 rewardPerJuror = total * Constants.JUROR_REWARD_BPS / Constants.BPS_DENOMINATOR / signerCount;
+        // INVARIANT: toWinner + rewardPerJuror * signerCount + toPool == total; the rounding dust goes to the pool.
         uint256 toPool = total - toWinner - rewardPerJuror * signerCount;
         d.rewardPerJuror = uint128(rewardPerJuror);
+        // INVARIANT: pull payment: credits + juror rewards + toPool == held challenge bond + all this call received.
         credits[winner] += toWinner + bondReturned;
         jurorVotes[subject.runId][subject.round] += signerCount;
         emit DisputeExecuted(
@@ -386,6 +396,7 @@ contract Disputes is IDisputes {
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Open && d.status != Status.JuryDrawn) revert WrongStatus(d.status);
         if (block.timestamp < d.deadline) revert DeadlineNotReached(d.deadline);
+        // INVARIANT: final status before the calls: the challenger's bond is credited back once; nobody is slashed.
         d.status = Status.Expired;
         uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
         credits[d.challenger] += bond;
@@ -414,11 +425,13 @@ contract Disputes is IDisputes {
         if (keccak256(abi.encode(msg.sender, publicKey)) != jurorKeyHashes[(d.juryOffset + seat) % d.registrySize]) {
             revert JurorKeyMismatch(seat);
         }
+        // INVARIANT: the signer's bit is set before the credit and the mint: each signer claims once.
         d.claimed |= bit;
         uint256 reward = d.rewardPerJuror;
         credits[msg.sender] += reward;
         uint256 bucket = runRegistry.sharesPerRound(subject.runId)
             * runRegistry.runEconomics(subject.runId).jurorShareBps / Constants.BPS_DENOMINATOR;
+        // INVARIANT: jurorVotes of a settled round is final (settle needs no open dispute), so juror mints <= bucket.
         uint256 shares = bucket / jurorVotes[subject.runId][subject.round];
         emit JurorRewardClaimed(disputeId, msg.sender, seat, reward, shares);
         modelShares.mint(subject.runId, subject.round, msg.sender, shares, IModelShares.ShareKind.Juror);
@@ -428,6 +441,7 @@ contract Disputes is IDisputes {
     function withdraw() external {
         uint256 amount = credits[msg.sender];
         if (amount == 0) revert NothingToWithdraw();
+        // INVARIANT: checks-effects-interactions: the credit is zeroed before the ETH leaves, so it is paid once.
         credits[msg.sender] = 0;
         emit Withdrawn(msg.sender, amount);
         (bool ok,) = msg.sender.call{value: amount}("");
@@ -530,6 +544,7 @@ contract Disputes is IDisputes {
     }
 
     function _slashAttester(DisputeSubject calldata subject, address attester) internal returns (uint256) {
+        // INVARIANT: one slash per attestation: the fault key is unique to the seat (run, round, solver, slot).
         bytes32 faultKey = keccak256(
             abi.encode(Constants.FAULT_ATTESTATION, subject.runId, subject.round, subject.solver, subject.slot)
         );
@@ -539,6 +554,7 @@ contract Disputes is IDisputes {
     }
 
     function _slashSolver(DisputeSubject calldata subject) internal returns (uint256) {
+        // INVARIANT: the same key as Verification._slashSolver: a commitment's solver is slashed at most once.
         bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, subject.runId, subject.round, subject.solver));
         return
             stakeManager.slash(
@@ -567,6 +583,7 @@ contract Disputes is IDisputes {
         key = eligibleAggregate;
         uint256 offset = d.juryOffset;
         uint256 registrySize = d.registrySize;
+        // INVARIANT: bounded: each pass clears one bit of `expected` (<= 24 eligible seats) or reverts.
         for (uint256 i; i < nonSigners.length; ++i) {
             NonSigner calldata ns = nonSigners[i];
             uint256 bit = uint256(1) << ns.seat;
@@ -593,6 +610,7 @@ contract Disputes is IDisputes {
         uint256 registrySize = d.registrySize;
         uint256 seats = d.jurySize;
         bytes memory aggregate;
+        // INVARIANT: bounded: pool.length == poolSize <= MAX_JURY_SIZE + JURY_PARTY_SLACK = 24 (checked in drawJury).
         for (uint256 seat; seat < pool.length; ++seat) {
             JurorKey calldata key = pool[seat];
             if (keccak256(abi.encode(key.account, key.publicKey)) != jurorKeyHashes[(offset + seat) % registrySize]) {
@@ -623,7 +641,7 @@ contract Disputes is IDisputes {
     }
 
     function _popcount(uint256 bits) internal pure returns (uint256 count) {
-        // bounded: bitmaps have at most MAX_JURY_SIZE + JURY_PARTY_SLACK bits set
+        // INVARIANT: bounded: one pass per set bit; the bitmaps have at most MAX_JURY_SIZE + JURY_PARTY_SLACK = 24 set.
         while (bits != 0) {
             bits &= bits - 1;
             ++count;

@@ -36,12 +36,16 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 contract Verification is IVerification {
     /// @notice One entry of a run's verifier list; entries never move (assignment indexes into the list).
     struct VerifierEntry {
+        // PACKING: one slot; apart they cost +22,157 gas per register and +2,167 per attest and finalize (only an
+        //          overturn would be 2,630 cheaper: clearing the flag's own slot earns a refund).
         address account;
         bool active;
     }
 
     /// @notice Per (run, round), fixed by `drawSeed` (one slot, read by every attestation and challenge).
     struct RoundSeed {
+        // PACKING: one slot (hence the 12-byte seed); a slot per field costs +12,361 gas per attest, +12,401 per
+        //          challenge, +12,389 per finalize, +130,551 per drawSeed.
         bytes12 seed;
         uint40 attestEnd;
         uint40 challengeEnd;
@@ -53,6 +57,8 @@ contract Verification is IVerification {
 
     /// @notice Per (run, round): running totals and the attestation bond (one slot).
     struct RoundTally {
+        // PACKING: one slot, made non-zero by drawSeed; a slot per field costs +41,031 gas on a round's first
+        //          attestation (+4,076 on later ones), +6,831 per attestFail, +4,105 per execute.
         uint32 totalChecks; // standing attestations (not overturned)
         uint96 totalTokens; // tokens of accepted commitments
         uint128 attestationBond;
@@ -62,12 +68,15 @@ contract Verification is IVerification {
     ///         shares were minted, and the 16-bit state of each verifier seat (bits 0-2 state, 3 fail,
     ///         4 shares minted, 5-15 the sample a fail named). `live` keeps the slot non-zero.
     struct CommitmentStatus {
+        // PACKING: one slot; a slot per field costs +87,389 gas on a round's first attestation of a commitment (+13,408
+        //          on later ones), +30,490 per attestFail, +11,393 per execute.
         uint32 roundPlusOne;
         uint64 tokens;
         uint8 passes;
         uint8 faults;
         bool solverMinted;
         bool live;
+        // PACKING: 8 seats x 16 bits in one field; a slot per seat costs +38,328 gas per attestation.
         uint128 seats;
     }
 
@@ -216,6 +225,7 @@ contract Verification is IVerification {
 
     /// @notice Slash proceeds from the StakeManager; nothing else may send ETH without a function.
     receive() external payable {
+        // INVARIANT: plain ETH is only slash proceeds, paid out in the same call: balance == credits + open bonds.
         if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
     }
 
@@ -252,6 +262,7 @@ contract Verification is IVerification {
     function deregister(uint256 runId) external {
         uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
         if (indexPlusOne == 0 || !_verifiers[runId][indexPlusOne - 1].active) revert NotRegistered(runId, msg.sender);
+        // INVARIANT: one lock per active entry: only an active entry is deactivated, so this unlock matches register.
         _verifiers[runId][indexPlusOne - 1].active = false;
         emit VerifierDeregistered(runId, msg.sender, indexPlusOne - 1, false);
         stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
@@ -284,6 +295,7 @@ contract Verification is IVerification {
             samples: p.samples,
             numSegments: uint16(p.numSegments)
         });
+        // INVARIANT: the bond is fixed per round here, so every return or forfeit moves exactly what _record took.
         _tallies[runId][round] = RoundTally({totalChecks: 0, totalTokens: 0, attestationBond: p.attestationBond});
         emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), block.number - 1, blockHash, count);
     }
@@ -333,8 +345,10 @@ contract Verification is IVerification {
         CommitmentStatus storage st = _statusOf(ref.runId, ref.round, ref.solver);
         uint16 seat = _seat(st.seats, ref.slot);
         if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
+        // INVARIANT: a disputed attestation cannot be finalized: its bond is settled once, by the dispute's end.
         if (IDisputes(disputes).isAttestationDisputed(ref)) revert WrongState(AttestationState.Challenged);
         bool isFail = _isFail(seat);
+        // INVARIANT: the seat leaves Attested before the bond credit and the slash calls (checks-effects-interactions).
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Finalized, isFail, false, _sample(seat)));
         address verifier = _assigned(ref, rs).account;
         uint256 bond = _tallies[ref.runId][ref.round].attestationBond;
@@ -354,9 +368,11 @@ contract Verification is IVerification {
         AttestationState state = _state(seat);
         if (state != AttestationState.Finalized && state != AttestationState.Upheld) revert WrongState(state);
         if (_minted(seat)) revert AlreadyMinted();
+        // INVARIANT: the minted bit is set before the mint call, so each standing attestation mints once.
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(state, _isFail(seat), true, _sample(seat)));
         uint256 bucket = runRegistry.sharesPerRound(ref.runId) * runRegistry.runEconomics(ref.runId).verifierShareBps
             / Constants.BPS_DENOMINATOR;
+        // INVARIANT: <= totalChecks seats stand, each minting floor(bucket / totalChecks): verifier mints <= bucket.
         uint256 shares = bucket / _tallies[ref.runId][ref.round].totalChecks;
         address verifier = _assigned(ref, _seeds[ref.runId][ref.round]).account;
         emit VerifierSharesClaimed(ref.runId, ref.round, ref.solver, ref.slot, verifier, shares);
@@ -373,9 +389,11 @@ contract Verification is IVerification {
         CommitmentStatus storage st = _statusOf(runId, round, solver);
         if (st.passes == 0 || st.faults != 0) revert NotAccepted(runId, round, solver);
         if (st.solverMinted) revert AlreadyMinted();
+        // INVARIANT: set before the mint call, so each accepted commitment mints once.
         st.solverMinted = true;
         uint256 bucket = runRegistry.sharesPerRound(runId) * runRegistry.runEconomics(runId).solverShareBps
             / Constants.BPS_DENOMINATOR;
+        // INVARIANT: totalTokens == sum of accepted tokens (final once settled), floored: solver mints <= bucket.
         uint256 shares = bucket * st.tokens / _tallies[runId][round].totalTokens;
         emit SolverSharesClaimed(runId, round, solver, shares);
         modelShares.mint(runId, round, solver, shares, IModelShares.ShareKind.Solver);
@@ -385,6 +403,7 @@ contract Verification is IVerification {
     function withdraw() external {
         uint256 amount = credits[msg.sender];
         if (amount == 0) revert NothingToWithdraw();
+        // INVARIANT: checks-effects-interactions: the credit is zeroed before the ETH leaves, so it is paid once.
         credits[msg.sender] = 0;
         emit Withdrawn(msg.sender, amount);
         (bool ok,) = msg.sender.call{value: amount}("");
@@ -445,6 +464,7 @@ contract Verification is IVerification {
         if (resolution != Resolution.Overturned) {
             st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Upheld, isFail, false, _sample(seat)));
             _live[ref.runId][ref.solver] = st;
+            // INVARIANT: pull payment: the bond is credited once, after the seat left Attested (written above).
             credits[attester] += tally.attestationBond;
             emit AttestationResolved(
                 ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Upheld, tally.attestationBond
@@ -468,6 +488,7 @@ contract Verification is IVerification {
             ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Overturned, forfeitedBond
         );
         _removeVerifier(ref.runId, attester);
+        // INVARIANT: checks-effects-interactions: seat, tally and verifier list are written before the bond leaves.
         (bool ok,) = msg.sender.call{value: forfeitedBond}("");
         if (!ok) revert TransferFailed(msg.sender, forfeitedBond);
     }
@@ -587,9 +608,11 @@ contract Verification is IVerification {
     /// @dev Record a new attestation in the commitment's status and the round's totals (one write each).
     function _record(AttestationRef calldata ref, uint64 tokens, bool isFail, uint16 sampleIndex) internal {
         RoundTally memory tally = _tallies[ref.runId][ref.round];
+        // INVARIANT: each attestation holds exactly the round's bond: balance == credits + bonds of Attested seats.
         if (msg.value != tally.attestationBond) revert WrongBond(msg.value, tally.attestationBond);
         CommitmentStatus memory st = _live[ref.runId][ref.solver];
         if (st.roundPlusOne != ref.round + 1) st = _openStatus(ref.runId, ref.round, ref.solver, st);
+        // INVARIANT: one attestation (one bond) per seat: a second would overwrite the seat and strand the first bond.
         if (_seat(st.seats, ref.slot) != 0) revert AlreadyAttested(ref.slot);
         bool wasAccepted = st.passes > 0 && st.faults == 0;
         st.tokens = tokens;
@@ -608,6 +631,7 @@ contract Verification is IVerification {
         internal
         returns (CommitmentStatus memory)
     {
+        // INVARIANT: a status still owing a bond or shares is archived before its slot is reused: nothing owed is lost.
         if (previous.roundPlusOne != 0 && _hasPending(previous)) {
             uint64 previousRound = previous.roundPlusOne - 1;
             _archive[runId][previousRound][solver] = previous;
@@ -621,6 +645,7 @@ contract Verification is IVerification {
     /// @dev Whether a status still has a bond to return or shares to mint. Bounded by the seat count.
     function _hasPending(CommitmentStatus memory st) internal pure returns (bool) {
         if (st.passes > 0 && st.faults == 0 && !st.solverMinted) return true;
+        // INVARIANT: bounded: 8 iterations, one per seat of the uint128 seat map (<= 8 seats, checked at createRun).
         for (uint8 slot; slot < Constants.MAX_VERIFIERS_PER_COMMITMENT; ++slot) {
             uint16 seat = _seat(st.seats, slot);
             AttestationState state = _state(seat);
@@ -644,6 +669,7 @@ contract Verification is IVerification {
 
     function _adjustTokens(RoundTally memory tally, bool wasAccepted, CommitmentStatus memory st) internal pure {
         bool accepted = st.passes > 0 && st.faults == 0;
+        // INVARIANT: totalTokens changes exactly when a commitment enters or leaves acceptance: == accepted tokens.
         if (!wasAccepted && accepted) tally.totalTokens += st.tokens;
         if (wasAccepted && !accepted) tally.totalTokens -= st.tokens;
     }
@@ -681,10 +707,12 @@ contract Verification is IVerification {
     }
 
     function _slashSolver(AttestationRef calldata ref, address verifier) internal {
+        // INVARIANT: the same key as Disputes._slashSolver: a commitment's solver is slashed at most once.
         bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, ref.runId, ref.round, ref.solver));
         uint256 taken =
             stakeManager.slash(ref.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(ref.runId), faultKey);
         uint256 toVerifier = taken * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
+        // INVARIANT: toVerifier + toPool == taken, credited before the pool call: every slashed wei is accounted for.
         uint256 toPool = taken - toVerifier;
         credits[verifier] += toVerifier;
         emit SolverFaultPaid(ref.runId, ref.round, ref.solver, faultKey, taken, verifier, toVerifier, toPool);
@@ -694,6 +722,7 @@ contract Verification is IVerification {
     function _removeVerifier(uint256 runId, address verifier) internal {
         uint256 indexPlusOne = _indexPlusOne[runId][verifier];
         VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
+        // INVARIANT: unlock only an active entry: an overturn after deregister never frees another registration's lock.
         if (!entry.active) return;
         entry.active = false;
         emit VerifierDeregistered(runId, verifier, indexPlusOne - 1, true);
