@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Container, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -30,6 +30,7 @@ from adversary.behaviours import Behaviour, make_dishonest_segment, train_honest
 from node.logs import log_event
 from protocol.adapters.artifacts import ArtifactNotFoundError, ArtifactStore, BackgroundStateWriter
 from protocol.adapters.runs import RunContext
+from protocol.commitment import decode_commitment_doc, encode_commitment_doc
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
@@ -54,6 +55,7 @@ class SolverAdversary(StrEnum):
     CHEAT = "cheat"
     WITHHOLD = "withhold"
     WRONG_CLAIM = "wrong-claim"
+    MALFORMED = "malformed"
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,72 @@ class WrongClaimSolverNode(SolverNode):
         return make_wrong_theta(next_state)
 
 
+MALFORMATIONS = ("garbage-document", "other-run-document", "short-document", "corrupt-checkpoints")
+"""What `MalformedSolverNode` does in round r: MALFORMATIONS[r % 4]."""
+
+
+class MalformedSolverNode(SolverNode):
+    """Feeds verifiers and whistleblowers malformed input, a different kind each round (MALFORMATIONS):
+
+    - short-document: commits (and serves) the root of a document with only its first leaf;
+    - other-run-document: commits honestly but serves the document of another run id;
+    - garbage-document: commits honestly but serves bytes that are no document;
+    - corrupt-checkpoints: commits honestly but serves checkpoints whose bytes do not hash to their names.
+    Honest nodes must turn each into a verdict (or an abstention) and keep running.
+    """
+
+    def malformation(self, round_index: int) -> str:
+        return MALFORMATIONS[round_index % len(MALFORMATIONS)]
+
+    def train_records(
+        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
+    ) -> tuple[list[SegmentRecord], State]:
+        records, end = super().train_records(ctx, theta, round_index, writer)
+        if self.malformation(round_index) == "short-document":
+            return records[:1], end
+        return records, end
+
+    def served_document(self, run_id: int, round_index: int) -> bytes | None:
+        document = super().served_document(run_id, round_index)
+        if document is None:
+            return None
+        kind = self.malformation(round_index)
+        if kind == "garbage-document":
+            return b"\x00\x01 this is not a commitment document \xff"
+        if kind == "other-run-document":
+            doc = decode_commitment_doc(document)
+            other = replace(doc, run_id=doc.run_id + 1000)
+            leaves = tuple(replace(leaf, run_id=other.run_id) for leaf in doc.leaves)
+            return encode_commitment_doc(replace(other, leaves=leaves))
+        return document
+
+    def served_store(self) -> ArtifactStore:
+        return CorruptingStore(self.store, self)
+
+
+class CorruptingStore:
+    """Serves a malformed solver's store, flipping a byte of every checkpoint of a corrupt-checkpoints round."""
+
+    def __init__(self, inner: ArtifactStore, node: MalformedSolverNode) -> None:
+        self.inner, self.node = inner, node
+
+    def has(self, digest: bytes) -> bool:
+        return self.inner.has(digest)
+
+    def get(self, digest: bytes) -> bytes:
+        data = self.inner.get(digest)
+        times = self.node.protocol.round_times(self.node.run_id)
+        if self.node.malformation(times.round) == "corrupt-checkpoints" and len(data) > 1024:
+            return data[:-1] + bytes([data[-1] ^ 0xFF])
+        return data
+
+    def put(self, data: bytes) -> Hash32:
+        raise ArtifactNotFoundError("a served view is read-only")
+
+    def delete(self, digest: bytes) -> None:
+        raise ArtifactNotFoundError("a served view is read-only")
+
+
 def make_solver_node(
     settings: SolverSettings, adversary: AdversarySettings | None, *args: Any, **kwargs: Any
 ) -> SolverNode:
@@ -204,4 +272,6 @@ def make_solver_node(
         return CheatingSolverNode(settings, *args, behaviour=adversary.behaviour, seed=adversary.seed, **kwargs)
     if adversary.mode is SolverAdversary.WITHHOLD:
         return WithholdingSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.MALFORMED:
+        return MalformedSolverNode(settings, *args, **kwargs)
     return WrongClaimSolverNode(settings, *args, **kwargs)

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from eth_account.signers.local import LocalAccount
 
@@ -130,6 +130,8 @@ class RunNode:
         self.last_error = ""
         self.log = get_logger(self.role_dir.rstrip("s"))
         self.idle: IdleReport | None = None
+        self.skips = 0
+        self.finished = False
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
@@ -166,8 +168,9 @@ class RunNode:
     def run(self, stop: threading.Event | None = None) -> None:
         """Start, then tick until the run is finished (or `stop` is set).
 
-        # INVARIANT: a GradledgerError in one tick (a slow peer, an RPC hiccup, a revert racing another
-        node) is logged and retried on the next tick; it never ends the loop.
+        # INVARIANT: nothing raised in a tick ends the loop. A GradledgerError (a slow peer, an RPC hiccup, a
+        revert racing another node) is retried on the next tick; anything else (malformed input a rule did
+        not turn into a verdict, a bug) is logged with its traceback and counted in `skips`.
         """
         if stop is not None:
             self.stop = stop
@@ -185,9 +188,38 @@ class RunNode:
                 log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
                 finished = False
                 self.stop.wait(1.0)
+            except Exception as exc:
+                self.idle = None
+                self.note_skip("tick", exc)
+                finished = False
+                self.stop.wait(1.0)
             if finished:
+                self.finished = True
                 break
             self.stop.wait(self.tick_interval_s)
+
+    def note_skip(self, what: str, exc: BaseException) -> None:
+        """Log and count an item this node could not handle (it goes on with the rest)."""
+        self.skips += 1
+        self.last_error = f"{what}: {type(exc).__name__}: {exc}"
+        self.log.error("skipped %s", what, exc_info=exc, extra={"fields": {"error": self.last_error}})
+
+    def get_health(self, thread: threading.Thread | None) -> dict[str, Any]:
+        """What `/health` says of a node whose loop runs in `thread`: unhealthy once the loop died.
+
+        A loop that returned because the run is finished (`finished`) is healthy; one that is gone
+        without finishing is not, and `/health` answers 503 (protocol/adapters/http.py).
+        """
+        alive = thread is not None and thread.is_alive()
+        return {
+            "status": "ok" if alive or self.finished else "unhealthy",
+            "run_id": self.run_id,
+            "worker_alive": alive,
+            "finished": self.finished,
+            "skips": self.skips,
+            "last_error": self.last_error,
+            "activity": self.get_activity(),
+        }
 
     def get_activity(self) -> dict[str, int | bool]:
         """Whether this node is idle: its last tick changed nothing, and nothing changed since.

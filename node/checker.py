@@ -22,6 +22,7 @@ from protocol.adapters.contracts import Commitment, ProtocolClient
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
+from protocol.errors import StateEncodingError
 from protocol.state import decode_state
 from protocol.training import State, get_params
 from protocol.verdict import (
@@ -31,6 +32,7 @@ from protocol.verdict import (
     check_sample,
     check_trajectory,
     decide_attestation,
+    get_provable_samples,
 )
 
 DocumentFetcher = Callable[[int, int, str], bytes]
@@ -122,20 +124,27 @@ class CommitmentChecker:
             return decide_attestation(f"commitment document unavailable: {exc}", False, []), None
         round_theta = self.protocol.theta_of(ctx.run_id, round_index)
         problem, provable = check_document(doc, commitment, ctx.run_id, round_index, solver, round_theta)
-        first = [SampleCheck(samples[0][0], samples[0][1], False, problem or "")]
+        # A fail names a sampled leaf the document holds; when it holds none, nothing can be proven on-chain.
+        provable_samples = get_provable_samples(doc, samples)
+        provable = provable and bool(provable_samples)
+        first = [SampleCheck(j, segment, False, "") for j, segment in provable_samples[:1]]
         if problem is not None:
-            return decide_attestation(problem, provable, first if provable else []), doc if provable else None
+            return decide_attestation(problem, provable, first), doc if provable else None
         solver_url = self.peers.url_of(solver)
         # θ_r is the round's state (served by the run creator and coordinators), not the solver's to
         # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries.
         theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
-        end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url)
+        end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url) if doc.leaves else (None, "none")
         trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem)
         if trajectory_problem is not None:
-            return decide_attestation(trajectory_problem, True, first), doc
+            return decide_attestation(trajectory_problem, provable, first), doc if provable else None
         checks = []
         for j, segment in samples:
-            start, fetch_problem = self._fetch_state(doc.leaves[segment].start_hash, solver_url)
+            start, fetch_problem = (
+                self._fetch_state(doc.leaves[segment].start_hash, solver_url)
+                if segment < len(doc.leaves)
+                else (None, "the document has no such leaf")
+            )
             checks.append(self._timed_check(doc, j, segment, start, fetch_problem or ""))
         return decide_attestation(None, True, checks), doc
 
@@ -145,6 +154,8 @@ class CommitmentChecker:
             return decode_state(get_artifact(self.store, self.peers, digest, url)), None
         except ArtifactError as exc:
             return None, str(exc)
+        except StateEncodingError as exc:  # bytes that hash right but are no canonical state: the solver's fault
+            return None, f"not a canonical state: {exc}"
 
     def _timed_check(
         self, doc: CommitmentDoc, j: int, segment: int, start: State | None, fetch_problem: str

@@ -18,7 +18,7 @@ A checkpoint the solver does not serve counts as a failed segment (data availabi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -27,6 +27,7 @@ import torch
 from protocol.commitment import CommitmentDoc, verify_commitment_doc
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
+from protocol.errors import GradledgerError
 from protocol.hashing import Hash32
 from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
 from protocol.state import compute_state_hash
@@ -65,6 +66,15 @@ def decide_attestation(document_problem: str | None, provable: bool, checks: lis
         if not check.accepted:
             return AttestationDecision("fail", check.sample_index, check.segment, check.reason)
     return AttestationDecision("pass", -1, -1, f"{len(checks)} sampled segment(s) replayed bit-identically")
+
+
+def get_provable_samples(doc: CommitmentDoc, samples: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (draw, segment) samples whose leaf the document holds: only those can be named in a fail.
+
+    A fail attestation carries the sampled segment's leaf and its Merkle proof; a document with fewer
+    leaves than segments (or none at all) cannot prove a segment it lacks, so naming it would revert.
+    """
+    return [(j, segment) for j, segment in samples if 0 <= segment < len(doc.leaves)]
 
 
 def check_document(
@@ -135,7 +145,13 @@ def check_sample(
         return SampleCheck(
             sample_index, segment, False, f"start checkpoint of segment {segment} not served: {fetch_problem}"
         )
+    if not 0 <= segment < len(doc.leaves):
+        return SampleCheck(sample_index, segment, False, f"the document has no leaf for sampled segment {segment}")
     leaf = doc.leaves[segment]
-    replayed = replay_segment(config, dataset, doc.round, doc.solver, segment, start_checkpoint)
+    try:
+        replayed = replay_segment(config, dataset, doc.round, doc.solver, segment, start_checkpoint)
+    except GradledgerError as exc:  # e.g. a checkpoint of another model: the solver's fault, not the verifier's
+        reason = f"start checkpoint of segment {segment} cannot be replayed: {exc}"
+        return SampleCheck(sample_index, segment, False, reason)
     verdict = judge_exact(config, leaf, start_checkpoint, replayed)
     return SampleCheck(sample_index, segment, verdict.accepted, verdict.reason)

@@ -87,6 +87,13 @@ class SolverNode(RunNode):
             save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit,
         )  # fmt: skip
 
+    def served_document(self, run_id: int, round_index: int) -> bytes | None:
+        """The commitment document the API serves for a round: the one this solver committed to."""
+        record = self.record_of(run_id, round_index)
+        if record is None or record.doc_hash is None:
+            return None
+        return self.store.get(record.doc_hash)
+
     def choose_claim_state(self, next_state: State, round_index: int) -> State:
         """The θ_(r+1) a coordinator posts: the outer step over the accepted Δs."""
         return next_state
@@ -103,10 +110,10 @@ class SolverNode(RunNode):
 
         @app.get("/commitments/{run_id}/{round_index}")
         def get_commitment(run_id: int, round_index: int) -> dict:
-            record = self.record_of(run_id, round_index)
-            if record is None or record.doc_hash is None:
+            document = self.served_document(run_id, round_index)
+            if document is None:
                 raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
-            return {"document": self.store.get(record.doc_hash).decode()}
+            return {"document": document.decode(errors="replace")}
 
         self.server = serve_in_thread(app, self.settings.host, self.settings.port)
         return self.server.url

@@ -33,6 +33,7 @@ from node.disputes import JurorRegistryReader, advance_dispute, get_drawn_jury
 from node.logs import get_logger, log_event
 from node.theta import compute_next_theta
 from protocol import bls
+from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ROLE_VERIFIER, DisputeStatus, ProtocolClient
 from protocol.adapters.http import PeerSet
@@ -89,7 +90,8 @@ class JuryDuty:
         peers: PeerSet,
         get_context: Callable[[], RunContext],
         get_checker: Callable[[], CommitmentChecker],
-        store,
+        store: ArtifactStore,
+        on_skip: Callable[[str, BaseException], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.account = account
@@ -101,6 +103,7 @@ class JuryDuty:
         self.get_context = get_context
         self.get_checker = get_checker
         self.store = store
+        self.on_skip = on_skip
         self.key = derive_juror_key(bytes(account.key))
         self.registration = bls.compute_juror_registration(self.key)
         self.registry = JurorRegistryReader(self.chain)
@@ -196,6 +199,12 @@ class JuryDuty:
             except ContractRevertError as exc:
                 log_event(logger, "dispute step failed", level=logging.WARNING, dispute=info["dispute_id"][:18],
                           error=str(exc))  # fmt: skip
+            except GradledgerError:
+                raise  # a slow peer or an RPC hiccup: the tick is retried
+            except Exception as exc:  # one malformed dispute must not stop the others
+                if self.on_skip is None:
+                    raise
+                self.on_skip(f"dispute {info['dispute_id']}", exc)
 
     def _discover(self) -> None:
         """Record every new challenge of the watched run."""

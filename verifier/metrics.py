@@ -15,4 +15,7 @@ class VerifierMetrics:
         self.replay_seconds = Histogram(
             "gradledger_replay_seconds", "wall time of one segment replay", registry=self.registry
         )
+        self.skips = Counter(
+            "gradledger_skips_total", "seats or disputes skipped after an unexpected error", registry=self.registry
+        )
         self.block = Gauge("gradledger_chain_block", "latest chain block seen", registry=self.registry)

@@ -26,13 +26,7 @@ _ID = re.compile(r"^(\d+):(\d+):(0x[0-9a-fA-F]{40}):(\d+)$")
 
 def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | None = None):
     def health() -> dict:
-        return {
-            "run_id": worker.run_id,
-            "worker_alive": bool(worker_thread and worker_thread.is_alive()),
-            "attestations": len(worker.list_attestations()),
-            "last_error": worker.last_error,
-            "activity": worker.get_activity(),
-        }
+        return {**worker.get_health(worker_thread), "attestations": len(worker.list_attestations())}
 
     app = make_node_app("verifier", worker.address, worker.store, health)
 

@@ -29,6 +29,7 @@ from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.commitment import CommitmentDoc
+from protocol.errors import GradledgerError
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
 from protocol.verdict import AttestationDecision
 from verifier.decide import get_verifier_phase
@@ -82,11 +83,16 @@ class VerifierWorker(RunNode):
         self.juror_only = juror_only
         self.metrics = metrics
         self.checker: CommitmentChecker | None = None
-        self.jury = (
-            JuryDuty(run_id, account, self.protocol, self.state, self.peers, self.load, self.get_checker, self.store)
-            if (jury or juror_only) and self.sits_on_juries
-            else None
-        )
+        self.jury: JuryDuty | None = None
+        if (jury or juror_only) and self.sits_on_juries:
+            self.jury = JuryDuty(
+                run_id, account, self.protocol, self.state, self.peers, self.load, self.get_checker, self.store,
+                on_skip=self._skip_dispute,
+            )  # fmt: skip
+
+    def _skip_dispute(self, what: str, exc: BaseException) -> None:
+        self.note_skip(what, exc)
+        self.metrics.skips.inc()
 
     def get_checker(self) -> CommitmentChecker:
         """The shared commitment checker (node/checker.py) for this run."""
@@ -182,8 +188,14 @@ class VerifierWorker(RunNode):
                 continue
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
                 continue  # attested before a crash, or by this key from another process
-            decision, doc = self.decide_seat(ref, commitment)
-            self._attest(ref, commitment, decision, doc)
+            try:
+                decision, doc = self.decide_seat(ref, commitment)
+                self._attest(ref, commitment, decision, doc)
+            except GradledgerError:
+                raise  # a slow peer or a race: the whole tick is retried
+            except Exception as exc:  # one bad seat must not stop the others, finalizing or jury duty
+                self.note_skip(f"seat {ref.id}", exc)
+                self.metrics.skips.inc()
 
     def decide_seat(
         self, ref: AttestationRef, commitment: Commitment
@@ -210,7 +222,7 @@ class VerifierWorker(RunNode):
                     -1,
                     decision.reason,
                     "",
-                    "shares_claimed",
+                    "done",  # nothing was attested: no bond to finalize, no shares to claim
                 )
             )
             return

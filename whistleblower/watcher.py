@@ -22,7 +22,9 @@ and never challenges twice.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
@@ -40,6 +42,7 @@ from protocol.adapters.contracts import (
 )
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
+from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
@@ -107,13 +110,25 @@ class Whistleblower(RunNode):
         if not times.finished:
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
-            self._drive(challenge, now)
+            self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
         credits = self.protocol.credits_of("Disputes", self.address)
         if credits > 0 and not self._open_challenges():
             self.protocol.withdraw_credits(self.account, "Disputes")
             log_event(self.log, "credits withdrawn", amount_wei=credits)
             credits = 0
         return is_done(times.finished, len(self._open_challenges()), credits)
+
+    def _isolated(self, what: str, step: Callable[..., None], *args: Any) -> None:
+        """Run one item's step; an unexpected error skips that item (logged, counted), never the others.
+
+        GradledgerErrors (a slow peer, an RPC hiccup, a race) still end the tick, which is retried.
+        """
+        try:
+            step(*args)
+        except GradledgerError:
+            raise
+        except Exception as exc:
+            self.note_skip(what, exc)
 
     # -- attestations ----------------------------------------------------------------------
 
@@ -163,7 +178,7 @@ class Whistleblower(RunNode):
                 if not chosen:
                     self._set(check, "not_selected", f"not in this whistleblower's {self.fraction:g} sample")
                     continue
-            self._check_one(check)
+            self._isolated(f"check {check['id']}", self._check_one, check)
 
     def _set(self, check: dict, status: str, finding: str) -> None:
         self.state.put("check", check["id"], {**check, "status": status, "finding": finding})
@@ -186,6 +201,9 @@ class Whistleblower(RunNode):
         ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
         subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
         segment = self.protocol.sampled_segment(ref.run_id, ref.round, ref.solver, plan.sample_index)
+        if segment >= len(doc.leaves):  # the challenge needs that leaf and its proof: nothing to prove it with
+            self._set(check, "unprovable", f"the document has no leaf for sampled segment {segment}")
+            return
         tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
         leaf = doc.leaves[segment]
         data = LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens)

@@ -67,7 +67,9 @@ def run_node(
     threads: int = typer.Option(1, min=1, help="torch threads for training (results do not depend on it)"),
     progress: bool = typer.Option(True, help="show a progress bar while training"),
     adversary: str | None = typer.Option(
-        None, "--adversary", help="DISHONEST role for tests and demos: cheat, withhold or wrong-claim (never default)"
+        None,
+        "--adversary",
+        help="DISHONEST role for tests and demos: cheat, withhold, wrong-claim or malformed (never default)",
     ),
     behaviour: str | None = typer.Option(
         None, "--behaviour", help="with --adversary cheat: how to cheat (adversary.behaviours.Behaviour value)"

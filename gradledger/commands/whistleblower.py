@@ -54,12 +54,7 @@ def watch(
     thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
 
     def health() -> dict:
-        return {
-            "run_id": run,
-            "watcher_alive": thread.is_alive(),
-            "last_error": watcher.last_error,
-            "activity": watcher.get_activity(),
-        }
+        return watcher.get_health(thread)
 
     app_ = make_node_app("whistleblower", account.address, watcher.store, health)
 

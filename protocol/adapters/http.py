@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from protocol.adapters.artifacts import (
     ArtifactError,
@@ -36,8 +37,10 @@ def make_node_app(role: str, address: str, store: ArtifactStore, health: Callabl
     app = FastAPI(title=f"gradledger {role}", version="1")
 
     @app.get("/health")
-    def get_health() -> dict:
-        return {"status": "ok", "role": role, "address": address, **(health() if health else {})}
+    def get_health() -> JSONResponse:
+        """200 while the node works; 503 when `health()` says "status": "unhealthy" (its worker died)."""
+        body = {"status": "ok", "role": role, "address": address, **(health() if health else {})}
+        return JSONResponse(body, status_code=503 if body["status"] == "unhealthy" else 200)
 
     @app.get("/identity")
     def get_identity() -> dict:

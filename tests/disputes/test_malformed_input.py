@@ -1,0 +1,94 @@
+"""Honest nodes survive malformed input on a real anvil: every kind of it ends in a verdict, none in a crash.
+
+Four rounds, an honest coordinator, a solver that serves something malformed each round
+(`adversary.solver.MalformedSolverNode`: bytes that are no document, the document of another run, the
+document of only its first leaf whose root it committed, checkpoints whose bytes do not hash to their
+names), one verifier and one whistleblower. Before the fix a short document raised IndexError in the
+verifier's worker thread and the whistleblower's loop (the thread died while /health kept answering);
+now each round ends in an abstention or a fail, the verifier and the whistleblower stay healthy every
+round, the run finishes and they exit cleanly. The malformed solver is never paid.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from adversary.solver import MALFORMATIONS
+from devnet.runs import RunRules
+from protocol.adapters.contracts import ROLE_SOLVER
+from protocol.adapters.keys import get_devnet_account
+from tests.chain_fixtures import prepare_run, wait_until
+from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
+
+pytestmark = pytest.mark.e2e
+
+RULES = RunRules(
+    rounds=len(MALFORMATIONS), samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3,
+    commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+)  # fmt: skip
+"""Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
+HONEST, MALFORMED, VERIFIER, WHISTLEBLOWER = 1, 2, 3, 4
+
+
+def _reached(protocol, run_id: int, round_index: int) -> bool:
+    times = protocol.round_times(run_id)
+    return times.round >= round_index or times.finished
+
+
+def _health(setup, account: int) -> dict:
+    response = httpx.get(f"http://127.0.0.1:{setup.ports[account]}/health", timeout=10)
+    return {"http": response.status_code, **response.json()}
+
+
+def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment, corpus, tmp_path):
+    setup = prepare_run(fresh_deployment, corpus, tmp_path / "home", [HONEST, MALFORMED], [VERIFIER], RULES)
+    protocol, run_id = setup.protocol, setup.run_id
+    # Enough stake to keep committing after a fail on a short document or corrupt checkpoints is finalized.
+    protocol.deposit_stake(get_devnet_account(MALFORMED), ROLE_SOLVER, 3 * RULES.solver_min_stake_wei)
+    solver = ["solver", "run", "--no-progress"]
+    nodes = [
+        start(setup, "honest", solver, HONEST, "--coordinator"),
+        start(setup, "malformed", solver, MALFORMED, "--adversary", "malformed"),
+        start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--exit-when-done"),
+        start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"),
+    ]
+    seen: dict[int, dict] = {}
+    try:
+        setup.create()
+        with setup.drive(lambda: handles(setup, nodes)):
+            for round_index in range(1, RULES.rounds + 1):
+                wait_until(lambda r=round_index: _reached(protocol, run_id, r), 900, f"round {round_index} to start")
+                if protocol.round_times(run_id).finished:
+                    break
+                for account in (VERIFIER, WHISTLEBLOWER):
+                    seen[account] = _health(setup, account)
+                    assert seen[account]["http"] == 200 and seen[account]["worker_alive"], seen[account]
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            wait_until(
+                lambda: all(n.process.poll() is not None for n in nodes if n.label in ("verifier", "whistleblower")),
+                300, "the verifier and the whistleblower to finish and exit",
+            )  # fmt: skip
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
+    finally:
+        stop_all(nodes)
+    detail = logs(setup, nodes)
+    exits = {n.label: n.process.returncode for n in nodes if n.label in ("verifier", "whistleblower")}
+    assert exits == {"verifier": 0, "whistleblower": 0}, detail
+    assert "Traceback" not in detail, detail
+
+    events = all_events(protocol)
+    committed = {(e.args["round"], e.args["solver"]) for e in events if e.name == "Committed"}
+    assert {(r, address(MALFORMED)) for r in range(RULES.rounds)} <= committed, detail
+    attested = {(e.args["round"], e.args["solver"], e.name) for e in events if e.name.endswith("Attested")}
+    for r, kind in enumerate(MALFORMATIONS):
+        passes = (r, address(MALFORMED), "PassAttested") in attested
+        assert not passes, f"round {r} ({kind}): a pass on malformed input\n{detail}"
+        if kind == "corrupt-checkpoints":  # the checkpoints were not served: a provable fail
+            assert (r, address(MALFORMED), "FailAttested") in attested, detail
+    paid = {(e.args["round"], e.args["solver"]) for e in events if e.name == "SolverSharesClaimed"}
+    assert paid == {(r, address(HONEST)) for r in range(RULES.rounds)}, detail
+    assert protocol.shares_of(run_id, address(MALFORMED)) == 0
+    assert protocol.shares_of(run_id, address(HONEST)) == RULES.rounds * RULES.shares_per_round * 8000 // 10_000
+    assert_balance_matches_events(protocol)
