@@ -46,7 +46,7 @@ class LazyVerifierWorker(VerifierWorker):
     sits_on_juries = False
 
     def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> tuple[AttestationDecision, None]:
-        samples = self.get_checker().get_samples(ref.round, ref.solver)
+        samples = self.get_checker().get_samples(ref)
         return decide_dishonest_attestation(VerifierAdversary.LAZY, samples), None
 
 
@@ -63,7 +63,7 @@ class FailHonestVerifierWorker(VerifierWorker):
             doc = checker.get_document(ref.round, ref.solver)
         except (PeerError, CommitmentDocError, KeyError) as exc:
             raise ArtifactError(f"document of {ref.solver} unavailable, retrying: {exc}") from None
-        samples = checker.get_samples(ref.round, ref.solver)
+        samples = checker.get_samples(ref)
         return decide_dishonest_attestation(VerifierAdversary.FAIL_HONEST, samples), doc
 
 

@@ -40,6 +40,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -387,6 +388,28 @@ def build_trajectory(config: RunConfig, corpus: tuple[DatasetManifest, dict[byte
     return states
 
 
+def compute_per_round_detection(num_segments: int) -> dict[str, Any]:
+    """P(a commitment with one faked segment is sampled by at least one seat), under the default run rules
+    (devnet/runs.py RunRules: samples per seat, seats per commitment); every seat draws its own samples."""
+    from devnet.runs import RunRules
+    from protocol.sampling import compute_detection_probability
+
+    rules, f = RunRules(), Fraction(1, num_segments)
+    probability = compute_detection_probability(f, rules.samples_per_commitment, rules.verifiers_per_commitment)
+    return {
+        "per_round_detection": float(probability),
+        "per_round_detection_rules": {
+            "segments": num_segments,
+            "faked_segments": 1,
+            "samples_per_seat": rules.samples_per_commitment,
+            "seats": rules.verifiers_per_commitment,
+        },
+        "per_round_detection_by_seats": {
+            str(k): float(compute_detection_probability(f, rules.samples_per_commitment, k)) for k in (1, 2, 3, 4, 8)
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     # Worker processes sometimes run 2 threads on 2 shared cores: sleeping instead of spinning
@@ -423,6 +446,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if done % max(1, len(jobs) // 10) == 0:
                 log(f"  {done}/{len(jobs)} jobs, {time.perf_counter() - started:.0f} s")
     summary = analyse(rows, config.thresholds)
+    summary.update(compute_per_round_detection(config.train.num_segments))
     summary.update(
         {
             "trajectory": {"rounds": args.rounds, "solvers": args.trajectory_solvers},

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
-from protocol.adapters.contracts import Commitment, ProtocolClient
+from protocol.adapters.contracts import AttestationRef, Commitment, ProtocolClient
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
@@ -68,12 +68,9 @@ class CommitmentChecker:
 
     # -- inputs from the chain and peers ---------------------------------------------------
 
-    def get_samples(self, round_index: int, solver: str) -> list[tuple[int, int]]:
-        """(draw j, segment) for every draw of the commitment (the round's seed must be drawn)."""
-        return [
-            (j, self.protocol.sampled_segment(self.ctx.run_id, round_index, solver, j))
-            for j in range(self.ctx.terms.samples_per_commitment)
-        ]
+    def get_samples(self, ref: AttestationRef) -> list[tuple[int, int]]:
+        """(draw j, segment) for every draw of a seat: each seat has its own (the round's seed must be drawn)."""
+        return [(j, self.protocol.sampled_segment(ref, j)) for j in range(self.ctx.terms.samples_per_commitment)]
 
     def _fetch_document_from_solver(self, run_id: int, round_index: int, solver: str) -> bytes:
         url = self.peers.url_of(solver)
@@ -89,8 +86,7 @@ class CommitmentChecker:
 
     def check_commitment(
         self,
-        round_index: int,
-        solver: str,
+        ref: AttestationRef,
         commitment: Commitment,
         only_samples: Sequence[int] | None = None,
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
@@ -99,15 +95,15 @@ class CommitmentChecker:
         `only_samples` restricts the replays to those draws (a fail attestation names one); the
         document and trajectory checks always run.
         """
-        samples = self.get_samples(round_index, solver)
+        samples = self.get_samples(ref)
         if only_samples is not None:
             samples = [samples[j] for j in only_samples]
-        key = (round_index, solver.lower(), commitment, tuple(samples))
+        key = (ref.round, ref.solver.lower(), commitment, tuple(samples))
         with self._lock:
             cached = self._cache.get(key)
         if cached is not None:
             return cached
-        result = self._check(round_index, solver, commitment, samples)
+        result = self._check(ref.round, ref.solver, commitment, samples)
         if result[0].kind != "abstain":  # an unavailable peer may come back: do not remember that
             with self._lock:
                 self._cache[key] = result
@@ -168,13 +164,13 @@ class CommitmentChecker:
         return result
 
     def is_attestation_right(
-        self, round_index: int, solver: str, commitment: Commitment, is_fail: bool, sample_index: int
+        self, ref: AttestationRef, commitment: Commitment, is_fail: bool, sample_index: int
     ) -> tuple[bool, AttestationDecision, CommitmentDoc | None]:
         """Was this attestation right? A pass: every sampled segment is honest. A fail: the commitment
         is faulty at the named draw (or as a whole: its document or trajectory is wrong, or the
         solver does not serve what it committed). Returns (right, the checker's decision, document)."""
         if is_fail:
-            decision, doc = self.check_commitment(round_index, solver, commitment, only_samples=[sample_index])
+            decision, doc = self.check_commitment(ref, commitment, only_samples=[sample_index])
             return decision.kind != "pass", decision, doc
-        decision, doc = self.check_commitment(round_index, solver, commitment)
+        decision, doc = self.check_commitment(ref, commitment)
         return decision.kind == "pass", decision, doc

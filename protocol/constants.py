@@ -32,6 +32,9 @@ JUROR_MIN_STAKE = 10**18
 
 # Sampling domain of the verifier-list offset of a commitment (far above any segment sample index).
 VERIFIER_DRAW_INDEX = 2**32
+# Domain of a verifier seat's sub-seed: seat q of a commitment draws its verifier and its samples from
+# keccak256(abi.encode(SEAT_SEED_TAG, commitment seed, q)) (protocol/sampling.py, Sampling.seatSeed).
+SEAT_SEED_TAG = _keccak(b"gradledger.seat")
 
 # Ownership shares and revenue.
 REVENUE_PRECISION = 10**27
@@ -70,6 +73,7 @@ def get_constants() -> dict[str, int | str]:
         "JUROR_REWARD_BPS": JUROR_REWARD_BPS,
         "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
+        "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "REVENUE_PRECISION": REVENUE_PRECISION,
         "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
         "MIN_SUPPLY_FOR_RELEASE": MIN_SUPPLY_FOR_RELEASE,

@@ -1,14 +1,22 @@
-"""Sampling seeds, sampled segments and the probability of catching a cheater.
+"""Sampling seeds, verifier seats, sampled segments and the probability of catching a cheater.
 
 The seed of a (run, round, solver) commitment comes from the hash of a block mined *after*
 the commit, so a solver cannot know at commit time which segments will be replayed:
 
     seed = keccak256(abi.encode(bytes32 blockHash, uint256 runId, uint64 round, address solver))
 
-Sample j (0 <= j < s) is segment uint256(keccak256(abi.encode(seed, uint256 j))) mod n.
-Samples are drawn *with replacement*, so a solver that faked a fraction f of its segments is
-caught with probability exactly 1 - (1 - f)^s (DESIGN section 4). The modulo bias is below
-n / 2^256. Solidity's `Sampling` library computes the same values (tests/vectors).
+Each verifier seat q of the commitment has its own sub-seed, and from it its own verifier and its
+own samples (DESIGN section 4: never a consecutive window of a list a sybil can fill):
+
+    seat seed  s_q = keccak256(abi.encode(SEAT_SEED_TAG, seed, uint256 q))
+    verifier of seat q = list[uint256(keccak256(abi.encode(s_q, VERIFIER_DRAW_INDEX))) mod count]
+    sample j of seat q = uint256(keccak256(abi.encode(s_q, uint256 j))) mod n
+
+Seats draw independently (with replacement) and samples too, so a block of sybils holding a share p
+of the list holds all k seats of a commitment with probability p^k, and a solver that faked a
+fraction f of its segments is caught with probability exactly 1 - (1 - f)^(s x k). The modulo bias
+is below n / 2^256. Solidity's `Sampling` library and `Verification` compute the same values
+(tests/vectors).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from fractions import Fraction
 from eth_abi import encode as abi_encode
 from eth_utils import is_address, to_canonical_address
 
+from protocol.constants import SEAT_SEED_TAG, VERIFIER_DRAW_INDEX
 from protocol.errors import SeedError
 from protocol.hashing import Hash32, keccak256, to_hash32
 
@@ -51,6 +60,21 @@ def compute_sample(seed: bytes | str, sample_index: int, modulus: int) -> int:
     return int.from_bytes(digest, "big") % modulus
 
 
+def compute_seat_seed(seed: bytes | str, slot: int) -> Hash32:
+    """The sub-seed of verifier seat `slot` of a commitment (its verifier and its samples come from it)."""
+    seed = to_hash32(seed, "commitment seed")
+    if not 0 <= slot < 2**8:
+        raise SeedError(f"a seat index is in [0, 256), got {slot}")
+    return keccak256(abi_encode(["bytes32", "bytes32", "uint256"], [SEAT_SEED_TAG, seed, slot]))
+
+
+def compute_seat_verifier_index(seat_seed: bytes | str, verifier_count: int) -> int:
+    """Index into the run's verifier list (as it was when the seed was drawn) of a seat's verifier."""
+    if verifier_count <= 0:
+        raise SeedError("no verifier is registered for the run: no seat can be assigned")
+    return compute_sample(seat_seed, VERIFIER_DRAW_INDEX, verifier_count)
+
+
 def compute_sampled_segments(seed: bytes | str, num_segments: int, samples: int) -> tuple[int, ...]:
     """The segments to replay for a commitment, in draw order (duplicates possible)."""
     if not 1 <= samples <= MAX_SAMPLES:
@@ -60,14 +84,18 @@ def compute_sampled_segments(seed: bytes | str, num_segments: int, samples: int)
     return tuple(compute_sample(seed, j, num_segments) for j in range(samples))
 
 
-def compute_detection_probability(faked_fraction: Fraction | float, samples: int) -> Fraction:
-    """P(at least one faked segment sampled) = 1 - (1 - f)^s, exact for rational f."""
+def compute_detection_probability(faked_fraction: Fraction | float, samples: int, seats: int = 1) -> Fraction:
+    """P(at least one faked segment sampled by some seat) = 1 - (1 - f)^(s x seats), exact for rational f.
+
+    Every seat draws its own `samples` segments (independently, with replacement), so `seats` seats
+    sample like one seat with s x seats draws.
+    """
     f = Fraction(faked_fraction)
     if not 0 <= f <= 1:
         raise SeedError(f"the faked fraction must be in [0, 1], got {faked_fraction}")
-    if samples < 0:
-        raise SeedError(f"samples must be non-negative, got {samples}")
-    return 1 - (1 - f) ** samples
+    if samples < 0 or seats < 0:
+        raise SeedError(f"samples and seats must be non-negative, got {samples} and {seats}")
+    return 1 - (1 - f) ** (samples * seats)
 
 
 def get_required_samples(faked_fraction: Fraction | float, target: Fraction | float) -> int:

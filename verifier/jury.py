@@ -35,7 +35,7 @@ from node.theta import compute_next_theta
 from protocol import bls
 from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import ROLE_VERIFIER, DisputeStatus, ProtocolClient
+from protocol.adapters.contracts import ROLE_VERIFIER, AttestationRef, DisputeStatus, ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.nodestate import NodeState
 from protocol.adapters.runs import RunContext
@@ -279,8 +279,9 @@ class JuryDuty:
         if subject.kind == KIND_ATTESTATION:
             commitments = self.protocol.get_commitments(subject.run_id, subject.round, ctx.created_block)
             commitment = commitments[subject.solver]
+            ref = AttestationRef(subject.run_id, subject.round, subject.solver, subject.slot)
             right, decision, _ = self.get_checker().is_attestation_right(
-                subject.round, subject.solver, commitment, info["is_fail"], info["sample_index"]
+                ref, commitment, info["is_fail"], info["sample_index"]
             )
             log_event(logger, "juror check", dispute=info["dispute_id"][:18], attestation_right=right,
                       finding=decision.reason)  # fmt: skip

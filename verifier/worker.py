@@ -201,7 +201,7 @@ class VerifierWorker(RunNode):
         self, ref: AttestationRef, commitment: Commitment
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
         """What to attest for a seat: fetch, check and replay its samples (node/checker.py)."""
-        return self.get_checker().check_commitment(ref.round, ref.solver, commitment)
+        return self.get_checker().check_commitment(ref, commitment)
 
     def _attest(
         self, ref: AttestationRef, commitment: Commitment, decision: AttestationDecision, doc: CommitmentDoc | None

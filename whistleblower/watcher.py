@@ -186,9 +186,8 @@ class Whistleblower(RunNode):
     def _check_one(self, check: dict) -> None:
         ctx, checker = self.load(), self.checker
         commitment = self.protocol.get_commitments(ctx.run_id, check["round"], ctx.created_block)[check["solver"]]
-        right, decision, doc = checker.is_attestation_right(
-            check["round"], check["solver"], commitment, check["is_fail"], check["sample_index"]
-        )
+        ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
+        right, decision, doc = checker.is_attestation_right(ref, commitment, check["is_fail"], check["sample_index"])
         plan = decide_attestation_challenge(
             check["is_fail"], right, doc is not None, check["sample_index"], decision.sample_index, decision.reason
         )
@@ -198,9 +197,8 @@ class Whistleblower(RunNode):
             self._set(check, status, decision.reason)
             log_event(self.log, "attestation checked", seat=check["id"], kind=kind, verdict=status)
             return
-        ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
         subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
-        segment = self.protocol.sampled_segment(ref.run_id, ref.round, ref.solver, plan.sample_index)
+        segment = self.protocol.sampled_segment(ref, plan.sample_index)
         if segment >= len(doc.leaves):  # the challenge needs that leaf and its proof: nothing to prove it with
             self._set(check, "unprovable", f"the document has no leaf for sampled segment {segment}")
             return

@@ -42,9 +42,12 @@ library Constants {
     uint256 internal constant JUROR_MIN_STAKE = 1 ether;
 
     // ---------------------------------------------------------------- sampling domains
-    /// @notice Draw index (in `Sampling.sample`) of the verifier-list offset of a commitment; far above
-    ///         any segment sample index (< MAX_SAMPLES), so the two never share a draw.
+    /// @notice Draw index (in `Sampling.sample`, from a seat's sub-seed) of the verifier-list index of a seat;
+    ///         far above any segment sample index (< MAX_SAMPLES), so the two never share a draw.
     uint256 internal constant VERIFIER_DRAW_INDEX = 2 ** 32;
+    /// @notice Domain of a verifier seat's sub-seed: seat q of a commitment draws its verifier and its
+    ///         samples from keccak256(abi.encode(SEAT_SEED_TAG, commitment seed, q)) (`Sampling.seatSeed`).
+    bytes32 internal constant SEAT_SEED_TAG = keccak256("gradledger.seat");
 
     // ---------------------------------------------------------------- ownership shares and revenue
     /// @notice Fixed-point scale of the revenue-per-share accumulator. At least MAX_TOTAL_SHARES, so the

@@ -19,10 +19,16 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      blockhash(block.number - 1) as the round's seed base; the parent block already contains every
 ///      commitment of the round, so no solver knew it when committing. `seedBase(run, round)` returns it as
 ///      bytes32 (12 bytes, zero-padded), which is the `blockHash` input of Sampling.seed / protocol.sampling.
-///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); sampled segment j =
-///      Sampling.sample(seed, j, numSegments); verifier of seat q = list[(offset + q) % count] with
-///      offset = Sampling.sample(seed, VERIFIER_DRAW_INDEX, count) over the run's verifier list as it was
-///      when the seed was drawn (distinct verifiers for distinct seats).
+///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
+///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
+///      is list[Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count)] over the run's verifier list as it was when
+///      the seed was drawn (count = its length then): independent draws with replacement, so one verifier may
+///      hold several seats of a commitment (each is its own attestation with its own bond), and a block of
+///      sybils holding a fraction p of the list gets all k seats with probability p^k, not about p as a
+///      window of consecutive entries would give. Sampled segment j of seat q = Sampling.sample(s_q, j,
+///      numSegments): seats replay independent samples, so k seats of s samples catch a solver that faked a
+///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
+///      q >= count is void (SeatVoid); a seat whose verifier left the list, or is the solver, cannot be attested.
 ///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned.
 ///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
 ///      attestation or overturned pass stands. Per round, the tokens of accepted commitments and the number
@@ -120,13 +126,14 @@ contract Verification is IVerification {
         bytes32 blockHash,
         uint256 verifierCount
     );
-    /// @notice A verifier attested (with the run's attestation bond) that every sampled segment of a
-    ///         commitment replays correctly.
+    /// @notice A verifier attested (with the run's attestation bond) that every sampled segment of its seat
+    ///         of a commitment replays correctly.
     event PassAttested(
         uint256 indexed runId, uint64 indexed round, address indexed solver, address verifier, uint8 slot
     );
-    /// @notice A verifier attested (with the bond) that sampled segment `segmentIndex` (draw `sampleIndex`)
-    ///         is wrong; `leaf` is the committed leaf, proven against the root, naming the disputed checkpoints.
+    /// @notice A verifier attested (with the bond) that sampled segment `segmentIndex` (draw `sampleIndex` of
+    ///         seat `slot`) is wrong; `leaf` is the committed leaf, proven against the root, naming the disputed
+    ///         checkpoints.
     event FailAttested(
         uint256 indexed runId,
         uint64 indexed round,
@@ -302,7 +309,7 @@ contract Verification is IVerification {
 
     // ------------------------------------------------------------------ attestations
 
-    /// @notice Attest that every sampled segment of a commitment replays correctly, with the run's
+    /// @notice Attest that every sampled segment of the seat (its own samples) replays correctly, with the run's
     ///         attestation bond. Only the verifier assigned to `ref.slot`, inside the attestation window.
     /// @param ref The seat: run, round, solver, slot.
     /// @param commitment The solver's commitment fields (checked against the stored hash).
@@ -313,11 +320,12 @@ contract Verification is IVerification {
         emit PassAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot);
     }
 
-    /// @notice Attest that sampled segment `sampleIndex` of a commitment is wrong (or was not served), with
-    ///         the committed leaf and its Merkle proof, so the chain records which checkpoints are disputed.
+    /// @notice Attest that sampled segment `sampleIndex` of the seat's samples of a commitment is wrong (or was not
+    ///         served), with the committed leaf and its Merkle proof, so the chain records which checkpoints are
+    ///         disputed.
     /// @param ref The seat: run, round, solver, slot.
     /// @param commitment The solver's commitment fields (checked against the stored hash).
-    /// @param sampleIndex Which draw (< samples per commitment); the segment is the draw's value.
+    /// @param sampleIndex Which draw of the seat (< samples per commitment); the segment is the draw's value.
     /// @param leaf The committed leaf of that segment.
     /// @param proof Merkle proof of the leaf under the commitment root.
     function attestFail(
@@ -327,10 +335,10 @@ contract Verification is IVerification {
         LeafData calldata leaf,
         bytes32[] calldata proof
     ) external payable {
-        RoundSeed memory rs = _attestContext(ref);
+        (RoundSeed memory rs, bytes32 seatSeed) = _attestContext(ref);
         runRegistry.checkCommitment(ref.runId, ref.round, ref.solver, commitment);
         if (sampleIndex >= rs.samples) revert BadSampleIndex(sampleIndex, rs.samples);
-        uint32 segmentIndex = _checkLeaf(ref, rs, commitment.root, sampleIndex, leaf, proof);
+        uint32 segmentIndex = _checkLeaf(ref, rs, seatSeed, commitment.root, sampleIndex, leaf, proof);
         _record(ref, commitment.tokens, true, sampleIndex);
         emit FailAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot, sampleIndex, segmentIndex, leaf);
     }
@@ -420,10 +428,10 @@ contract Verification is IVerification {
     }
 
     /// @inheritdoc IVerification
-    /// @dev Checks that the attestation can be challenged now and that the disputed leaf is a sampled segment
-    ///      (for a fail: the one the fail named) proven under `root` (RunRegistry checks `root` against the
-    ///      commitment). A view: while the dispute runs, the seat stays Attested here and Disputes holds the
-    ///      Challenged state (finalize asks Disputes; `attestationOf` reports Challenged).
+    /// @dev Checks that the attestation can be challenged now and that the disputed leaf is a sampled segment of
+    ///      the attestation's seat (for a fail: the one the fail named) proven under `root` (RunRegistry checks
+    ///      `root` against the commitment). A view: while the dispute runs, the seat stays Attested here and
+    ///      Disputes holds the Challenged state (finalize asks Disputes; `attestationOf` reports Challenged).
     function checkChallenge(
         AttestationRef calldata ref,
         bytes32 root,
@@ -442,7 +450,7 @@ contract Verification is IVerification {
         } else if (sampleIndex >= rs.samples) {
             revert BadSampleIndex(sampleIndex, rs.samples);
         }
-        c.segmentIndex = _checkLeaf(ref, rs, root, sampleIndex, leaf, proof);
+        c.segmentIndex = _checkLeaf(ref, rs, _seatSeed(ref, rs), root, sampleIndex, leaf, proof);
         c.sampleIndex = sampleIndex;
     }
 
@@ -500,7 +508,8 @@ contract Verification is IVerification {
         return _assigned(ref, _drawn(ref.runId, ref.round)).account;
     }
 
-    /// @notice The verifier assigned to a seat and whether it may attest (active, not the solver).
+    /// @notice The verifier assigned to a seat (an independent draw from the seat's sub-seed; one verifier may
+    ///         hold several seats of a commitment) and whether it may attest (active, not the solver).
     /// @param ref The seat.
     /// @return verifier The assigned account.
     /// @return eligible Whether that account can attest this seat now.
@@ -517,19 +526,24 @@ contract Verification is IVerification {
         return bytes32(_seeds[runId][round].seed);
     }
 
-    /// @notice Segment index of draw `sampleIndex` of a commitment (the seed must be drawn).
+    /// @notice Segment index of draw `sampleIndex` of seat `slot` of a commitment (the seed must be drawn):
+    ///         Sampling.sample(Sampling.seatSeed(Sampling.seed(seedBase, runId, round, solver), slot), sampleIndex,
+    ///         numSegments). Each seat replays its own samples; defined for every slot (a void seat has none
+    ///         to replay, since it cannot attest).
     /// @param runId The run.
     /// @param round The round.
     /// @param solver The solver.
+    /// @param slot The verifier seat.
     /// @param sampleIndex The draw.
     /// @return The segment index.
-    function sampledSegment(uint256 runId, uint64 round, address solver, uint256 sampleIndex)
+    function sampledSegment(uint256 runId, uint64 round, address solver, uint8 slot, uint256 sampleIndex)
         external
         view
         returns (uint256)
     {
         RoundSeed memory rs = _drawn(runId, round);
-        return Sampling.sample(Sampling.seed(bytes32(rs.seed), runId, round, solver), sampleIndex, rs.numSegments);
+        bytes32 subSeed = Sampling.seatSeed(Sampling.seed(bytes32(rs.seed), runId, round, solver), slot);
+        return Sampling.sample(subSeed, sampleIndex, rs.numSegments);
     }
 
     /// @notice State of an attestation seat.
@@ -595,11 +609,13 @@ contract Verification is IVerification {
         if (rs.attestEnd == 0) revert SeedNotDrawn(runId, round);
     }
 
-    /// @dev Round seed, attest window and seat assignment of an attestation by msg.sender, and its bond.
-    function _attestContext(AttestationRef calldata ref) internal view returns (RoundSeed memory rs) {
+    /// @dev Round seed, attest window and seat assignment of an attestation by msg.sender; returns the round seed
+    ///      and the seat's sub-seed (computed once per attestation: its verifier and its samples come from it).
+    function _attestContext(AttestationRef calldata ref) internal view returns (RoundSeed memory rs, bytes32 seatSeed) {
         rs = _drawn(ref.runId, ref.round);
         if (block.timestamp >= rs.attestEnd) revert OutsideAttestWindow(0, rs.attestEnd);
-        VerifierEntry memory entry = _assigned(ref, rs);
+        seatSeed = _seatSeed(ref, rs);
+        VerifierEntry memory entry = _assignedFrom(ref, rs, seatSeed);
         if (!entry.active || entry.account != msg.sender || msg.sender == ref.solver) {
             revert NotAssignedVerifier(msg.sender, entry.account);
         }
@@ -674,25 +690,39 @@ contract Verification is IVerification {
         if (wasAccepted && !accepted) tally.totalTokens -= st.tokens;
     }
 
-    /// @dev The list entry of a seat: list[(offset + slot) % count] over the list size at the seed draw.
-    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
-        if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
-        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
-        uint256 offset = Sampling.sample(seed, Constants.VERIFIER_DRAW_INDEX, rs.verifierCount);
-        return _verifiers[ref.runId][(offset + ref.slot) % rs.verifierCount];
+    /// @dev The seat's sub-seed: Sampling.seatSeed(Sampling.seed(seedBase, runId, round, solver), slot).
+    function _seatSeed(AttestationRef calldata ref, RoundSeed memory rs) internal pure returns (bytes32) {
+        return Sampling.seatSeed(Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver), ref.slot);
     }
 
-    /// @dev The segment of draw `sampleIndex`, with the leaf proven under `root`.
+    /// @dev The list entry of a seat (see `_assignedFrom`).
+    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
+        return _assignedFrom(ref, rs, _seatSeed(ref, rs));
+    }
+
+    /// @dev The list entry of a seat with sub-seed `seatSeed`: list[sample(seatSeed, VERIFIER_DRAW_INDEX, count)] over
+    ///      the list size at the seed draw (an independent draw per seat, with replacement).
+    function _assignedFrom(AttestationRef calldata ref, RoundSeed memory rs, bytes32 seatSeed)
+        internal
+        view
+        returns (VerifierEntry memory)
+    {
+        if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
+        return _verifiers[ref.runId][Sampling.sample(seatSeed, Constants.VERIFIER_DRAW_INDEX, rs.verifierCount)];
+    }
+
+    /// @dev The segment of the seat's draw `sampleIndex` (from the seat's sub-seed `seatSeed`), with the leaf proven
+    ///      under `root`.
     function _checkLeaf(
         AttestationRef calldata ref,
         RoundSeed memory rs,
+        bytes32 seatSeed,
         bytes32 root,
         uint16 sampleIndex,
         LeafData calldata leaf,
         bytes32[] calldata proof
     ) internal pure returns (uint32 segmentIndex) {
-        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
-        segmentIndex = uint32(Sampling.sample(seed, sampleIndex, rs.numSegments));
+        segmentIndex = uint32(Sampling.sample(seatSeed, sampleIndex, rs.numSegments));
         SegmentLeaf.Leaf memory full = SegmentLeaf.Leaf({
             runId: ref.runId,
             round: ref.round,

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Test} from "forge-std/Test.sol";
+import {Constants} from "../src/Constants.sol";
 import {SegmentLeaf} from "../src/libraries/SegmentLeaf.sol";
 import {Sampling} from "../src/libraries/Sampling.sol";
 
@@ -38,7 +39,8 @@ contract CrossLanguageTest is Test {
             uint256 count = vm.parseJsonUint(merkleJson, string.concat(tree, ".count"));
             for (uint256 i; i < count; ++i) {
                 SegmentLeaf.Leaf memory leaf = _leaf(string.concat(tree, ".leaves[", vm.toString(i), "]"));
-                bytes32 expected = vm.parseJsonBytes32(merkleJson, string.concat(tree, ".leafHashes[", vm.toString(i), "]"));
+                bytes32 expected =
+                    vm.parseJsonBytes32(merkleJson, string.concat(tree, ".leafHashes[", vm.toString(i), "]"));
                 assertEq(SegmentLeaf.hash(leaf), expected, "leaf hash differs from Python");
             }
         }
@@ -93,6 +95,38 @@ contract CrossLanguageTest is Test {
             uint256[] memory expected = vm.parseJsonUintArray(samplingJson, string.concat(base, ".samples"));
             for (uint256 j; j < expected.length; ++j) {
                 assertEq(Sampling.sample(seed, j, n), expected[j], "sample differs");
+            }
+        }
+    }
+
+    function test_seatSeed_pythonVectors_succeeds() public view {
+        uint256 cases = vm.parseJsonUint(samplingJson, ".seatCaseCount");
+        assertGt(cases, 0, "no seat vectors");
+        for (uint256 c; c < cases; ++c) {
+            string memory base = string.concat(".seatCases[", vm.toString(c), "]");
+            bytes32 seed = Sampling.seed(
+                vm.parseJsonBytes32(samplingJson, string.concat(base, ".blockHash")),
+                vm.parseJsonUint(samplingJson, string.concat(base, ".runId")),
+                uint64(vm.parseJsonUint(samplingJson, string.concat(base, ".round"))),
+                vm.parseJsonAddress(samplingJson, string.concat(base, ".solver"))
+            );
+            assertEq(seed, vm.parseJsonBytes32(samplingJson, string.concat(base, ".seed")), "seed differs");
+            bytes32 seatSeed = Sampling.seatSeed(seed, vm.parseJsonUint(samplingJson, string.concat(base, ".slot")));
+            assertEq(seatSeed, vm.parseJsonBytes32(samplingJson, string.concat(base, ".seatSeed")), "seat seed differs");
+            uint256[] memory counts = vm.parseJsonUintArray(samplingJson, string.concat(base, ".verifierCounts"));
+            uint256[] memory indices = vm.parseJsonUintArray(samplingJson, string.concat(base, ".verifierIndices"));
+            assertEq(counts.length, indices.length);
+            for (uint256 i; i < counts.length; ++i) {
+                assertEq(
+                    Sampling.sample(seatSeed, Constants.VERIFIER_DRAW_INDEX, counts[i]),
+                    indices[i],
+                    "seat verifier index differs"
+                );
+            }
+            uint256 n = vm.parseJsonUint(samplingJson, string.concat(base, ".numSegments"));
+            uint256[] memory expected = vm.parseJsonUintArray(samplingJson, string.concat(base, ".samples"));
+            for (uint256 j; j < expected.length; ++j) {
+                assertEq(Sampling.sample(seatSeed, j, n), expected[j], "seat sample differs");
             }
         }
     }

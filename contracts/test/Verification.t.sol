@@ -17,6 +17,8 @@ contract VerificationTest is Fixture {
     uint256 internal runId;
     CommitmentData internal c0;
     CommitmentData internal c1;
+    /// @dev The sybil block of the seat-statistics test.
+    mapping(address verifier => bool) internal _sybil;
 
     function setUp() public override {
         super.setUp();
@@ -139,19 +141,206 @@ contract VerificationTest is Fixture {
         ver.drawSeed(runId, 0);
     }
 
+    // ------------------------------------------------------------------ seats and samples
+
+    /// @dev Sub-seed of seat `slot` of solver `solver`'s round-0 commitment, computed with the library.
+    function _seatSeed(address solver, uint8 slot) internal view returns (bytes32) {
+        return Sampling.seatSeed(Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), slot);
+    }
+
     function test_sampledSegment_matchesSamplingLibrary_succeeds() public view {
-        bytes32 seed = Sampling.seed(ver.seedBase(runId, 0), runId, 0, solvers[0]);
-        for (uint256 j; j < 4; ++j) {
-            assertEq(ver.sampledSegment(runId, 0, solvers[0], j), Sampling.sample(seed, j, 8));
+        for (uint8 slot; slot < 3; ++slot) {
+            bytes32 seatSeed = _seatSeed(solvers[0], slot);
+            for (uint256 j; j < 4; ++j) {
+                assertEq(ver.sampledSegment(runId, 0, solvers[0], slot, j), Sampling.sample(seatSeed, j, 8));
+            }
         }
     }
 
-    function test_assignedVerifier_distinctSeats_succeeds() public view {
-        (address a,) = ver.assignedVerifier(_ref(0, 0));
-        (address b,) = ver.assignedVerifier(_ref(0, 1));
-        (address c,) = ver.assignedVerifier(_ref(0, 2));
-        assertTrue(a != b && b != c && a != c, "seats of one commitment go to distinct verifiers");
-        assertEq(ver.attesterOf(_ref(0, 1)), b);
+    function testFuzz_sampledSegment_seatSeedDraw_succeeds(address solver, uint8 slot, uint256 sampleIndex)
+        public
+        view
+    {
+        sampleIndex = bound(sampleIndex, 0, Constants.MAX_SAMPLES - 1);
+        bytes32 expected = keccak256(
+            abi.encode(Constants.SEAT_SEED_TAG, Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), uint256(slot))
+        );
+        assertEq(Sampling.seatSeed(Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), slot), expected);
+        assertEq(ver.sampledSegment(runId, 0, solver, slot, sampleIndex), Sampling.sample(expected, sampleIndex, 8));
+    }
+
+    /// @dev 8 seats x 16 draws of one commitment over its 8 segments. Seats sharing their samples (the old rule)
+    ///      would agree on all 28 x 16 = 448 pairs of same-index draws; independent seats agree on each with
+    ///      p = 1/8: binomial(448, 1/8), mean 56, sd sqrt(448 * 1/8 * 7/8) = 7.0, so the band [28, 84] is
+    ///      mean +- 4 sd. Two seats drawing the same 16 segments has probability 8^-16 per pair.
+    function test_sampledSegment_seatsDrawIndependently_succeeds() public {
+        uint256[16][8] memory draws;
+        for (uint8 slot; slot < 8; ++slot) {
+            for (uint256 j; j < 16; ++j) {
+                draws[slot][j] = ver.sampledSegment(runId, 0, solvers[0], slot, j);
+            }
+        }
+        uint256 agreeing;
+        for (uint256 a; a < 8; ++a) {
+            for (uint256 b = a + 1; b < 8; ++b) {
+                assertTrue(_seatSeed(solvers[0], uint8(a)) != _seatSeed(solvers[0], uint8(b)), "same seat seed");
+                uint256 same;
+                for (uint256 j; j < 16; ++j) {
+                    if (draws[a][j] == draws[b][j]) ++same;
+                }
+                assertLt(same, 16, "two seats replay the same samples");
+                agreeing += same;
+            }
+        }
+        emit log_named_uint("same-index draws agreeing between seats (of 448)", agreeing);
+        assertGe(agreeing, 28, "below mean - 4 sd");
+        assertLe(agreeing, 84, "above mean + 4 sd");
+    }
+
+    function test_assignedVerifier_seatSeedDraw_succeeds() public view {
+        for (uint8 slot; slot < 3; ++slot) {
+            uint256 index = Sampling.sample(_seatSeed(solvers[0], slot), Constants.VERIFIER_DRAW_INDEX, 4);
+            (address verifier, bool eligible) = ver.assignedVerifier(_ref(0, slot));
+            assertEq(verifier, verifiers[index], "list[sample(seatSeed, VERIFIER_DRAW_INDEX, count)]");
+            assertTrue(eligible);
+            assertEq(ver.attesterOf(_ref(0, slot)), verifier);
+        }
+    }
+
+    /// @dev 30 verifiers, list entries 10..19 a block of sybils (a third of the list); the seats of 1,000
+    ///      commitments (one per solver address: assignment needs only the drawn seed, not a commitment).
+    ///      Independent seats put all 3 seats of a commitment in the block with p = (1/3)^3 = 1/27:
+    ///      binomial(1000, 1/27), mean 37.0, sd sqrt(1000 * 1/27 * 26/27) = 5.97, so the band [14, 60] is
+    ///      mean +- 4 sd. The old rule (3 consecutive entries from a uniform offset) gives p = 8/30: mean 266.7,
+    ///      sd 14.0, which this test also computes (>= 200 is mean - 4.8 sd) to show the gap. Each single seat
+    ///      is a sybil with p = 1/3: binomial(3000, 1/3), mean 1000, sd 25.8, band [897, 1103] = mean +- 4 sd.
+    function test_assignedVerifier_sybilBlockGetsAllSeatsRarely_succeeds() public {
+        uint256 id = createRun(defaultConfig());
+        for (uint256 i; i < 30; ++i) {
+            address v = makeAddr(string.concat("pool verifier ", vm.toString(i)));
+            stakeAs(v, Constants.ROLE_VERIFIER, 5 ether);
+            vm.prank(v);
+            ver.register(id);
+            if (i >= 10 && i < 20) _sybil[v] = true;
+        }
+        warpToAttest(id);
+        drawSeed(id);
+        bytes32 base = ver.seedBase(id, 0);
+        uint256 allSeats;
+        uint256 sybilSeats;
+        uint256 oldRuleAllSeats;
+        for (uint256 k; k < 1000; ++k) {
+            address solver = address(uint160(uint256(keccak256(abi.encode("statistics solver", k)))));
+            uint256 held;
+            for (uint8 slot; slot < 3; ++slot) {
+                (address verifier,) = ver.assignedVerifier(AttestationRef(id, 0, solver, slot));
+                if (_sybil[verifier]) ++held;
+            }
+            sybilSeats += held;
+            if (held == 3) ++allSeats;
+            uint256 offset = Sampling.sample(Sampling.seed(base, id, 0, solver), Constants.VERIFIER_DRAW_INDEX, 30);
+            if (offset >= 10 && offset + 2 < 20) ++oldRuleAllSeats;
+        }
+        emit log_named_uint("commitments with all 3 seats sybil (of 1000)", allSeats);
+        emit log_named_uint("old window rule, same seeds (of 1000)", oldRuleAllSeats);
+        emit log_named_uint("sybil seats (of 3000)", sybilSeats);
+        assertGe(allSeats, 14, "below mean - 4 sd");
+        assertLe(allSeats, 60, "above mean + 4 sd");
+        assertGe(oldRuleAllSeats, 200, "the old window rule gave ~27%");
+        assertGe(sybilSeats, 897, "single seats: below mean - 4 sd");
+        assertLe(sybilSeats, 1103, "single seats: above mean + 4 sd");
+    }
+
+    function test_attestPass_oneVerifierSeveralSeats_succeeds() public {
+        // draws are with replacement: find a commitment two of whose seats went to the same verifier
+        (uint256 solver, uint8 a, uint8 b, bool found) = (0, 0, 0, false);
+        for (uint256 s; s < 2 && !found; ++s) {
+            for (uint8 x; x < 3 && !found; ++x) {
+                for (uint8 y = x + 1; y < 3 && !found; ++y) {
+                    if (ver.attesterOf(_ref(s, x)) == ver.attesterOf(_ref(s, y))) {
+                        (solver, a, b, found) = (s, x, y, true);
+                    }
+                }
+            }
+        }
+        assertTrue(found, "no shared verifier among the fixture's seats");
+        CommitmentData memory c = solver == 0 ? c0 : c1;
+        address first = attestPassAs(_ref(solver, a), c);
+        address second = attestPassAs(_ref(solver, b), c);
+        assertEq(first, second);
+        assertEq(ver.roundTally(runId, 0).totalChecks, 2, "each seat is its own attestation");
+        assertEq(address(ver).balance, 2 ether, "and its own bond");
+    }
+
+    function test_attestFail_otherSeatsSample_reverts() public {
+        // the leaf another seat sampled is no proof for this seat's draw
+        (uint8 other, uint16 j, bool found) = (0, 0, false);
+        for (uint8 q = 1; q < 3 && !found; ++q) {
+            for (uint16 k; k < 2 && !found; ++k) {
+                if (sampleSegment(_ref(0, q), k) != sampleSegment(_ref(0, 0), k)) (other, j, found) = (q, k, true);
+            }
+        }
+        assertTrue(found, "seats 1 and 2 drew the samples of seat 0");
+        AttestationRef memory ref = _ref(0, 0);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], sampleSegment(_ref(0, other), j));
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(Verification.InvalidLeafProof.selector);
+        ver.attestFail{value: 1 ether}(ref, c0, j, leaf, proof);
+    }
+
+    function testFuzz_attestFail_onlySeatSampledLeaf_succeeds(
+        uint8 slot,
+        uint16 sampleIndex,
+        uint256 leafIndex,
+        bool own
+    ) public {
+        slot = uint8(bound(slot, 0, 2));
+        sampleIndex = uint16(bound(sampleIndex, 0, 1));
+        uint256 sampled = Sampling.sample(_seatSeed(solvers[0], slot), sampleIndex, 8);
+        leafIndex = own ? sampled : bound(leafIndex, 0, 7);
+        AttestationRef memory ref = _ref(0, slot);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[0], leafIndex);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        if (leafIndex != sampled) {
+            vm.expectRevert(Verification.InvalidLeafProof.selector);
+            ver.attestFail{value: 1 ether}(ref, c0, sampleIndex, leaf, proof);
+            return;
+        }
+        ver.attestFail{value: 1 ether}(ref, c0, sampleIndex, leaf, proof);
+        (Verification.AttestationState state, bool isFail,, uint16 recorded) = ver.attestationOf(ref);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Attested));
+        assertTrue(isFail);
+        assertEq(recorded, sampleIndex);
+        IVerification.ChallengedAttestation memory c = ver.checkChallenge(ref, c0.root, sampleIndex, leaf, proof);
+        assertEq(c.segmentIndex, sampled, "the fail's leaf is the one a challenge must name");
+    }
+
+    function testFuzz_checkChallenge_onlySeatSampledLeaf_succeeds(
+        uint8 slot,
+        uint16 sampleIndex,
+        uint256 leafIndex,
+        bool own
+    ) public {
+        slot = uint8(bound(slot, 0, 2));
+        sampleIndex = uint16(bound(sampleIndex, 0, 1));
+        AttestationRef memory ref = _ref(1, slot);
+        attestPassAs(ref, c1);
+        uint256 sampled = Sampling.sample(_seatSeed(solvers[1], slot), sampleIndex, 8);
+        leafIndex = own ? sampled : bound(leafIndex, 0, 7);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, 0, solvers[1], leafIndex);
+        if (leafIndex != sampled) {
+            vm.expectRevert(Verification.InvalidLeafProof.selector);
+            ver.checkChallenge(ref, c1.root, sampleIndex, leaf, proof);
+            return;
+        }
+        IVerification.ChallengedAttestation memory c = ver.checkChallenge(ref, c1.root, sampleIndex, leaf, proof);
+        assertFalse(c.isFail);
+        assertEq(c.sampleIndex, sampleIndex);
+        assertEq(c.segmentIndex, sampled);
     }
 
     function test_assignedVerifier_seatBeyondVerifiers_reverts() public {
@@ -161,7 +350,7 @@ contract VerificationTest is Fixture {
 
     function test_sampledSegment_seedNotDrawn_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, runId, 1));
-        ver.sampledSegment(runId, 1, solvers[0], 0);
+        ver.sampledSegment(runId, 1, solvers[0], 0, 0);
     }
 
     // ------------------------------------------------------------------ attest

@@ -162,10 +162,12 @@ class ProtocolClient:
         f = self.chain.call_fields("Verification", "assignedVerifier", ref.to_abi())
         return f["verifier"], f["eligible"]
 
-    def sampled_segment(self, run_id: int, round_index: int, solver: str, sample_index: int) -> int:
+    def sampled_segment(self, ref: AttestationRef, sample_index: int) -> int:
+        """Segment of draw `sample_index` of seat `ref` (each seat draws its own samples)."""
         return self.chain.call(
-            "Verification", "sampledSegment", run_id, round_index, to_checksum_address(solver), sample_index
-        )
+            "Verification", "sampledSegment", ref.run_id, ref.round, to_checksum_address(ref.solver), ref.slot,
+            sample_index,
+        )  # fmt: skip
 
     def attest_pass(
         self, account: LocalAccount, ref: AttestationRef, commitment: Commitment, bond_wei: int

@@ -153,7 +153,7 @@ def _false_challenge(setup, ref: AttestationRef) -> DisputeSubject:
     url = f"http://127.0.0.1:{setup.ports[HONEST]}/commitments/{ref.run_id}/{ref.round}"
     doc = decode_commitment_doc(httpx.get(url, timeout=10).json()["document"].encode())
     commitment = protocol.get_commitments(ref.run_id, ref.round, 0)[ref.solver]
-    segment = protocol.sampled_segment(ref.run_id, ref.round, ref.solver, 0)
+    segment = protocol.sampled_segment(ref, 0)
     tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
     leaf = doc.leaves[segment]
     protocol.challenge_attestation(

@@ -1,4 +1,4 @@
-"""Sampling seeds, sampled segments and detection probabilities."""
+"""Sampling seeds, verifier seats, sampled segments and detection probabilities."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from protocol.sampling import (
     compute_sample,
     compute_sampled_segments,
     compute_sampling_seed,
+    compute_seat_seed,
+    compute_seat_verifier_index,
     get_required_samples,
 )
 
@@ -52,8 +54,31 @@ def test_samples_cover_segments_roughly_uniformly():
     assert min(counts) > 60 and max(counts) < 140
 
 
+def test_seats_have_their_own_seeds_verifiers_and_samples():
+    seed = compute_sampling_seed(BLOCK, 1, 2, SOLVER)
+    seats = [compute_seat_seed(seed, q) for q in range(8)]
+    assert len(set(seats)) == 8 and seed not in seats
+    assert compute_seat_seed("0x" + seed.hex(), 3) == seats[3]
+    samples = {compute_sampled_segments(s, 1000, 4) for s in seats}
+    assert len(samples) == 8, "every seat replays its own segments"
+
+
+def test_sybil_block_holds_all_seats_at_the_independent_rate():
+    """30 verifiers, a block of 10 sybils (a third of the list), 3 seats per commitment, 3,000 commitments:
+    all three seats are sybils with probability (1/3)^3 = 1/27 (111 expected, binomial sd 10.3), where a
+    consecutive window of the list gave them all three 8/30 of the time (800 expected)."""
+    count, sybils, commitments, together = 30, range(10, 20), 3_000, 0
+    for n in range(commitments):
+        seed = compute_sampling_seed(BLOCK, 1, n, SOLVER)
+        seats = [compute_seat_verifier_index(compute_seat_seed(seed, q), count) for q in range(3)]
+        together += all(v in sybils for v in seats)
+    assert 111 - 5 * 10.3 < together < 111 + 5 * 10.3, together
+
+
 def test_detection_probability_formula():
     assert compute_detection_probability(Fraction(1, 4), 2) == Fraction(7, 16)
+    assert compute_detection_probability(Fraction(1, 5), 2, seats=3) == 1 - Fraction(4, 5) ** 6
+    assert compute_detection_probability(Fraction(1, 5), 2, seats=0) == 0
     assert compute_detection_probability(0, 10) == 0
     assert compute_detection_probability(1, 1) == 1
     assert compute_detection_probability(Fraction(1, 10), 0) == 0

@@ -4,7 +4,8 @@
     python -m tests.vectors.generate --check  # exit 1 if the files are stale
 
 The vectors are built from fixed inputs with the Python implementation; forge checks that
-Solidity computes the same leaves, roots, proofs, seeds and samples, and pytest checks that
+Solidity computes the same leaves, roots, proofs, seeds, seat seeds, seat verifier draws and
+samples, and pytest checks that
 the committed files equal what Python produces now. Together they keep the two languages from
 drifting apart.
 """
@@ -18,7 +19,12 @@ from pathlib import Path
 
 from protocol.hashing import hash_to_hex, keccak256
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.sampling import compute_sampled_segments, compute_sampling_seed
+from protocol.sampling import (
+    compute_sampled_segments,
+    compute_sampling_seed,
+    compute_seat_seed,
+    compute_seat_verifier_index,
+)
 
 VECTORS_DIR = Path(__file__).resolve().parent
 TREE_SIZES = (1, 2, 3, 5, 8)
@@ -26,6 +32,8 @@ SOLVERS = (
     "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
     "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
 )
+SEAT_SLOTS = (0, 1, 2, 7)
+SEAT_VERIFIER_COUNTS = (1, 3, 30, 256)
 
 
 def _h(label: str) -> bytes:
@@ -92,7 +100,32 @@ def build_sampling_vectors() -> dict:
                 "samples": list(compute_sampled_segments(seed, num_segments, samples)),
             }
         )
-    return {"caseCount": len(cases), "cases": cases}
+    seat_cases = []
+    for i, (num_segments, samples) in enumerate(((8, 4), (10, 4), (1000, 8))):
+        # on chain the seed base is a block hash cut to 12 bytes and zero-padded; case 0 uses that form
+        block_hash = _h(f"seat block {i}")
+        if i == 0:
+            block_hash = block_hash[:12] + bytes(20)
+        run_id, round_index, solver = 3 + i, 5 * i, SOLVERS[i % 2]
+        seed = compute_sampling_seed(block_hash, run_id, round_index, solver)
+        for slot in SEAT_SLOTS:
+            seat_seed = compute_seat_seed(seed, slot)
+            seat_cases.append(
+                {
+                    "blockHash": hash_to_hex(block_hash),
+                    "runId": run_id,
+                    "round": round_index,
+                    "solver": solver,
+                    "seed": hash_to_hex(seed),
+                    "slot": slot,
+                    "seatSeed": hash_to_hex(seat_seed),
+                    "verifierCounts": list(SEAT_VERIFIER_COUNTS),
+                    "verifierIndices": [compute_seat_verifier_index(seat_seed, n) for n in SEAT_VERIFIER_COUNTS],
+                    "numSegments": num_segments,
+                    "samples": list(compute_sampled_segments(seat_seed, num_segments, samples)),
+                }
+            )
+    return {"caseCount": len(cases), "cases": cases, "seatCaseCount": len(seat_cases), "seatCases": seat_cases}
 
 
 def render_all() -> dict[str, str]:

@@ -15,7 +15,7 @@ from adversary.behaviours import Behaviour
 from adversary.solver import train_dishonest_round
 from node.checker import CommitmentChecker
 from protocol.adapters.artifacts import LocalArtifactStore, put_state
-from protocol.adapters.contracts import Commitment
+from protocol.adapters.contracts import AttestationRef, Commitment
 from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
@@ -24,6 +24,7 @@ from protocol.training import compute_pseudo_gradient, get_params, train_round
 from tests.conftest import SOLVER_A
 
 RUN_ID, ROUND = 3, 0
+SEAT = AttestationRef(RUN_ID, ROUND, SOLVER_A, 0)
 
 
 class ChainStandIn:
@@ -32,7 +33,7 @@ class ChainStandIn:
     def __init__(self, theta_hash: bytes) -> None:
         self.theta_hash = theta_hash
 
-    def sampled_segment(self, run_id: int, round_index: int, solver: str, j: int) -> int:
+    def sampled_segment(self, ref: AttestationRef, j: int) -> int:
         return j
 
     def theta_of(self, run_id: int, round_index: int) -> bytes:
@@ -65,37 +66,37 @@ def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str):
 
 def test_honest_work_passes_and_a_fail_on_it_is_wrong(tmp_path, tiny_config, dataset):
     checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "honest")
-    decision, _ = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    decision, _ = checker.check_commitment(SEAT, commitment)
     assert decision.kind == "pass", decision
-    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, False, -1)[0]
-    assert not checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, 1)[0]
+    assert checker.is_attestation_right(SEAT, commitment, False, -1)[0]
+    assert not checker.is_attestation_right(SEAT, commitment, True, 1)[0]
 
 
 @pytest.mark.parametrize("behaviour", list(Behaviour))
 def test_every_cheat_is_caught_and_a_pass_on_it_is_wrong(tmp_path, tiny_config, dataset, behaviour):
     checker, _, doc, commitment = _publish(tmp_path, tiny_config, dataset, behaviour, behaviour.value)
-    decision, checked = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    decision, checked = checker.check_commitment(SEAT, commitment)
     assert checked is not None and checked.root == doc.root
     assert decision.kind == "fail", decision
     # The document itself is consistent (it chains and binds Δ): only a replay tells.
     assert "replay" in decision.reason or "differs" in decision.reason, decision.reason
-    assert not checker.is_attestation_right(ROUND, SOLVER_A, commitment, False, -1)[0]
-    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, decision.sample_index)[0]
+    assert not checker.is_attestation_right(SEAT, commitment, False, -1)[0]
+    assert checker.is_attestation_right(SEAT, commitment, True, decision.sample_index)[0]
 
 
 def test_withheld_checkpoints_count_as_failed(tmp_path, tiny_config, dataset):
     checker, store, doc, commitment = _publish(tmp_path, tiny_config, dataset, None, "withheld")
     for leaf in doc.leaves:
         store.delete(leaf.end_hash)
-    decision, _ = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    decision, _ = checker.check_commitment(SEAT, commitment)
     assert decision.kind == "fail" and "not served" in decision.reason
-    assert checker.is_attestation_right(ROUND, SOLVER_A, commitment, True, 0)[0]
+    assert checker.is_attestation_right(SEAT, commitment, True, 0)[0]
 
 
 def test_no_document_means_abstain(tmp_path, tiny_config, dataset):
     checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "nodoc")
     checker._fetch_document = lambda *_: b"not json"
-    decision, doc = checker.check_commitment(ROUND, SOLVER_A, commitment)
+    decision, doc = checker.check_commitment(SEAT, commitment)
     assert decision.kind == "abstain" and doc is None
 
 

@@ -22,10 +22,11 @@ from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.outer import get_initial_global_state
 from protocol.training import compute_pseudo_gradient, get_params, train_round
-from protocol.types import Commitment
+from protocol.types import AttestationRef, Commitment
 from tests.conftest import SOLVER_A
 
 RUN_ID, ROUND = 5, 0
+SEAT = AttestationRef(RUN_ID, ROUND, SOLVER_A, 0)
 
 
 class ChainStandIn:
@@ -34,7 +35,7 @@ class ChainStandIn:
     def __init__(self, theta_hash: bytes, draws: list[int]) -> None:
         self.theta_hash, self.draws = theta_hash, draws
 
-    def sampled_segment(self, run_id: int, round_index: int, solver: str, j: int) -> int:
+    def sampled_segment(self, ref: AttestationRef, j: int) -> int:
         return self.draws[j]
 
     def theta_of(self, run_id: int, round_index: int) -> bytes:
@@ -91,7 +92,7 @@ def test_short_document_fails_on_a_leaf_it_holds(tmp_path, tiny_config, dataset,
     _, _, doc = honest
     short = replace(doc, leaves=doc.leaves[:1])  # the solver committed this root: its leaf 0 is provable
     checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(short), draws=[2, 0])
-    decision, checked = checker.check_commitment(ROUND, SOLVER_A, _commitment(short))
+    decision, checked = checker.check_commitment(SEAT, _commitment(short))
     assert (decision.kind, decision.sample_index, decision.segment) == ("fail", 1, 0), decision
     assert "1 leaves published" in decision.reason and checked is not None
 
@@ -100,7 +101,7 @@ def test_short_document_without_a_sampled_leaf_abstains(tmp_path, tiny_config, d
     _, _, doc = honest
     short = replace(doc, leaves=doc.leaves[:1])
     checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(short), draws=[2, 1])
-    decision, checked = checker.check_commitment(ROUND, SOLVER_A, _commitment(short))
+    decision, checked = checker.check_commitment(SEAT, _commitment(short))
     assert decision.kind == "abstain" and checked is None, decision
 
 
@@ -108,7 +109,7 @@ def test_document_of_another_run_abstains(tmp_path, tiny_config, dataset, honest
     _, _, doc = honest
     other = replace(doc, run_id=RUN_ID + 1, leaves=tuple(replace(leaf, run_id=RUN_ID + 1) for leaf in doc.leaves))
     checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(other), draws=[0, 1])
-    decision, checked = checker.check_commitment(ROUND, SOLVER_A, _commitment(doc))
+    decision, checked = checker.check_commitment(SEAT, _commitment(doc))
     assert decision.kind == "abstain" and "another run" in decision.reason and checked is None
 
 
@@ -116,7 +117,7 @@ def test_document_of_another_run_abstains(tmp_path, tiny_config, dataset, honest
 def test_garbage_bytes_abstain(tmp_path, tiny_config, dataset, honest, garbage):
     _, _, doc = honest
     checker = _checker(tmp_path, tiny_config, dataset, honest, garbage, draws=[0, 1])
-    decision, checked = checker.check_commitment(ROUND, SOLVER_A, _commitment(doc))
+    decision, checked = checker.check_commitment(SEAT, _commitment(doc))
     assert decision.kind == "abstain" and "unavailable" in decision.reason and checked is None
 
 
@@ -127,7 +128,7 @@ def test_checkpoints_that_do_not_hash_to_their_names_fail(tmp_path, tiny_config,
         checker = _checker(
             tmp_path, tiny_config, dataset, honest, encode_commitment_doc(doc), draws=[0, 1], peers=[server.url]
         )
-        decision, checked = checker.check_commitment(ROUND, SOLVER_A, _commitment(doc))
+        decision, checked = checker.check_commitment(SEAT, _commitment(doc))
     finally:
         server.stop()
     assert decision.kind == "fail" and "not served" in decision.reason and checked is not None, decision
@@ -142,5 +143,5 @@ def test_checkpoint_bytes_that_are_no_state_fail(tmp_path, tiny_config, dataset,
     leaves[0] = replace(leaves[0], end_hash=junk)
     forged = replace(doc, leaves=tuple(leaves))
     checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(forged), draws=[1, 0])
-    decision, _ = checker.check_commitment(ROUND, SOLVER_A, _commitment(forged))
+    decision, _ = checker.check_commitment(SEAT, _commitment(forged))
     assert (decision.kind, decision.segment) == ("fail", 1) and "not a canonical state" in decision.reason, decision

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Constants} from "../Constants.sol";
+
 /// @title Sampling
-/// @notice Sampling seeds and sampled segments; equal to `protocol.sampling` (tests/vectors).
+/// @notice Sampling seeds, seat sub-seeds and sampled segments; equal to `protocol.sampling` (tests/vectors).
 /// @dev The seed uses the hash of a block mined after the commit, so the solver cannot know
-///      at commit time which segments will be replayed. Samples are drawn with replacement:
-///      a solver faking a fraction f of its segments is caught with probability 1 - (1 - f)^s.
+///      at commit time which segments will be replayed. Each verifier seat q of a commitment has its own
+///      sub-seed `seatSeed(seed, q)`, from which it draws its verifier and its samples independently of the
+///      other seats. Samples are drawn with replacement: a solver faking a fraction f of its segments is
+///      caught by one seat with probability 1 - (1 - f)^s, and by any of `seats` seats with probability
+///      1 - (1 - f)^(s x seats).
 library Sampling {
     /// @notice Seed of a (run, round, solver) commitment.
     /// @param blockHash Hash of a block mined after the commit.
@@ -15,6 +20,15 @@ library Sampling {
     /// @return keccak256(abi.encode(blockHash, runId, round, solver)).
     function seed(bytes32 blockHash, uint256 runId, uint64 round, address solver) internal pure returns (bytes32) {
         return keccak256(abi.encode(blockHash, runId, round, solver));
+    }
+
+    /// @notice Sub-seed of verifier seat `slot` of a commitment: the seat's verifier is draw
+    ///         VERIFIER_DRAW_INDEX of it and its sampled segments are draws 0 .. s-1 of it.
+    /// @param commitmentSeed The commitment's seed (`seed`).
+    /// @param slot The seat.
+    /// @return keccak256(abi.encode(bytes32 SEAT_SEED_TAG, bytes32 commitmentSeed, uint256 slot)).
+    function seatSeed(bytes32 commitmentSeed, uint256 slot) internal pure returns (bytes32) {
+        return keccak256(abi.encode(Constants.SEAT_SEED_TAG, commitmentSeed, slot));
     }
 
     /// @notice The `sampleIndex`-th draw in [0, modulus) from `seed_`.

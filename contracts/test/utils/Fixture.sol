@@ -230,8 +230,9 @@ abstract contract Fixture is Test {
         ver.attestPass{value: bond}(ref, c);
     }
 
+    /// @dev Segment of draw `sampleIndex` of the seat `ref` (each seat has its own samples).
     function sampleSegment(AttestationRef memory ref, uint16 sampleIndex) internal view returns (uint256) {
-        return ver.sampledSegment(ref.runId, ref.round, ref.solver, sampleIndex);
+        return ver.sampledSegment(ref.runId, ref.round, ref.solver, ref.slot, sampleIndex);
     }
 
     function attestFailAs(AttestationRef memory ref, CommitmentData memory c, uint16 sampleIndex)
