@@ -22,7 +22,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from auditor import checks
 from auditor.checks import CheckResult, DocumentFacts, PublicState, RunDefinitionFacts, ThetaDerivation
@@ -149,36 +148,27 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
     return ChainSnapshot(block, block_time, chain.chain_id, events, timestamps, list_runs(events), tokens, balances)
 
 
-def _seq(raw: Any) -> tuple:
-    if isinstance(raw, (tuple, list)):
-        return tuple(raw)
-    if hasattr(raw, "values"):
-        return tuple(raw.values())
-    raise AuditError(f"unexpected struct from the chain: {raw!r}")
-
-
 def read_public_state(chain: ChainClient, history: RunHistory, block: int) -> PublicState:
     """The contracts' public state at `block` that the events must agree with (contract calls in one place)."""
     run = history.run_id
-    times = _seq(chain.call("RunRegistry", "roundTimes", run, block=block))
-    current, finished = int(times[0]), bool(times[5])
+    times = chain.call_fields("RunRegistry", "roundTimes", run, block=block)
+    current, finished = int(times["round"]), bool(times["finished"])
     theta_of = {r: hash_to_hex(chain.call("RunRegistry", "thetaOf", run, r, block=block)) for r in range(current + 1)}
     statuses, tallies, votes, minted = {}, {}, {}, {}
-    names = ("roundPlusOne", "tokens", "passes", "faults", "solverMinted", "live", "seats")
     for rnd in history.rounds:
         for c in rnd.commitments:
-            raw = _seq(chain.call("Verification", "commitmentStatusOf", run, rnd.index, c.solver, block=block))
-            statuses[(rnd.index, c.solver)] = dict(zip(names, (int(v) for v in raw), strict=True))
+            status = chain.call_fields("Verification", "commitmentStatusOf", run, rnd.index, c.solver, block=block)
+            statuses[(rnd.index, c.solver)] = {name: int(value) for name, value in status.items()}
         if rnd.seed is not None:
-            tally = _seq(chain.call("Verification", "roundTally", run, rnd.index, block=block))
-            tallies[rnd.index] = (int(tally[0]), int(tally[1]))
+            tally = chain.call_fields("Verification", "roundTally", run, rnd.index, block=block)
+            tallies[rnd.index] = (int(tally["totalChecks"]), int(tally["totalTokens"]))
         votes[rnd.index] = int(chain.call("Disputes", "jurorVotes", run, rnd.index, block=block))
         minted[rnd.index] = int(chain.call("ModelShares", "mintedInRound", run, rnd.index, block=block))
     role_ids = {"solver": 1, "verifier": 2}
     stakes = {}
     for account, role in sorted({(p.account, p.role) for p in history.stakes}):
-        raw = _seq(chain.call("StakeManager", "stakeOf", account, role_ids[role], block=block))
-        stakes[(account, role)] = (int(raw[0]), int(raw[1]))
+        stake = chain.call_fields("StakeManager", "stakeOf", account, role_ids[role], block=block)
+        stakes[(account, role)] = (int(stake["bonded"]), int(stake["unbonding"]))
     token = share_token_contract(run)
     holders = {h for h, _ in history.share_balances} | {m.holder for m in history.mints}
     balances = {h: int(chain.call(token, "balanceOf", h, block=block)) for h in sorted(holders)}

@@ -97,9 +97,9 @@ class Bench:
         return self.contracts[contract].functions[function](*args)
 
     def advance(self, seconds: int) -> None:
-        """Move the chain clock forward and mine a block (windows are in block timestamps)."""
-        self.w3.provider.make_request("evm_increaseTime", [seconds])
-        self.w3.provider.make_request("evm_mine", [])
+        """Move the chain clock forward, one block per second (windows are in block timestamps; a round's
+        seed block is fixed in blocks when the round starts, as on a chain with 1-second blocks)."""
+        self.w3.provider.make_request("anvil_mine", [hex(seconds), hex(1)])
 
     def mine(self) -> None:
         """Mine one empty block."""

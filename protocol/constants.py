@@ -36,6 +36,15 @@ VERIFIER_DRAW_INDEX = 2**32
 # keccak256(abi.encode(SEAT_SEED_TAG, commitment seed, q)) (protocol/sampling.py, Sampling.seatSeed).
 SEAT_SEED_TAG = _keccak(b"gradledger.seat")
 
+# Round seeds. A round starting in block B takes its seed from the hash of block
+# B + ceil(commitWindow / MIN_BLOCK_SECONDS) (`roundTimes(run).seedBlock`), which no commitment can see:
+# every block is at least MIN_BLOCK_SECONDS after its parent, so any block inside the commit window comes
+# before it (and `commit` also reverts from that block on). `drawSeed` works only in the
+# SEED_HORIZON_BLOCKS blocks after it (EVM `blockhash` reaches 256 blocks back); after that the round
+# cannot be verified.
+MIN_BLOCK_SECONDS = 1
+SEED_HORIZON_BLOCKS = 256
+
 # Ownership shares and revenue.
 REVENUE_PRECISION = 10**27
 MAX_TOTAL_SHARES = 10**27
@@ -74,6 +83,8 @@ def get_constants() -> dict[str, int | str]:
         "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
+        "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,
+        "SEED_HORIZON_BLOCKS": SEED_HORIZON_BLOCKS,
         "REVENUE_PRECISION": REVENUE_PRECISION,
         "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
         "MIN_SUPPLY_FOR_RELEASE": MIN_SUPPLY_FOR_RELEASE,

@@ -199,7 +199,7 @@ class LeafData:
 
 @dataclass(frozen=True)
 class RoundTimes:
-    """RunRegistry.roundTimes: the current round and its window ends (seconds, chain time)."""
+    """RunRegistry.roundTimes: the current round, its window ends (seconds, chain time) and its seed block."""
 
     round: int
     start: int
@@ -207,6 +207,8 @@ class RoundTimes:
     attest_end: int
     challenge_end: int
     finished: bool
+    seed_block: int = 0
+    """The block whose hash seeds the round, fixed when the round started (after every commitment's block)."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ _HASH_FIELDS = ("theta_hash", "root", "delta_hash", "doc_hash")
 class SolverView:
     now: int
     times: RoundTimes
+    block: int
     record: RoundRecord | None
     committed_on_chain: bool
     coordinator: bool
@@ -105,7 +106,7 @@ def decide_solver_action(view: SolverView) -> Action:
     if record.status == "trained":
         if view.committed_on_chain:
             return Action("mark_committed", r)
-        if view.now < times.commit_end:
+        if view.now < times.commit_end and view.block < times.seed_block:
             return Action("commit", r)
         return Action("mark_missed", r)
     if not view.coordinator:

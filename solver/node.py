@@ -159,6 +159,7 @@ class SolverNode(RunNode):
         return SolverView(
             now=now,
             times=times,
+            block=self.chain.block_number(),
             record=record,
             committed_on_chain=committed,
             coordinator=self.settings.coordinator,

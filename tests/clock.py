@@ -147,11 +147,16 @@ class ClockDriver:
         return True
 
     def _advance(self) -> None:
-        """Mine a block at the next deadline the contracts hold, or one second on."""
+        """Move the chain to the next deadline the contracts hold (or one second on), one block per second.
+
+        Blocks keep pace with seconds (the chain stamps each block one second after the last), as on a
+        real chain: a round's seed block, fixed in blocks when the round started, is mined by the time
+        its commit window has closed.
+        """
         now = int(self.chain.get_block("latest")["timestamp"])
         deadlines = [d for d in self._deadlines() if d > now]
         target = min(deadlines) + 1 if deadlines else now + 1
-        self.chain.mine_at(target)
+        self.chain.mine_blocks(target - now)
         self.advances += 1
 
     def _deadlines(self) -> list[int]:

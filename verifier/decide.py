@@ -12,15 +12,21 @@ from typing import Literal
 
 from protocol.types import RoundTimes
 
-Phase = Literal["before_attest", "draw_seed", "attest", "after_attest", "finished"]
+Phase = Literal["before_attest", "wait_seed_block", "draw_seed", "attest", "after_attest", "finished"]
 
 
-def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool) -> Phase:
-    """Where the current round stands for a verifier."""
+def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool, block_number: int) -> Phase:
+    """Where the current round stands for a verifier.
+
+    The seed can be drawn once the round's seed block (fixed when the round started) is mined, i.e. when
+    the chain is past it; until then the verifier waits for that block (`wait_seed_block`).
+    """
     if times.finished:
         return "finished"
     if now < times.commit_end:
         return "before_attest"
     if now < times.attest_end:
-        return "attest" if seed_drawn else "draw_seed"
+        if seed_drawn:
+            return "attest"
+        return "draw_seed" if block_number > times.seed_block else "wait_seed_block"
     return "after_attest"

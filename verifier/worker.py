@@ -27,6 +27,7 @@ from node.checker import CommitmentChecker
 from node.logs import log_event
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData
+from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.commitment import CommitmentDoc
 from protocol.errors import GradledgerError
@@ -139,11 +140,17 @@ class VerifierWorker(RunNode):
         ctx = self.load()
         times = self.protocol.round_times(ctx.run_id)
         now = self.now()
-        self.metrics.block.set(self.chain.block_number())
+        block = self.chain.block_number()
+        self.metrics.block.set(block)
         seed_drawn = not times.finished and self.protocol.seed_base(ctx.run_id, times.round) != bytes(32)
-        phase = get_verifier_phase(now, times, seed_drawn)
+        phase = get_verifier_phase(now, times, seed_drawn, block)
         if self.juror_only:
-            phase = "before_attest" if phase in ("draw_seed", "attest") else phase
+            phase = "before_attest" if phase in ("wait_seed_block", "draw_seed", "attest") else phase
+        if phase == "wait_seed_block" and self.chain.chain_id == DEVNET_CHAIN_ID:
+            # An automining devnet mines only on transactions: mine the empty blocks up to the seed block (same
+            # timestamp, so no window moves), then draw. A real chain brings the seed block by itself.
+            self.chain.mine_blocks(times.seed_block - block + 1, interval_s=0)
+            phase = "draw_seed"
         if phase == "draw_seed":
             try:
                 self.protocol.draw_seed(self.account, ctx.run_id, times.round)

@@ -49,6 +49,16 @@ library Constants {
     ///         samples from keccak256(abi.encode(SEAT_SEED_TAG, commitment seed, q)) (`Sampling.seatSeed`).
     bytes32 internal constant SEAT_SEED_TAG = keccak256("gradledger.seat");
 
+    // ---------------------------------------------------------------- round seeds
+    /// @notice Every block of the target chain is at least this many seconds after its parent (Ethereum and
+    ///         anvil stamp strictly increasing seconds; a chain with 12-second slots may use 12). A round that
+    ///         starts in block B takes its seed from block B + ceil(commitWindow / MIN_BLOCK_SECONDS), which
+    ///         comes after every block inside the commit window.
+    uint256 internal constant MIN_BLOCK_SECONDS = 1;
+    /// @notice Blocks after the seed block during which `drawSeed` can read its hash (EVM `blockhash` reaches
+    ///         256 blocks back); after that the round cannot be verified.
+    uint256 internal constant SEED_HORIZON_BLOCKS = 256;
+
     // ---------------------------------------------------------------- ownership shares and revenue
     /// @notice Fixed-point scale of the revenue-per-share accumulator. At least MAX_TOTAL_SHARES, so the
     ///         remainder carried between releases is always below 1 wei.

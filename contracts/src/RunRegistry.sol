@@ -13,8 +13,10 @@ import {CommitmentData, RunConfig} from "./interfaces/Types.sol";
 /// @notice Runs, their rounds, solver commitments, theta_(r+1) claims and round settlement.
 /// @dev One round of a run is open at a time. Round r starts at `roundStart` (run creation for round 0,
 ///      the settlement of round r-1 afterwards) and runs through fixed windows:
-///        [start, commitEnd)            solvers commit (one commitment per solver and round)
-///        [commitEnd, attestEnd)        the seed is drawn and verifiers attest (Verification)
+///        [start, commitEnd)            solvers commit (one commitment per solver and round), in blocks
+///                                      before the round's seed block
+///        [commitEnd, attestEnd)        the seed is drawn from the seed block's hash and verifiers attest
+///                                      (Verification)
 ///        [attest time, challengeEnd)   attestations can be challenged (Disputes)
 ///        challengeEnd + no open dispute: anyone posts the theta_(r+1) claim with a bond
 ///        [claim time, + challengeWindow) the claim can be challenged once
@@ -22,6 +24,9 @@ import {CommitmentData, RunConfig} from "./interfaces/Types.sol";
 ///      A commitment is one storage write: the slot of (run, solver) holds the round and the first 28
 ///      bytes of keccak256(abi.encode(root, deltaHash, tokens)); joining the run creates that slot,
 ///      so every commit rewrites a warm-able non-zero slot. The fields go into the `Committed` event.
+///      Seed block: when a round starts (createRun, settle) in block B, its seed block is fixed at
+///      B + ceil(commitWindow / MIN_BLOCK_SECONDS) (`roundTimes(run).seedBlock`); Verification.drawSeed
+///      takes the round's seed from that block's hash, which no commitment of the round can have seen.
 ///      ETH held: the bonds of claims that are posted, challenged, upheld, or settled and not yet withdrawn.
 contract RunRegistry is IRunRegistry, IRunCreator {
     /// @notice Hot state of a run: everything `commit` and `settle` read, in one slot. The run is finished
@@ -97,6 +102,16 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     mapping(uint256 runId => address) public creatorOf;
     mapping(uint256 runId => mapping(address solver => Commitment)) internal _commitments;
     mapping(uint256 runId => mapping(uint64 round => Claim)) internal _claims;
+    // Seed block of each run's current round: one slot per run, not one per (run, round), so settle rewrites a
+    // non-zero slot (~5,000 gas) instead of filling a fresh one (~22,100). Only the current round needs it: drawSeed
+    // runs while its round is current (inside its attest window, hence before settle); SeedDrawn records it.
+    // INVARIANT: every commitment of a round lands in a block before its seed block. A round starting at time
+    //          `start` in block B has seedBlock = B + ceil(Wc / MIN_BLOCK_SECONDS). A commit at time t < commitEnd =
+    //          start + Wc lands in a block b with (b - B) * MIN_BLOCK_SECONDS <= t - start (each block is at least
+    //          MIN_BLOCK_SECONDS after its parent), so b - B <= (t - start) / MIN_BLOCK_SECONDS < Wc /
+    //          MIN_BLOCK_SECONDS <= ceil(Wc / MIN_BLOCK_SECONDS): b < seedBlock. `commit` also reverts from the
+    //          seed block on, so even a chain faster than MIN_BLOCK_SECONDS never lets a commitment see its seed.
+    mapping(uint256 runId => uint256) internal _seedBlock;
 
     /// @notice A run was created; `config` is everything it was created with, `rewardPool` the ETH sent.
     event RunCreated(
@@ -143,6 +158,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     error RunIsFinished(uint256 runId);
     error WrongRound(uint64 given, uint64 current);
     error CommitWindowClosed(uint256 commitEnd);
+    error SeedBlockReached(uint256 seedBlock);
     error NotJoined(uint256 runId, address solver);
     error AlreadyJoined(uint256 runId, address solver);
     error AlreadyCommitted(uint256 runId, uint64 round, address solver);
@@ -231,6 +247,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         });
         theta0Hash[runId] = config.theta0Hash;
         creatorOf[runId] = msg.sender;
+        _seedBlock[runId] = _seedBlockFrom(config.commitWindow);
         // INVARIANT: all of msg.value goes to the run's pool (after every write): this balance holds claim bonds only.
         address token = modelShares.createRunShares{value: msg.value}(runId, config.revenueReleasePeriod);
         emit RunCreated(runId, msg.sender, config, token, msg.value);
@@ -253,7 +270,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     /// @notice Commit to this round's training: the Merkle root of the segment leaves, the pseudo-
     ///         gradient's state hash and the tokens trained on. One per solver and round, inside the
-    ///         commit window, with bonded solver stake of at least the run's minimum.
+    ///         commit window and before the round's seed block (`SeedBlockReached` otherwise, even while the
+    ///         window's time is open), with bonded solver stake of at least the run's minimum.
     /// @param runId The run.
     /// @param round The current round of the run.
     /// @param root Merkle root of the segment leaves (protocol.merkle).
@@ -266,6 +284,9 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (round != state.round) revert WrongRound(round, state.round);
         uint256 commitEnd = uint256(state.roundStart) + state.commitWindow;
         if (block.timestamp >= commitEnd) revert CommitWindowClosed(commitEnd);
+        uint256 seedBlock = _seedBlock[runId];
+        // INVARIANT: no commitment lands in or after its round's seed block, so none can depend on the seed.
+        if (block.number >= seedBlock) revert SeedBlockReached(seedBlock);
         if (root == bytes32(0) || tokens == 0) revert EmptyCommitment();
         Commitment memory previous = _commitments[runId][msg.sender];
         if (previous.hash == bytes28(0)) revert NotJoined(runId, msg.sender);
@@ -330,6 +351,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         state.round = uint32(next);
         state.roundStart = uint40(block.timestamp);
         _state[runId] = state;
+        _seedBlock[runId] = _seedBlockFrom(state.commitWindow);
         emit RoundSettled(runId, round, c.thetaHash, c.claimer, c.nonce);
         if (next >= state.maxRounds) emit RunFinished(runId, next);
         else emit RoundStarted(runId, next, block.timestamp, c.thetaHash);
@@ -510,6 +532,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         t.attestEnd = t.commitEnd + p.attestWindow;
         t.challengeEnd = t.attestEnd + p.challengeWindow;
         t.finished = state.round >= state.maxRounds;
+        t.seedBlock = _seedBlock[runId];
     }
 
     /// @inheritdoc IRunRegistry
@@ -568,6 +591,11 @@ contract RunRegistry is IRunRegistry, IRunCreator {
             c.roundPlusOne != round + 1
                 || c.hash != _commitmentHash(commitment.root, commitment.deltaHash, commitment.tokens)
         ) revert CommitmentMismatch(runId, round, solver);
+    }
+
+    /// @dev The seed block of a round starting in this block: block.number + ceil(commitWindow / MIN_BLOCK_SECONDS).
+    function _seedBlockFrom(uint256 commitWindow) internal view returns (uint256) {
+        return block.number + (commitWindow + Constants.MIN_BLOCK_SECONDS - 1) / Constants.MIN_BLOCK_SECONDS;
     }
 
     function _commitmentHash(bytes32 root, bytes32 deltaHash, uint64 tokens) internal pure returns (bytes28) {

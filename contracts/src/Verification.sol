@@ -15,16 +15,21 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 /// @notice Verifier registration per run, the sampling seed of each round, verifier assignment and segment
 ///         sampling, attestations with bonds, their finalization, and the per-round totals that shares are
 ///         minted against.
-/// @dev Seed: after the commit window the first `drawSeed` of a round stores the first 12 bytes of
-///      blockhash(block.number - 1) as the round's seed base; the parent block already contains every
-///      commitment of the round, so no solver knew it when committing. `seedBase(run, round)` returns it as
-///      bytes32 (12 bytes, zero-padded), which is the `blockHash` input of Sampling.seed / protocol.sampling.
+/// @dev Seed: nobody chooses it. RunRegistry fixes the round's seed block when the round starts
+///      (`roundTimes(run).seedBlock` = start block + ceil(commitWindow / MIN_BLOCK_SECONDS)); every commitment of
+///      the round lands before that block. `drawSeed` (anyone, once, in the attest window and in the
+///      SEED_HORIZON_BLOCKS blocks after the seed block) stores the first 12 bytes of blockhash(seedBlock) as the
+///      round's seed base: the same value whichever block the call lands in, so the caller only reads it.
+///      `seedBase(run, round)` returns it as bytes32 (12 bytes, zero-padded), which is the `blockHash` input of
+///      Sampling.seed / protocol.sampling.
 ///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
 ///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
-///      is list[Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count)] over the run's verifier list as it was when
-///      the seed was drawn (count = its length then): independent draws with replacement, so one verifier may
-///      hold several seats of a commitment (each is its own attestation with its own bond), and a block of
-///      sybils holding a fraction p of the list gets all k seats with probability p^k, not about p as a
+///      is list[Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count)] over the prefix of the run's verifier list
+///      registered before the seed block (count = the number of entries whose `registeredBlock` < seedBlock; the
+///      list is append-only, so they are a prefix): it does not depend on when the seed is drawn, and a verifier
+///      that registers after seeing the seed block's hash gets no seat. Independent draws with replacement, so one
+///      verifier may hold several seats of a commitment (each is its own attestation with its own bond), and a
+///      block of sybils holding a fraction p of the list gets all k seats with probability p^k, not about p as a
 ///      window of consecutive entries would give. Sampled segment j of seat q = Sampling.sample(s_q, j,
 ///      numSegments): seats replay independent samples, so k seats of s samples catch a solver that faked a
 ///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
@@ -41,11 +46,15 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      ETH held: bonds of attestations in Attested or Challenged state + credits.
 contract Verification is IVerification {
     /// @notice One entry of a run's verifier list; entries never move (assignment indexes into the list).
+    ///         `registeredBlock` is the block of the entry's first registration (a return after `deregister`
+    ///         only sets `active` again), so it never decreases along the list.
     struct VerifierEntry {
-        // PACKING: one slot; apart they cost +22,157 gas per register and +2,167 per attest and finalize (only an
-        //          overturn would be 2,630 cheaper: clearing the flag's own slot earns a refund).
+        // PACKING: one slot (160 + 8 + 64 bits, so the registration block costs register no extra SSTORE); a slot per
+        //          field costs +44,290 gas per register and +4,330 per attest and finalize (only an overturn would be
+        //          cheaper: clearing the flag's own slot earns a refund).
         address account;
         bool active;
+        uint64 registeredBlock;
     }
 
     /// @notice Per (run, round), fixed by `drawSeed` (one slot, read by every attestation and challenge).
@@ -116,8 +125,9 @@ contract Verification is IVerification {
     event VerifierRegistered(uint256 indexed runId, address indexed verifier, uint256 index);
     /// @notice A verifier left a run's list (`slashed`: removed after an overturned attestation).
     event VerifierDeregistered(uint256 indexed runId, address indexed verifier, uint256 index, bool slashed);
-    /// @notice The seed of a round was fixed from the hash of block `blockNumber`; `seedBase` is its first
-    ///         12 bytes, the input of every sampling seed of the round. `verifierCount` is the list snapshot.
+    /// @notice The seed of a round was fixed from the hash of block `blockNumber` (the round's seed block, fixed
+    ///         when the round started); `seedBase` is its first 12 bytes, the input of every sampling seed of the
+    ///         round. `verifierCount` is the list snapshot: the entries registered before the seed block.
     event SeedDrawn(
         uint256 indexed runId,
         uint64 indexed round,
@@ -196,6 +206,8 @@ contract Verification is IVerification {
     error OutsideAttestWindow(uint256 opensAt, uint256 closesAt);
     error SeedAlreadyDrawn(uint256 runId, uint64 round);
     error SeedNotDrawn(uint256 runId, uint64 round);
+    error SeedBlockNotMined(uint256 seedBlock);
+    error SeedBlockExpired(uint256 seedBlock);
     error SeatVoid(uint8 slot);
     error NotAssignedVerifier(address caller, address assigned);
     error WrongBond(uint256 sent, uint256 required);
@@ -239,7 +251,10 @@ contract Verification is IVerification {
     // ------------------------------------------------------------------ registration
 
     /// @notice Join a run's verifier list (or return to it). Needs bonded verifier stake of at least the
-    ///         run's minimum; locks the caller's verifier stake against unbonding until `deregister`.
+    ///         run's minimum; locks the caller's verifier stake against unbonding until `deregister`. A new entry
+    ///         records this block: it counts for the seats of rounds whose seed block comes after it. A return
+    ///         reactivates the entry where it is (same index, same `registeredBlock`), so no snapshot changes;
+    ///         it can attest the seats its index holds from then on.
     /// @param runId The run.
     function register(uint256 runId) external {
         if (runRegistry.roundTimes(runId).finished) revert RunIsFinished(runId);
@@ -250,7 +265,10 @@ contract Verification is IVerification {
         if (indexPlusOne == 0) {
             uint256 count = verifierCount[runId];
             if (count >= Constants.MAX_VERIFIERS_PER_RUN) revert VerifierListFull(runId);
-            _verifiers[runId][count] = VerifierEntry({account: msg.sender, active: true});
+            // INVARIANT: entries are appended with the current block, so registeredBlock never decreases along the
+            //            list (a return below keeps it): the seed-block snapshot is a prefix, found by binary search.
+            _verifiers[runId][count] =
+                VerifierEntry({account: msg.sender, active: true, registeredBlock: uint64(block.number)});
             verifierCount[runId] = count + 1;
             indexPlusOne = count + 1;
             _indexPlusOne[runId][msg.sender] = indexPlusOne;
@@ -278,8 +296,17 @@ contract Verification is IVerification {
     // ------------------------------------------------------------------ seed
 
     /// @notice Fix the current round's seed (anyone, once, inside the attestation window) from the hash of the
-    ///         parent block, mined after every commitment of the round. Also snapshots the size of the verifier
-    ///         list, so later registrations cannot change assignments, and the round's parameters.
+    ///         round's seed block (`roundTimes(run).seedBlock`, fixed when the round started; every commitment of
+    ///         the round landed before it). The result does not depend on the block this call lands in: the seed,
+    ///         every sample and every seat are the same for every caller. Also snapshots the verifier list as the
+    ///         entries registered before the seed block (so no registration after it, e.g. a sybil that saw the
+    ///         seed block's hash, changes a seat), and the round's parameters.
+    ///         Callable in blocks seedBlock + 1 .. seedBlock + SEED_HORIZON_BLOCKS only: before, the hash does not
+    ///         exist yet (SeedBlockNotMined); after, the EVM no longer serves it (SeedBlockExpired). If nobody
+    ///         draws in those 256 blocks, the round cannot be verified: no attestation can be made, so no
+    ///         commitment of it is accepted or paid, nobody is slashed, and theta stays (the round's claim is
+    ///         theta_r itself, no pseudo-gradient being accepted). Anyone may draw, so only a total absence of
+    ///         honest drawers causes it.
     /// @param runId The run.
     /// @param round The current round.
     function drawSeed(uint256 runId, uint64 round) external {
@@ -290,9 +317,13 @@ contract Verification is IVerification {
             revert OutsideAttestWindow(t.commitEnd, t.attestEnd);
         }
         if (_seeds[runId][round].attestEnd != 0) revert SeedAlreadyDrawn(runId, round);
+        uint256 seedBlock = t.seedBlock;
+        if (block.number <= seedBlock) revert SeedBlockNotMined(seedBlock);
+        // INVARIANT: the EVM serves blockhash(seedBlock) for 256 blocks only (0 after): past that, no seed at all.
+        if (block.number > seedBlock + Constants.SEED_HORIZON_BLOCKS) revert SeedBlockExpired(seedBlock);
         IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
-        bytes32 blockHash = blockhash(block.number - 1);
-        uint256 count = verifierCount[runId];
+        bytes32 blockHash = blockhash(seedBlock);
+        uint256 count = _countBefore(runId, seedBlock);
         _seeds[runId][round] = RoundSeed({
             seed: bytes12(blockHash),
             attestEnd: uint40(t.attestEnd),
@@ -304,7 +335,7 @@ contract Verification is IVerification {
         });
         // INVARIANT: the bond is fixed per round here, so every return or forfeit moves exactly what _record took.
         _tallies[runId][round] = RoundTally({totalChecks: 0, totalTokens: 0, attestationBond: p.attestationBond});
-        emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), block.number - 1, blockHash, count);
+        emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), seedBlock, blockHash, count);
     }
 
     // ------------------------------------------------------------------ attestations
@@ -604,6 +635,25 @@ contract Verification is IVerification {
 
     // ------------------------------------------------------------------ internals
 
+    /// @dev Number of verifier-list entries registered before block `seedBlock`: the index of the first entry
+    ///      registered at or after it (registeredBlock never decreases along the list), or the list length.
+    function _countBefore(uint256 runId, uint256 seedBlock) internal view returns (uint256) {
+        uint256 n = verifierCount[runId];
+        // Usual case, one read: nobody registered from the seed block on, so the snapshot is the whole list.
+        if (n == 0 || _verifiers[runId][n - 1].registeredBlock < seedBlock) return n;
+        // Entries [0, lo) are registered before seedBlock, [hi, n) at or after it; entry n - 1 is in the latter.
+        uint256 lo;
+        uint256 hi = n - 1;
+        // INVARIANT: bounded: hi - lo <= MAX_VERIFIERS_PER_RUN - 1 = 255 at the start and at least halves each
+        //            iteration, so at most log2(MAX_VERIFIERS_PER_RUN) = 8 iterations.
+        while (lo < hi) {
+            uint256 mid = (lo + hi) / 2;
+            if (_verifiers[runId][mid].registeredBlock < seedBlock) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+
     function _drawn(uint256 runId, uint64 round) internal view returns (RoundSeed memory rs) {
         rs = _seeds[runId][round];
         if (rs.attestEnd == 0) revert SeedNotDrawn(runId, round);
@@ -701,7 +751,8 @@ contract Verification is IVerification {
     }
 
     /// @dev The list entry of a seat with sub-seed `seatSeed`: list[sample(seatSeed, VERIFIER_DRAW_INDEX, count)] over
-    ///      the list size at the seed draw (an independent draw per seat, with replacement).
+    ///      the round's snapshot count (entries registered before the seed block; an independent draw per seat, with
+    ///      replacement).
     function _assignedFrom(AttestationRef calldata ref, RoundSeed memory rs, bytes32 seatSeed)
         internal
         view

@@ -36,6 +36,8 @@ contract ConstantsTest is Test {
         assertEq(_u("JUROR_MIN_STAKE"), Constants.JUROR_MIN_STAKE, "JUROR_MIN_STAKE");
         assertEq(_u("VERIFIER_DRAW_INDEX"), Constants.VERIFIER_DRAW_INDEX, "VERIFIER_DRAW_INDEX");
         assertEq(vm.parseJsonBytes32(json, ".SEAT_SEED_TAG"), Constants.SEAT_SEED_TAG, "SEAT_SEED_TAG");
+        assertEq(_u("MIN_BLOCK_SECONDS"), Constants.MIN_BLOCK_SECONDS, "MIN_BLOCK_SECONDS");
+        assertEq(_u("SEED_HORIZON_BLOCKS"), Constants.SEED_HORIZON_BLOCKS, "SEED_HORIZON_BLOCKS");
         assertEq(_u("REVENUE_PRECISION"), Constants.REVENUE_PRECISION, "REVENUE_PRECISION");
         assertEq(_u("MAX_TOTAL_SHARES"), Constants.MAX_TOTAL_SHARES, "MAX_TOTAL_SHARES");
         assertEq(_u("MIN_SUPPLY_FOR_RELEASE"), Constants.MIN_SUPPLY_FOR_RELEASE, "MIN_SUPPLY_FOR_RELEASE");

@@ -39,6 +39,7 @@ contract RunRegistryTest is Fixture {
         RunRegistry.RunState memory s = reg.runState(id);
         assertEq(s.round, 0);
         assertEq(s.roundStart, block.timestamp);
+        assertEq(reg.roundTimes(id).seedBlock, block.number + WINDOW / Constants.MIN_BLOCK_SECONDS);
     }
 
     function _expectInvalid(RunConfig memory c, string memory reason) internal {
@@ -133,6 +134,9 @@ contract RunRegistryTest is Fixture {
         assertEq(t.commitEnd, block.timestamp + c.commitWindow);
         assertEq(t.attestEnd, t.commitEnd + c.attestWindow);
         assertEq(t.challengeEnd, t.attestEnd + c.challengeWindow);
+        uint256 blocks = c.commitWindow / Constants.MIN_BLOCK_SECONDS;
+        if (blocks * Constants.MIN_BLOCK_SECONDS < c.commitWindow) ++blocks;
+        assertEq(t.seedBlock, block.number + blocks, "start block + ceil(commitWindow / MIN_BLOCK_SECONDS)");
     }
 
     // ------------------------------------------------------------------ join and commit
@@ -265,6 +269,49 @@ contract RunRegistryTest is Fixture {
         }
     }
 
+    /// @dev The commit window's time is still open, but the chain has reached the seed block (a chain faster than
+    ///      MIN_BLOCK_SECONDS, or vm.roll without vm.warp): the commitment could see the seed, so it is refused.
+    function testFuzz_commit_atOrAfterSeedBlock_reverts(uint256 extraBlocks, uint256 wait) public {
+        joinSolvers(runId, 1);
+        uint256 seedBlock = reg.roundTimes(runId).seedBlock;
+        vm.roll(seedBlock + bound(extraBlocks, 0, 10_000));
+        vm.warp(block.timestamp + bound(wait, 0, WINDOW - 1));
+        vm.prank(solvers[0]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.SeedBlockReached.selector, seedBlock));
+        reg.commit(runId, 0, keccak256("r"), keccak256("d"), 1);
+    }
+
+    function test_commit_seedBlockReachedBeforeCommitEnd_reverts() public {
+        joinSolvers(runId, 2);
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        vm.roll(t.seedBlock - 1);
+        CommitmentData memory c = buildCommitment(runId, 0, solvers[0], 8);
+        vm.prank(solvers[0]);
+        reg.commit(runId, 0, c.root, c.deltaHash, c.tokens); // the block before the seed block: accepted
+        vm.roll(t.seedBlock);
+        assertLt(block.timestamp, t.commitEnd, "the commit window's time is still open");
+        vm.prank(solvers[1]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.SeedBlockReached.selector, t.seedBlock));
+        reg.commit(runId, 0, c.root, c.deltaHash, c.tokens);
+    }
+
+    /// @dev On a chain whose blocks are at least MIN_BLOCK_SECONDS apart, a commit at any time inside the window
+    ///      lands before the seed block: the block check never refuses an honest, on-time commitment.
+    function testFuzz_commit_blocksAtMinBlockSeconds_succeeds(uint256 wait, uint256 blocks) public {
+        joinSolvers(runId, 1);
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        uint256 w = bound(wait, 0, WINDOW - 1);
+        uint256 b = bound(blocks, 0, w / Constants.MIN_BLOCK_SECONDS);
+        vm.warp(t.start + w);
+        vm.roll(block.number + b);
+        assertLt(block.number, t.seedBlock);
+        vm.prank(solvers[0]);
+        reg.commit(runId, 0, keccak256("r"), keccak256("d"), 1);
+        (uint64 round, bool committed,) = reg.commitmentOf(runId, solvers[0]);
+        assertTrue(committed);
+        assertEq(round, 0);
+    }
+
     function test_checkCommitment_mismatch_reverts() public {
         joinSolvers(runId, 1);
         CommitmentData memory c = commitAs(runId, solvers[0]);
@@ -346,6 +393,26 @@ contract RunRegistryTest is Fixture {
         assertEq(t.start, block.timestamp);
         assertEq(shares.pool(runId), REWARD_POOL - REWARD_POOL / 10, "a tenth of the pool released");
         assertEq(address(tokenOf(runId)).balance, REWARD_POOL / 10);
+    }
+
+    /// @dev The seed block is fixed when the round starts (createRun for round 0, settle for round 1) and does not
+    ///      move while the round runs, whatever the block number does.
+    function test_roundTimes_seedBlockFixedAtRoundStart_succeeds() public {
+        vm.roll(5000);
+        uint256 id = createRun(defaultConfig());
+        uint256 seed0 = 5000 + WINDOW / Constants.MIN_BLOCK_SECONDS;
+        assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: createRun block + ceil(Wc / MIN_BLOCK_SECONDS)");
+        vm.roll(5123);
+        assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: unchanged later in the round");
+        warpToClaim(id);
+        vm.roll(seed0 + 777);
+        assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: unchanged after it");
+        claimAndSettle(id, keccak256("t1"));
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        assertEq(t.round, 1);
+        assertEq(t.seedBlock, seed0 + 777 + WINDOW / Constants.MIN_BLOCK_SECONDS, "round 1: settle block + Wc");
+        vm.roll(block.number + 50);
+        assertEq(reg.roundTimes(id).seedBlock, t.seedBlock, "round 1: unchanged later in the round");
     }
 
     function test_settle_claimWindowOpen_reverts() public {

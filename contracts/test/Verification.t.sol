@@ -8,6 +8,7 @@ import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {Verification} from "../src/Verification.sol";
 import {Sampling} from "../src/libraries/Sampling.sol";
+import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../src/interfaces/Types.sol";
 
@@ -43,6 +44,7 @@ contract VerificationTest is Fixture {
         Verification.VerifierEntry memory e = ver.verifierAt(runId, 2);
         assertEq(e.account, verifiers[2]);
         assertTrue(e.active);
+        assertEq(e.registeredBlock, 1000, "the block of registration");
         (,,, uint256 locks) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
         assertEq(locks, 1, "registration locks the verifier stake");
     }
@@ -73,7 +75,7 @@ contract VerificationTest is Fixture {
         vm.mockCall(
             address(reg),
             abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
-            abi.encode(0, 0, 0, 0, 0, true)
+            abi.encode(0, 0, 0, 0, 0, true, 0)
         );
         vm.prank(outsider);
         vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
@@ -86,9 +88,11 @@ contract VerificationTest is Fixture {
         assertFalse(ver.verifierAt(runId, 1).active);
         (,,, uint256 locks) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
         assertEq(locks, 0);
+        vm.roll(block.number + 10);
         vm.prank(verifiers[1]);
         ver.register(runId);
         assertTrue(ver.verifierAt(runId, 1).active);
+        assertEq(ver.verifierAt(runId, 1).registeredBlock, 1000, "a return keeps the first registration's block");
         assertEq(ver.verifierCount(runId), 4, "a returning verifier keeps its entry");
     }
 
@@ -100,8 +104,10 @@ contract VerificationTest is Fixture {
 
     // ------------------------------------------------------------------ seed
 
-    function test_drawSeed_parentBlockHash_succeeds() public view {
+    function test_drawSeed_seedBlockHash_succeeds() public view {
         bytes32 base = ver.seedBase(runId, 0);
+        uint256 seedBlock = reg.roundTimes(runId).seedBlock;
+        assertEq(base, bytes32(bytes12(blockhash(seedBlock))), "first 12 bytes of blockhash(seedBlock)");
         assertTrue(base != bytes32(0));
         assertEq(uint256(base) << 96, 0, "12 bytes, zero padded");
         Verification.RoundSeed memory rs = ver.roundSeed(runId, 0);
@@ -126,6 +132,275 @@ contract VerificationTest is Fixture {
         ver.drawSeed(id, 0);
     }
 
+    /// @dev A fresh run whose round 0 has two commitments and four verifiers (registered in its creation block), at
+    ///      the end of its commit window in time and in blocks: block == seed block, seed not drawn yet.
+    function _committedRound() internal returns (uint256 id) {
+        id = createRun(defaultConfig());
+        joinSolvers(id, 2);
+        registerVerifiers(id, 4);
+        commitAs(id, solvers[0]);
+        commitAs(id, solvers[1]);
+        warpToAttest(id);
+        assertEq(block.number, reg.roundTimes(id).seedBlock);
+    }
+
+    /// @dev Everything the seed decides for round 0 of `id`: the seed base, the 2 samples of each of the 3 seats of
+    ///      both commitments, and the verifier of each seat.
+    function _outcome(uint256 id)
+        internal
+        view
+        returns (bytes32 seed, uint256[] memory samples, address[] memory seats)
+    {
+        seed = ver.seedBase(id, 0);
+        samples = new uint256[](12);
+        seats = new address[](6);
+        for (uint256 s; s < 2; ++s) {
+            for (uint8 slot; slot < 3; ++slot) {
+                (seats[s * 3 + slot],) = ver.assignedVerifier(AttestationRef(id, 0, solvers[s], slot));
+                for (uint256 j; j < 2; ++j) {
+                    samples[(s * 3 + slot) * 2 + j] = ver.sampledSegment(id, 0, solvers[s], slot, j);
+                }
+            }
+        }
+    }
+
+    /// @dev Issue 15 item 3: a committed solver (or anyone) used to pick the seed by choosing the block of its
+    ///      drawSeed call (the parent block's hash). Now the seed, every sample and every seat are the same whichever
+    ///      block of the horizon and whichever moment of the attest window the draw lands in; the old rule would have
+    ///      offered a different seed in each of these 256 blocks.
+    function test_drawSeed_anyBlockInHorizon_sameSeedSamplesSeats_succeeds() public {
+        uint256 id = _committedRound();
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        uint256 snap = vm.snapshotState();
+        vm.roll(t.seedBlock + 1);
+        ver.drawSeed(id, 0);
+        (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
+        assertEq(seed, bytes32(bytes12(blockhash(t.seedBlock))));
+        uint256 oldRuleChoices;
+        for (uint256 k = 1; k <= Constants.SEED_HORIZON_BLOCKS; ++k) {
+            vm.revertToState(snap);
+            vm.roll(t.seedBlock + k);
+            vm.warp(t.commitEnd + (k - 1) * (t.attestEnd - t.commitEnd - 1) / (Constants.SEED_HORIZON_BLOCKS - 1));
+            if (bytes12(blockhash(block.number - 1)) != bytes12(seed)) ++oldRuleChoices;
+            ver.drawSeed(id, 0);
+            (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
+            assertEq(seedK, seed, "seed");
+            assertEq(samplesK, samples, "sampled segments");
+            assertEq(seatsK, seats, "seats");
+            assertEq(ver.roundSeed(id, 0).verifierCount, 4, "snapshot");
+        }
+        assertEq(oldRuleChoices, Constants.SEED_HORIZON_BLOCKS - 1, "the parent-block rule gave a new seed per block");
+    }
+
+    function testFuzz_drawSeed_anyBlockAndTime_sameOutcome_succeeds(uint256 blockSeed, uint256 timeSeed) public {
+        uint256 id = _committedRound();
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        uint256 snap = vm.snapshotState();
+        vm.roll(t.seedBlock + 1);
+        ver.drawSeed(id, 0);
+        (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
+        vm.revertToState(snap);
+        vm.roll(bound(blockSeed, t.seedBlock + 1, t.seedBlock + Constants.SEED_HORIZON_BLOCKS));
+        vm.warp(bound(timeSeed, t.commitEnd, t.attestEnd - 1));
+        ver.drawSeed(id, 0);
+        (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
+        assertEq(seedK, seed);
+        assertEq(samplesK, samples);
+        assertEq(seatsK, seats);
+    }
+
+    function test_drawSeed_emitsSeedBlock_succeeds() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        vm.roll(seedBlock + 17);
+        bytes32 h = blockhash(seedBlock);
+        vm.expectEmit(address(ver));
+        emit Verification.SeedDrawn(id, 0, bytes32(bytes12(h)), seedBlock, h, 4);
+        ver.drawSeed(id, 0);
+    }
+
+    function testFuzz_drawSeed_beforeSeedBlock_reverts(uint256 blockSeed) public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        vm.roll(bound(blockSeed, seedBlock - WINDOW / Constants.MIN_BLOCK_SECONDS, seedBlock));
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockNotMined.selector, seedBlock));
+        ver.drawSeed(id, 0);
+    }
+
+    function test_drawSeed_inSeedBlock_reverts() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        assertEq(block.number, seedBlock);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockNotMined.selector, seedBlock));
+        ver.drawSeed(id, 0);
+    }
+
+    function testFuzz_drawSeed_afterHorizon_reverts(uint256 blockSeed) public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        vm.roll(bound(blockSeed, seedBlock + Constants.SEED_HORIZON_BLOCKS + 1, seedBlock + 1_000_000));
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, seedBlock));
+        ver.drawSeed(id, 0);
+    }
+
+    function test_drawSeed_lastBlockOfHorizon_succeeds() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        vm.roll(seedBlock + Constants.SEED_HORIZON_BLOCKS);
+        ver.drawSeed(id, 0);
+        assertEq(ver.seedBase(id, 0), bytes32(bytes12(blockhash(seedBlock))));
+    }
+
+    /// @dev Nobody drew within the horizon: the round cannot be verified. No attestation, so no commitment is accepted
+    ///      or paid and nobody is slashed; the round settles with theta unchanged and the next round works as usual.
+    function test_drawSeed_expired_roundUnverifiedNextRoundWorks_succeeds() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        vm.roll(seedBlock + Constants.SEED_HORIZON_BLOCKS + 1);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, seedBlock));
+        ver.drawSeed(id, 0);
+        AttestationRef memory ref = AttestationRef(id, 0, solvers[0], 0);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, id, 0));
+        ver.attestPass(ref, c0);
+        uint256 stake = sm.bondedOf(solvers[0], Constants.ROLE_SOLVER);
+        warpToClaim(id);
+        bytes32 theta0 = reg.thetaOf(id, 0);
+        claimAndSettle(id, theta0); // no accepted pseudo-gradient: theta_1 = theta_0
+        assertEq(reg.thetaOf(id, 1), theta0);
+        assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), stake, "nobody slashed");
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAccepted.selector, id, 0, solvers[0]));
+        ver.claimSolverShares(id, 0, solvers[0]);
+        CommitmentData memory next = commitAs(id, solvers[0]);
+        warpToAttest(id);
+        drawSeed(id);
+        attestPassAs(refOf(id, solvers[0], 0), next);
+        assertEq(ver.commitmentStatusOf(id, 1, solvers[0]).passes, 1);
+    }
+
+    /// @dev Issue 15 item 3, second half: the list snapshot used to be taken at draw time, so a drawer could add
+    ///      sybil verifiers after seeing the seed block's hash and before drawing, moving every seat (index mod
+    ///      count). Sybils registered in the seed block and after it change no seat, of these commitments or of any
+    ///      of 200 others, and hold none.
+    function test_drawSeed_sybilsAfterSeedBlock_changeNoSeat_succeeds() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        uint256 snap = vm.snapshotState();
+        vm.roll(seedBlock + 30);
+        ver.drawSeed(id, 0);
+        (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
+        address[] memory many = _manySeats(id);
+        vm.revertToState(snap);
+        for (uint256 i; i < 20; ++i) {
+            vm.roll(seedBlock + i); // from the seed block itself on: its hash is known to the sybils
+            address sybil = makeAddr(string.concat("sybil", vm.toString(i)));
+            _sybil[sybil] = true;
+            stakeAs(sybil, Constants.ROLE_VERIFIER, 5 ether);
+            vm.prank(sybil);
+            ver.register(id);
+        }
+        vm.roll(seedBlock + 30);
+        ver.drawSeed(id, 0);
+        assertEq(ver.verifierCount(id), 24, "the sybils are in the list");
+        assertEq(ver.roundSeed(id, 0).verifierCount, 4, "but not in the round's snapshot");
+        (bytes32 seedS, uint256[] memory samplesS, address[] memory seatsS) = _outcome(id);
+        assertEq(seedS, seed);
+        assertEq(samplesS, samples);
+        assertEq(seatsS, seats, "no seat moved");
+        address[] memory manyS = _manySeats(id);
+        assertEq(manyS, many, "no seat of 200 other commitments moved");
+        for (uint256 i; i < manyS.length; ++i) {
+            assertFalse(_sybil[manyS[i]], "a sybil holds a seat");
+        }
+        assertGt(_movedByCount(seed, id, 24), 300, "a draw-time snapshot (24 entries) would move most of the 600 seats");
+    }
+
+    /// @dev How many of the 600 seats of `_manySeats` would get another list index with `count` entries than with 4.
+    function _movedByCount(bytes32 seed, uint256 id, uint256 count) internal pure returns (uint256 moved) {
+        for (uint256 i; i < 600; ++i) {
+            bytes32 seatSeed = Sampling.seatSeed(Sampling.seed(seed, id, 0, _statSolver(i / 3)), uint8(i % 3));
+            uint256 index = Sampling.sample(seatSeed, Constants.VERIFIER_DRAW_INDEX, count);
+            if (index != Sampling.sample(seatSeed, Constants.VERIFIER_DRAW_INDEX, 4)) ++moved;
+        }
+    }
+
+    function _statSolver(uint256 k) internal pure returns (address) {
+        return address(uint160(uint256(keccak256(abi.encode("statistics solver", k)))));
+    }
+
+    /// @dev The verifiers of the 3 seats of 200 commitments (one per synthetic solver address) of round 0 of `id`.
+    function _manySeats(uint256 id) internal view returns (address[] memory seats) {
+        seats = new address[](600);
+        for (uint256 i; i < 600; ++i) {
+            (seats[i],) = ver.assignedVerifier(AttestationRef(id, 0, _statSolver(i / 3), uint8(i % 3)));
+        }
+    }
+
+    /// @dev The snapshot is the prefix of entries registered before the seed block, found by binary search:
+    ///      `before` entries in blocks before the seed block, `after_` entries in it and after it.
+    function testFuzz_drawSeed_snapshotIsPrefixBeforeSeedBlock_succeeds(uint256 before, uint256 after_, uint256 gap)
+        public
+    {
+        before = bound(before, 0, 40);
+        after_ = bound(after_, 0, 40);
+        gap = bound(gap, 0, 3);
+        uint256 id = createRun(defaultConfig());
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        for (uint256 i; i < before + after_; ++i) {
+            // before: blocks start .. seedBlock - 1; after: seedBlock, seedBlock + gap, ...
+            vm.roll(i < before ? t.seedBlock - WINDOW + i * gap : t.seedBlock + (i - before) * gap);
+            _registerFresh(id, i);
+        }
+        vm.warp(t.commitEnd);
+        vm.roll(t.seedBlock + 200);
+        ver.drawSeed(id, 0);
+        assertEq(ver.roundSeed(id, 0).verifierCount, before);
+    }
+
+    /// @dev A full list (MAX_VERIFIERS_PER_RUN entries) cut at every interesting place.
+    function test_drawSeed_fullListSnapshot_succeeds() public {
+        uint256 id = createRun(defaultConfig());
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        uint256[7] memory cuts = [uint256(0), 1, 2, 127, 128, 255, 256];
+        uint256 snap = vm.snapshotState();
+        for (uint256 c; c < cuts.length; ++c) {
+            vm.revertToState(snap);
+            for (uint256 i; i < Constants.MAX_VERIFIERS_PER_RUN; ++i) {
+                vm.roll(i < cuts[c] ? t.seedBlock - 1 : t.seedBlock + 1);
+                _registerFresh(id, i);
+            }
+            vm.warp(t.commitEnd);
+            vm.roll(t.seedBlock + 2);
+            ver.drawSeed(id, 0);
+            assertEq(ver.roundSeed(id, 0).verifierCount, cuts[c]);
+        }
+    }
+
+    function _registerFresh(uint256 id, uint256 i) internal {
+        address v = makeAddr(string.concat("list verifier ", vm.toString(i)));
+        stakeAs(v, Constants.ROLE_VERIFIER, 5 ether);
+        vm.prank(v);
+        ver.register(id);
+    }
+
+    /// @dev A verifier that left before the seed block and returns after it keeps its entry, its index and its
+    ///      registration block: the snapshot does not change, and it may attest the seats its index holds again.
+    function test_register_returnAfterSeedBlock_keepsSnapshot_succeeds() public {
+        uint256 id = _committedRound();
+        uint256 seedBlock = reg.roundTimes(id).seedBlock;
+        uint64 registered = ver.verifierAt(id, 1).registeredBlock;
+        vm.prank(verifiers[1]);
+        ver.deregister(id);
+        vm.roll(seedBlock + 5);
+        vm.prank(verifiers[1]);
+        ver.register(id);
+        Verification.VerifierEntry memory e = ver.verifierAt(id, 1);
+        assertEq(e.account, verifiers[1]);
+        assertTrue(e.active);
+        assertEq(e.registeredBlock, registered);
+        ver.drawSeed(id, 0);
+        assertEq(ver.roundSeed(id, 0).verifierCount, 4, "the returning entry stays in the snapshot");
+    }
+
     function test_drawSeed_wrongRound_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(Verification.WrongRound.selector, 1, 0));
         ver.drawSeed(runId, 1);
@@ -135,7 +410,7 @@ contract VerificationTest is Fixture {
         vm.mockCall(
             address(reg),
             abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
-            abi.encode(0, 0, 0, 0, 0, true)
+            abi.encode(0, 0, 0, 0, 0, true, 0)
         );
         vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
         ver.drawSeed(runId, 0);
@@ -644,9 +919,11 @@ contract VerificationTest is Fixture {
         claimAndSettle(runId, keccak256("theta1"));
         ver.claimVerifierShares(_ref(0, 0));
         ver.claimVerifierShares(_ref(0, 1));
-        assertEq(tokenOf(runId).balanceOf(v0) + tokenOf(runId).balanceOf(v1), 2 * uint256(300e18) / 3);
-        (,, bool minted,) = ver.attestationOf(_ref(0, 0));
-        assertTrue(minted);
+        // one verifier may hold both seats (independent draws): count its balance once
+        uint256 minted = tokenOf(runId).balanceOf(v0) + (v1 == v0 ? 0 : tokenOf(runId).balanceOf(v1));
+        assertEq(minted, 2 * uint256(300e18) / 3);
+        (,, bool sharesMinted,) = ver.attestationOf(_ref(0, 0));
+        assertTrue(sharesMinted);
         vm.expectRevert(Verification.AlreadyMinted.selector);
         ver.claimVerifierShares(_ref(0, 0));
     }

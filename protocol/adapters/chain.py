@@ -466,6 +466,15 @@ class ChainClient:
         (anvil only): the chain's time then moves only when blocks are mined."""
         self._devnet_request("anvil_setBlockTimestampInterval", [int(seconds)])
 
+    def mine_blocks(self, count: int, interval_s: int | None = None) -> None:
+        """Mine `count` empty blocks in one call (anvil only), `interval_s` apart (None: anvil's own rule).
+
+        On an anvil stamping a fixed interval (a test's driven clock) the interval argument is ignored."""
+        if count <= 0:
+            return
+        params: list[Any] = [hex(count)] if interval_s is None else [hex(count), hex(interval_s)]
+        self._devnet_request("anvil_mine", params)
+
     def mine(self, blocks: int = 1) -> None:
         for _ in range(blocks):
             self._devnet_request("evm_mine", [])

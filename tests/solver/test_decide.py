@@ -10,7 +10,9 @@ from protocol.adapters.contracts import ClaimStatus, RoundTimes
 from protocol.hashing import Hash32
 from solver.decide import RoundRecord, SolverView, decide_solver_action
 
-TIMES = RoundTimes(round=2, start=1000, commit_end=1020, attest_end=1035, challenge_end=1040, finished=False)
+TIMES = RoundTimes(
+    round=2, start=1000, commit_end=1020, attest_end=1035, challenge_end=1040, finished=False, seed_block=500
+)
 TRAINED = RoundRecord(
     1,
     2,
@@ -22,8 +24,8 @@ TRAINED = RoundRecord(
 )
 COMMITTED = replace(TRAINED, status="committed")
 BASE = SolverView(
-    now=1005, times=TIMES, record=None, committed_on_chain=False, coordinator=False, claim_status=ClaimStatus.NONE,
-    claim_window_end=0, open_disputes=0, unfinalized=0, unclaimed_rounds=(),
+    now=1005, times=TIMES, block=480, record=None, committed_on_chain=False, coordinator=False,
+    claim_status=ClaimStatus.NONE, claim_window_end=0, open_disputes=0, unfinalized=0, unclaimed_rounds=(),
 )  # fmt: skip
 
 
@@ -33,6 +35,7 @@ BASE = SolverView(
         ({}, "train"),
         ({"now": 1020}, "mark_missed"),
         ({"record": TRAINED}, "commit"),
+        ({"record": TRAINED, "block": 500}, "mark_missed"),  # the seed block is reached: a commit would revert
         ({"record": TRAINED, "committed_on_chain": True}, "mark_committed"),  # crashed after sending the commit
         ({"record": TRAINED, "now": 1021}, "mark_missed"),
         ({"record": COMMITTED}, "wait"),

@@ -8,7 +8,7 @@ from protocol.adapters.contracts import RoundTimes
 from protocol.verdict import SampleCheck, decide_attestation
 from verifier.decide import get_verifier_phase
 
-TIMES = RoundTimes(round=0, start=100, commit_end=120, attest_end=135, challenge_end=140, finished=False)
+TIMES = RoundTimes(round=0, start=100, commit_end=120, attest_end=135, challenge_end=140, finished=False, seed_block=50)
 
 
 def test_all_samples_replay_means_pass():
@@ -43,13 +43,19 @@ def test_an_unprovable_problem_abstains():
 
 
 @pytest.mark.parametrize(
-    ("now", "seed_drawn", "phase"),
-    [(110, False, "before_attest"), (120, False, "draw_seed"), (125, True, "attest"), (135, True, "after_attest")],
+    ("now", "seed_drawn", "block", "phase"),
+    [
+        (110, False, 60, "before_attest"),
+        (120, False, 50, "wait_seed_block"),  # the seed block (50) is not behind the chain yet
+        (120, False, 51, "draw_seed"),
+        (125, True, 60, "attest"),
+        (135, True, 60, "after_attest"),
+    ],
 )
-def test_phases(now, seed_drawn, phase):
-    assert get_verifier_phase(now, TIMES, seed_drawn) == phase
+def test_phases(now, seed_drawn, block, phase):
+    assert get_verifier_phase(now, TIMES, seed_drawn, block) == phase
 
 
 def test_finished_run():
     finished = RoundTimes(3, 0, 0, 0, 0, True)
-    assert get_verifier_phase(10**9, finished, True) == "finished"
+    assert get_verifier_phase(10**9, finished, True, 0) == "finished"

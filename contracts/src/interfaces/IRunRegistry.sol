@@ -38,7 +38,9 @@ interface IRunRegistry {
         uint8 jurySize;
     }
 
-    /// @notice The current round of a run and its deadlines (block timestamps, seconds).
+    /// @notice The current round of a run, its deadlines (block timestamps, seconds) and its seed block (a block
+    ///         number fixed when the round started: start block + ceil(commitWindow / MIN_BLOCK_SECONDS); every
+    ///         commitment of the round lands before it, and the round's seed is the hash of that block).
     struct RoundTimes {
         uint64 round;
         uint256 start;
@@ -46,6 +48,7 @@ interface IRunRegistry {
         uint256 attestEnd;
         uint256 challengeEnd;
         bool finished;
+        uint256 seedBlock;
     }
 
     /// @notice Outcome of a dispute over a theta claim.

@@ -295,7 +295,7 @@ contract Handler is Fixture {
         if (t.finished || block.timestamp >= t.attestEnd) return;
         if (ver.seedBase(runId, t.round) != bytes32(0)) return;
         if (block.timestamp < t.commitEnd) vm.warp(t.commitEnd); // the seed waits for the commit window
-        vm.roll(block.number + 1);
+        vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1); // and for its block
         ver.drawSeed(runId, t.round);
         ++calls["drawSeed"];
     }

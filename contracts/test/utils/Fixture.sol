@@ -203,14 +203,19 @@ abstract contract Fixture is Test {
 
     // ------------------------------------------------------------------ phases
 
+    /// @dev To the end of the commit window, in time and in blocks: a block per MIN_BLOCK_SECONDS since the round
+    ///      started reaches the seed block (mined, hash not yet readable by drawSeed).
     function warpToAttest(uint256 runId) internal {
-        vm.warp(reg.roundTimes(runId).commitEnd);
-        vm.roll(block.number + 1);
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        vm.warp(t.commitEnd);
+        vm.roll(block.number < t.seedBlock ? t.seedBlock : block.number + 1);
     }
 
+    /// @dev Draw the current round's seed in the next block, at least the one after the seed block.
     function drawSeed(uint256 runId) internal {
-        vm.roll(block.number + 1);
-        ver.drawSeed(runId, reg.roundTimes(runId).round);
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1);
+        ver.drawSeed(runId, t.round);
     }
 
     function warpToClaim(uint256 runId) internal {
