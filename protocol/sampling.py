@@ -9,12 +9,14 @@ Each verifier seat q of the commitment has its own sub-seed, and from it its own
 own samples (DESIGN section 4: never a consecutive window of a list a sybil can fill):
 
     seat seed  s_q = keccak256(abi.encode(SEAT_SEED_TAG, seed, uint256 q))
-    verifier of seat q = list[uint256(keccak256(abi.encode(s_q, VERIFIER_DRAW_INDEX))) mod count]
+    verifier of seat q = the r_q-th list index no earlier seat holds, r_q = uint256(keccak256(abi.encode(
+                         s_q, VERIFIER_DRAW_INDEX))) mod (count - q)     (without replacement)
     sample j of seat q = uint256(keccak256(abi.encode(s_q, uint256 j))) mod n
 
-Seats draw independently (with replacement) and samples too, so a block of sybils holding a share p
-of the list holds all k seats of a commitment with probability p^k, and a solver that faked a
-fraction f of its segments is caught with probability exactly 1 - (1 - f)^(s x k). The modulo bias
+The seats of a commitment go to distinct verifiers, each drawn from its own sub-seed, so a block of
+sybils holding a share p of the list holds all k seats with probability about p^k; samples are drawn
+independently, with replacement, so a solver that faked a fraction f of its segments is caught with
+probability exactly 1 - (1 - f)^(s x k). The modulo bias
 is below n / 2^256. Solidity's `Sampling` library and `Verification` compute the same values
 (tests/vectors).
 """
@@ -68,11 +70,23 @@ def compute_seat_seed(seed: bytes | str, slot: int) -> Hash32:
     return keccak256(abi_encode(["bytes32", "bytes32", "uint256"], [SEAT_SEED_TAG, seed, slot]))
 
 
-def compute_seat_verifier_index(seat_seed: bytes | str, verifier_count: int) -> int:
-    """Index into the run's verifier list (as it was when the seed was drawn) of a seat's verifier."""
-    if verifier_count <= 0:
-        raise SeedError("no verifier is registered for the run: no seat can be assigned")
-    return compute_sample(seat_seed, VERIFIER_DRAW_INDEX, verifier_count)
+def compute_seat_verifier_indices(seed: bytes | str, seats: int, verifier_count: int) -> tuple[int, ...]:
+    """Verifier-list indices of seats 0 .. seats-1 of a commitment with seed `seed` (Sampling.seatIndex).
+
+    Seat q draws r_q = sample(seat seed q, VERIFIER_DRAW_INDEX, count - q) and takes the r_q-th index no
+    earlier seat holds: a uniform draw without replacement from the seat's own sub-seed, so the seats of one
+    commitment go to distinct verifiers and no position in the list is favoured.
+    """
+    if not 0 <= seats <= verifier_count:
+        raise SeedError(f"{seats} seats cannot go to distinct verifiers of a list of {verifier_count}")
+    used: list[int] = []
+    for q in range(seats):
+        index = compute_sample(compute_seat_seed(seed, q), VERIFIER_DRAW_INDEX, verifier_count - q)
+        for held in sorted(used):
+            if held <= index:
+                index += 1
+        used.append(index)
+    return tuple(used)
 
 
 def compute_sampled_segments(seed: bytes | str, num_segments: int, samples: int) -> tuple[int, ...]:

@@ -24,13 +24,14 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      Sampling.seed / protocol.sampling.
 ///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
 ///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
-///      is list[Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count)] over the prefix of the run's verifier list
+///      is list[Sampling.seatIndex(seed, q, count)] -- the r_q-th index not held by seats 0 .. q-1, with
+///      r_q = Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count - q) -- over the prefix of the run's verifier list
 ///      registered before the seed block (count = the number of entries whose `registeredBlock` < seedBlock; the
 ///      list is append-only, so they are a prefix): it does not depend on when the seed is drawn, and a verifier
-///      that registers after seeing the seed block's hash gets no seat. Independent draws with replacement, so one
-///      verifier may hold several seats of a commitment (each is its own attestation with its own bond), and a
-///      block of sybils holding a fraction p of the list gets all k seats with probability p^k, not about p as a
-///      window of consecutive entries would give. Sampled segment j of seat q = Sampling.sample(s_q, j,
+///      that registers after seeing the seed block's hash gets no seat. Each seat draws from its own sub-seed,
+///      without replacement, so the seats of one commitment go to distinct verifiers, and a block of sybils
+///      holding a fraction p of the list gets all k seats with probability about p^k, not about p as a window
+///      of consecutive entries would give. Sampled segment j of seat q = Sampling.sample(s_q, j,
 ///      numSegments): seats replay independent samples, so k seats of s samples catch a solver that faked a
 ///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
 ///      q >= count is void (SeatVoid); a seat whose verifier left the list, or is the solver, cannot be attested.
@@ -539,8 +540,8 @@ contract Verification is IVerification {
         return _assigned(ref, _drawn(ref.runId, ref.round)).account;
     }
 
-    /// @notice The verifier assigned to a seat (an independent draw from the seat's sub-seed; one verifier may
-    ///         hold several seats of a commitment) and whether it may attest (active, not the solver).
+    /// @notice The verifier assigned to a seat (drawn from the seat's sub-seed without replacement: the seats of
+    ///         a commitment go to distinct verifiers) and whether it may attest (active, not the solver).
     /// @param ref The seat.
     /// @return verifier The assigned account.
     /// @return eligible Whether that account can attest this seat now.
@@ -750,16 +751,17 @@ contract Verification is IVerification {
         return _assignedFrom(ref, rs, _seatSeed(ref, rs));
     }
 
-    /// @dev The list entry of a seat with sub-seed `seatSeed`: list[sample(seatSeed, VERIFIER_DRAW_INDEX, count)] over
-    ///      the round's snapshot count (entries registered before the seed block; an independent draw per seat, with
-    ///      replacement).
-    function _assignedFrom(AttestationRef calldata ref, RoundSeed memory rs, bytes32 seatSeed)
+    /// @dev The list entry of a seat: list[Sampling.seatIndex(seed, slot, count)] over the round's snapshot count
+    ///      (entries registered before the seed block). Each seat draws from its own sub-seed, without replacement,
+    ///      so the seats of one commitment go to distinct verifiers.
+    function _assignedFrom(AttestationRef calldata ref, RoundSeed memory rs, bytes32)
         internal
         view
         returns (VerifierEntry memory)
     {
         if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
-        return _verifiers[ref.runId][Sampling.sample(seatSeed, Constants.VERIFIER_DRAW_INDEX, rs.verifierCount)];
+        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
+        return _verifiers[ref.runId][Sampling.seatIndex(seed, ref.slot, rs.verifierCount)];
     }
 
     /// @dev The segment of the seat's draw `sampleIndex` (from the seat's sub-seed `seatSeed`), with the leaf proven

@@ -17,7 +17,7 @@ from protocol.sampling import (
     compute_sampled_segments,
     compute_sampling_seed,
     compute_seat_seed,
-    compute_seat_verifier_index,
+    compute_seat_verifier_indices,
     get_required_samples,
 )
 
@@ -65,14 +65,24 @@ def test_seats_have_their_own_seeds_verifiers_and_samples():
 
 def test_sybil_block_holds_all_seats_at_the_independent_rate():
     """30 verifiers, a block of 10 sybils (a third of the list), 3 seats per commitment, 3,000 commitments:
-    all three seats are sybils with probability (1/3)^3 = 1/27 (111 expected, binomial sd 10.3), where a
-    consecutive window of the list gave them all three 8/30 of the time (800 expected)."""
+    all three seats are sybils with probability 10/30 x 9/29 x 8/28 = 0.0296 (89 expected, binomial sd 9.3),
+    where a consecutive window of the list gave them all three 8/30 of the time (800 expected)."""
     count, sybils, commitments, together = 30, range(10, 20), 3_000, 0
     for n in range(commitments):
-        seed = compute_sampling_seed(BLOCK, 1, n, SOLVER)
-        seats = [compute_seat_verifier_index(compute_seat_seed(seed, q), count) for q in range(3)]
+        seats = compute_seat_verifier_indices(compute_sampling_seed(BLOCK, 1, n, SOLVER), 3, count)
+        assert len(set(seats)) == 3 and all(0 <= v < count for v in seats)
         together += all(v in sybils for v in seats)
-    assert 111 - 5 * 10.3 < together < 111 + 5 * 10.3, together
+    assert 89 - 5 * 9.3 < together < 89 + 5 * 9.3, together
+
+
+def test_seats_cover_the_list_uniformly_and_fill_it_when_seats_equal_verifiers():
+    counts = [0] * 5
+    for n in range(2_000):
+        for index in compute_seat_verifier_indices(compute_sampling_seed(BLOCK, 2, n, SOLVER), 2, 5):
+            counts[index] += 1
+    assert all(700 < c < 900 for c in counts), counts  # 800 each
+    for n in range(50):  # as many seats as verifiers: every verifier holds exactly one
+        assert sorted(compute_seat_verifier_indices(compute_sampling_seed(BLOCK, 3, n, SOLVER), 4, 4)) == [0, 1, 2, 3]
 
 
 def test_detection_probability_formula():

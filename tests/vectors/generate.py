@@ -23,7 +23,7 @@ from protocol.sampling import (
     compute_sampled_segments,
     compute_sampling_seed,
     compute_seat_seed,
-    compute_seat_verifier_index,
+    compute_seat_verifier_indices,
 )
 
 VECTORS_DIR = Path(__file__).resolve().parent
@@ -120,7 +120,11 @@ def build_sampling_vectors() -> dict:
                     "slot": slot,
                     "seatSeed": hash_to_hex(seat_seed),
                     "verifierCounts": list(SEAT_VERIFIER_COUNTS),
-                    "verifierIndices": [compute_seat_verifier_index(seat_seed, n) for n in SEAT_VERIFIER_COUNTS],
+                    # seat `slot`'s verifier index for each count (0 where the list is too short for the seat)
+                    "verifierIndices": [
+                        compute_seat_verifier_indices(seed, slot + 1, n)[slot] if slot < n else 0
+                        for n in SEAT_VERIFIER_COUNTS
+                    ],
                     "numSegments": num_segments,
                     "samples": list(compute_sampled_segments(seat_seed, num_segments, samples)),
                 }
