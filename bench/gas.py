@@ -40,7 +40,7 @@ from protocol.jury import (  # noqa: E402
     draw_jury,
 )
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at  # noqa: E402
-from protocol.sampling import compute_sample, compute_sampling_seed  # noqa: E402
+from protocol.sampling import compute_sample, compute_sampling_seed, compute_seat_seed  # noqa: E402
 
 UNBONDING_DELAY = 7 * 24 * 3600
 WINDOW = 3600
@@ -97,9 +97,15 @@ class Bench:
         return self.contracts[contract].functions[function](*args)
 
     def advance(self, seconds: int) -> None:
-        """Move the chain clock forward, one block per second (windows are in block timestamps; a round's
-        seed block is fixed in blocks when the round starts, as on a chain with 1-second blocks)."""
-        self.w3.provider.make_request("anvil_mine", [hex(seconds), hex(1)])
+        """Move the chain clock forward and mine a block (windows are in block timestamps)."""
+        self.w3.provider.make_request("evm_increaseTime", [seconds])
+        self.w3.provider.make_request("evm_mine", [])
+
+    def mine_past(self, block: int) -> None:
+        """Mine empty blocks (same timestamp) until the chain is past `block` (a round's seed block)."""
+        missing = block - self.w3.eth.block_number + 1
+        if missing > 0:
+            self.w3.provider.make_request("anvil_mine", [hex(missing), hex(0)])
 
     def mine(self) -> None:
         """Mine one empty block."""
@@ -278,11 +284,11 @@ class Scenario:
         self.b.send(label, solver, self.b.fn("RunRegistry", "commit", run_id, 0, root, delta, tokens))
         return c
 
-    def sample(self, c: Commitment, sample_index: int) -> int:
-        """Segment of draw `sample_index`, computed in Python from the on-chain seed base."""
+    def sample(self, c: Commitment, sample_index: int, slot: int = 0) -> int:
+        """Segment of seat `slot`'s draw `sample_index`, computed in Python from the on-chain seed base."""
         base = self.b.call("Verification", "seedBase", c.run_id, c.round)
         seed = compute_sampling_seed(base, c.run_id, c.round, c.solver)
-        return compute_sample(seed, sample_index, SEGMENTS)
+        return compute_sample(compute_seat_seed(seed, slot), sample_index, SEGMENTS)
 
     def attest_pass(self, c: Commitment, verifier: str, label: str | None) -> tuple:
         """Attest pass on seat 0."""
@@ -369,6 +375,8 @@ class Scenario:
         cb2 = self.commit(run_b, b2, None)
 
         b.advance(WINDOW)  # attestation window
+        seed_blocks = [b.call("RunRegistry", "roundTimes", run)[-1] for run in (run_a, run_b)]  # seedBlock: last
+        b.mine_past(max(seed_blocks))
         b.send("draw_seed", self.creator, b.fn("Verification", "drawSeed", run_a, 0))
         b.send(None, self.creator, b.fn("Verification", "drawSeed", run_b, 0))
         self.attest_pass(ca1, self.verifiers[0], "attest")
