@@ -16,7 +16,6 @@ on a precheck: only replay can tell.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,20 +27,16 @@ from protocol.data import TokenDataset
 from protocol.errors import GradledgerError
 from protocol.hashing import keccak256
 from protocol.model import build_model
-from protocol.sketch import compute_sketch_hash
-from protocol.state import compute_state_hash
 from protocol.training import (
     ADAM_STEP,
     SegmentRecord,
     State,
-    build_optimizer,
+    build_trainer,
     compute_param_update,
-    compute_segment_sketch,
+    compute_segment_record,
     get_checkpoint_state,
     get_param_state,
     get_params,
-    get_segment_tokens,
-    load_checkpoint_state,
     run_inner_steps,
     train_segment,
 )
@@ -96,34 +91,15 @@ class DishonestSegment:
 # Training with the honest step, fed differently
 
 
-def _new_trainer(config: RunConfig, start: Mapping[str, torch.Tensor]):
-    model = build_model(config.model, config.profile, config.seed_bytes)
-    optimizer = build_optimizer(model, config.train)
-    load_checkpoint_state(model, optimizer, start)
-    return model, optimizer
-
-
 def _segment_steps(config: RunConfig, segment_index: int) -> range:
     k = config.train.steps_per_segment
     return range(segment_index * k, (segment_index + 1) * k)
 
 
-def train_honestly(
-    config: RunConfig,
-    dataset: TokenDataset,
-    round_index: int,
-    solver: str,
-    segment_index: int,
-    start: Mapping[str, torch.Tensor],
-) -> tuple[State, list[float]]:
-    """The honest end checkpoint of a segment and its losses (what the cheats start from)."""
-    return train_segment(config, dataset, round_index, solver, segment_index, start)
-
-
 def _train_skipping(
     config: RunConfig, dataset: TokenDataset, round_index: int, solver: str, segment_index: int, start: State
 ) -> tuple[State, list[float]]:
-    model, optimizer = _new_trainer(config, start)
+    model, optimizer = build_trainer(config, start)
     losses: list[float] = []
     for step in _segment_steps(config, segment_index):
         if step % SKIP_PERIOD == 0:
@@ -140,7 +116,7 @@ def _train_half_tokens(
         raise AdversaryError("half-tokens needs a batch of at least 2 sequences")
     # Batch positions are prefix-stable in the batch size: this is the first half of each batch.
     half_config = config.model_copy(update={"train": config.train.model_copy(update={"batch_size": half})})
-    return train_honestly(half_config, dataset, round_index, solver, segment_index, start)
+    return train_segment(half_config, dataset, round_index, solver, segment_index, start)
 
 
 def _train_wrong_data(
@@ -152,7 +128,7 @@ def _train_wrong_data(
     start: State,
     seed: int,
 ) -> tuple[State, list[float]]:
-    model, optimizer = _new_trainer(config, start)
+    model, optimizer = build_trainer(config, start)
     steps = _segment_steps(config, segment_index)
     wrong = steps[seed % len(steps)]
     other = "0x" + keccak256(f"gradledger adversary other solver {seed}".encode())[:20].hex()
@@ -167,7 +143,7 @@ def _train_bf16(
     config: RunConfig, dataset: TokenDataset, round_index: int, solver: str, segment_index: int, start: State
 ) -> tuple[State, list[float]]:
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        return train_honestly(config, dataset, round_index, solver, segment_index, start)
+        return train_segment(config, dataset, round_index, solver, segment_index, start)
 
 
 def _claim_full_step_count(config: RunConfig, start: Mapping[str, torch.Tensor], end: State) -> State:
@@ -252,7 +228,7 @@ def make_dishonest_segment(
         nonlocal losses
         if honest_end is not None:
             return dict(honest_end)
-        end, losses = train_honestly(*args)
+        end, losses = train_segment(*args)
         return end
 
     if behaviour is Behaviour.SKIPPED_STEPS:
@@ -284,18 +260,4 @@ def make_dishonest_segment(
         end = _forge(config, start, seed)
     else:  # pragma: no cover - the enum is exhaustive
         raise AdversaryError(f"unknown behaviour {behaviour!r}")
-    return DishonestSegment(behaviour, _make_record(config, segment_index, start, end, losses), end)
-
-
-def _make_record(config: RunConfig, segment_index: int, start: State, end: State, losses: list[float]) -> SegmentRecord:
-    """The leaf fields a cheater commits: true start hash, its own end and sketch, honest tokens."""
-    sketch = compute_segment_sketch(start, end, config.get_sketch_spec())
-    return SegmentRecord(
-        index=segment_index,
-        start_hash=compute_state_hash(start),
-        end_hash=compute_state_hash(end),
-        sketch=sketch,
-        sketch_hash=compute_sketch_hash(sketch),
-        tokens=get_segment_tokens(config),
-        mean_loss=sum(losses) / len(losses) if losses else math.nan,
-    )
+    return DishonestSegment(behaviour, compute_segment_record(config, segment_index, start, end, losses), end)

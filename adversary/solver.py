@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from adversary.behaviours import Behaviour, make_dishonest_segment, train_honestly
+from adversary.behaviours import Behaviour, make_dishonest_segment
 from node.logs import log_event
 from protocol.adapters.artifacts import ArtifactNotFoundError, ArtifactStore, BackgroundStateWriter
 from protocol.adapters.runs import RunContext
@@ -35,16 +35,14 @@ from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32, hash_to_hex
-from protocol.sketch import compute_sketch_hash
-from protocol.state import compute_state_hash
 from protocol.training import (
     PARAM,
     SegmentRecord,
     State,
     compute_param_update,
-    compute_segment_sketch,
-    get_segment_tokens,
+    compute_segment_record,
     make_start_checkpoint,
+    train_segment,
 )
 from solver.node import SolverNode, SolverSettings
 
@@ -73,19 +71,6 @@ class AdversarySettings:
         return f"{self.mode.value}:{self.behaviour.value}" if self.behaviour else self.mode.value
 
 
-def _record(config: RunConfig, index: int, start: State, end: State, losses: list[float]) -> SegmentRecord:
-    sketch = compute_segment_sketch(start, end, config.get_sketch_spec())
-    return SegmentRecord(
-        index=index,
-        start_hash=compute_state_hash(start),
-        end_hash=compute_state_hash(end),
-        sketch=sketch,
-        sketch_hash=compute_sketch_hash(sketch),
-        tokens=get_segment_tokens(config),
-        mean_loss=sum(losses) / len(losses) if losses else float("nan"),
-    )
-
-
 def train_dishonest_round(
     behaviour: Behaviour,
     config: RunConfig,
@@ -109,8 +94,8 @@ def train_dishonest_round(
     previous_update: State | None = None
     for index in range(config.train.num_segments):
         if behaviour is Behaviour.REUSED_UPDATE and previous_update is None:
-            end, losses = train_honestly(config, dataset, round_index, solver, index, checkpoint)
-            record = _record(config, index, checkpoint, end, losses)
+            end, losses = train_segment(config, dataset, round_index, solver, index, checkpoint)
+            record = compute_segment_record(config, index, checkpoint, end, losses)
         else:
             segment = make_dishonest_segment(
                 behaviour, config, dataset, round_index, solver, index, checkpoint,

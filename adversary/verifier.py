@@ -19,10 +19,10 @@ from enum import StrEnum
 from typing import Any
 
 from protocol.adapters.artifacts import ArtifactError
-from protocol.adapters.contracts import AttestationRef, Commitment
 from protocol.adapters.http import PeerError
 from protocol.commitment import CommitmentDoc, CommitmentDocError
 from protocol.errors import ConfigError
+from protocol.types import AttestationRef, Commitment
 from protocol.verdict import AttestationDecision
 from verifier.worker import VerifierWorker
 

@@ -46,7 +46,7 @@ from devnet.runs import RunRules, build_run_terms
 from protocol import training
 from protocol.adapters.artifacts import BackgroundStateWriter, LocalArtifactStore, put_state
 from protocol.adapters.chain import ChainClient
-from protocol.adapters.contracts import ROLE_SOLVER, Commitment, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.corpus import load_corpus_shards
 from protocol.adapters.keys import get_devnet_account
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
@@ -68,6 +68,7 @@ from protocol.training import (
     run_inner_steps,
     train_round,
 )
+from protocol.types import ROLE_SOLVER, Commitment
 
 SOLVER = get_devnet_account(1)
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from eth_account.signers.local import LocalAccount
 
 from protocol.adapters.artifacts import ArtifactStore
-from protocol.adapters.contracts import ProtocolClient, RunTerms
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.runs import publish_run_artifacts
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest
 from protocol.outer import get_initial_global_state
+from protocol.types import RunTerms
 
 ETH = 10**18
 

@@ -154,8 +154,8 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
 
 
 def _stake(protocol, p: Participant) -> int:
-    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER
     from protocol.adapters.keys import get_devnet_account
+    from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 
     role = ROLE_SOLVER if p.role == "solver" else ROLE_VERIFIER
     return protocol.bonded_of(get_devnet_account(p.account).address, role)

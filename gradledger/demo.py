@@ -142,12 +142,13 @@ def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None,
     from devnet.runs import create_run
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
-    from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+    from protocol.adapters.contracts import ProtocolClient
     from protocol.adapters.corpus import load_corpus_shards
     from protocol.adapters.http import make_node_app, serve_in_thread
     from protocol.adapters.keys import get_devnet_account
     from protocol.config import build_run_config
     from protocol.hashing import hash_to_hex
+    from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 
     rules = scenario.rules
     root = get_home(home)

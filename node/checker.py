@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
-from protocol.adapters.contracts import AttestationRef, Commitment, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import StateEncodingError
 from protocol.state import decode_state
 from protocol.training import State, get_params
+from protocol.types import AttestationRef, Commitment
 from protocol.verdict import (
     AttestationDecision,
     SampleCheck,

@@ -19,7 +19,7 @@ from eth_account.signers.local import LocalAccount
 
 from node.logs import get_logger, log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
-from protocol.adapters.contracts import AttestationRef, DisputeRecord, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.jury import (
     KIND_ATTESTATION,
@@ -31,6 +31,7 @@ from protocol.jury import (
     draw_jury,
     get_dispute_action,
 )
+from protocol.types import AttestationRef, DisputeRecord
 
 logger = get_logger("disputes")
 

@@ -230,12 +230,41 @@ def train_segment(
     verifier, juror or auditor replays, and what a cheater's honest baseline is. (`train_round` keeps
     one model across a whole round instead; it runs the very same steps.)
     """
-    model = build_model(config.model, config.profile, config.seed_bytes)
-    optimizer = build_optimizer(model, config.train)
-    load_checkpoint_state(model, optimizer, start_checkpoint)
+    model, optimizer = build_trainer(config, start_checkpoint)
     k = config.train.steps_per_segment
     losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, segment_index * k, k)
     return get_checkpoint_state(model, optimizer), losses
+
+
+def build_trainer(config: RunConfig, checkpoint: Mapping[str, torch.Tensor]) -> tuple[nn.Module, torch.optim.AdamW]:
+    """The run's model and inner optimizer, loaded from a checkpoint (parameters and AdamW state)."""
+    model = build_model(config.model, config.profile, config.seed_bytes)
+    optimizer = build_optimizer(model, config.train)
+    load_checkpoint_state(model, optimizer, checkpoint)
+    return model, optimizer
+
+
+def compute_segment_record(
+    config: RunConfig,
+    index: int,
+    start: Mapping[str, torch.Tensor],
+    end: Mapping[str, torch.Tensor],
+    losses: list[float],
+) -> SegmentRecord:
+    """The leaf fields of segment `index` from its two checkpoints: hashes, update sketch, the config's tokens.
+
+    (`train_round` assembles the same fields from hashes and sketches it computed on the writer thread.)
+    """
+    sketch = compute_segment_sketch(start, end, config.get_sketch_spec())
+    return SegmentRecord(
+        index=index,
+        start_hash=compute_state_hash(start),
+        end_hash=compute_state_hash(end),
+        sketch=sketch,
+        sketch_hash=compute_sketch_hash(sketch),
+        tokens=get_segment_tokens(config),
+        mean_loss=sum(losses) / len(losses) if losses else float("nan"),
+    )
 
 
 def get_segment_tokens(config: RunConfig) -> int:

@@ -27,13 +27,14 @@ from adversary.behaviours import Behaviour
 from adversary.solver import CheatingSolverNode
 from devnet.runs import ETH, RunRules, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
-from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest
 from protocol.errors import GradledgerError
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
 from verifier.metrics import VerifierMetrics

@@ -23,7 +23,6 @@ from node.logs import log_event
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, ClaimStatus
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext, get_global_state
@@ -32,6 +31,7 @@ from protocol.hashing import Hash32, hash_to_hex
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
+from protocol.types import AttestationRef, AttestationState, ClaimStatus
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
 
 

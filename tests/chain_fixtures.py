@@ -25,12 +25,13 @@ from devnet.deploy import build_contracts, deploy_protocol
 from devnet.runs import ETH, RunRules, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
-from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.clock import DRIVEN_GENESIS, ClockDriver, NodeHandle, make_driven
 
 FAST_RULES = RunRules(

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 
 import httpx
 
-from protocol.adapters.contracts import ClaimStatus, DisputeStatus, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
+from protocol.types import ClaimStatus, DisputeStatus
 
 DRIVEN_GENESIS = 4_000_000_000
 """Genesis timestamp of a driven devnet (year 2096): ahead of the wall clock for the life of a test."""

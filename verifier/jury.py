@@ -35,7 +35,7 @@ from node.theta import compute_next_theta
 from protocol import bls
 from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import ROLE_VERIFIER, AttestationRef, DisputeStatus, ProtocolClient
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.nodestate import NodeState
 from protocol.adapters.runs import RunContext
@@ -54,6 +54,7 @@ from protocol.jury import (
     compute_vote,
     derive_juror_key,
 )
+from protocol.types import ROLE_VERIFIER, AttestationRef, DisputeStatus
 
 logger = get_logger("jury")
 

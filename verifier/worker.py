@@ -26,12 +26,12 @@ from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.logs import log_event
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import AttestationRef, AttestationState, Commitment, LeafData
 from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.commitment import CommitmentDoc
 from protocol.errors import GradledgerError
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.types import AttestationRef, AttestationState, Commitment, LeafData
 from protocol.verdict import AttestationDecision
 from verifier.decide import get_verifier_phase
 from verifier.jury import JuryDuty

@@ -34,18 +34,13 @@ from node.disputes import JurorRegistryReader, advance_dispute
 from node.logs import log_event
 from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import (
-    AttestationRef,
-    ClaimStatus,
-    DisputeStatus,
-    LeafData,
-)
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.types import AttestationRef, ClaimStatus, DisputeStatus, LeafData
 from whistleblower.decide import (
     can_challenge_attestation,
     decide_attestation_challenge,

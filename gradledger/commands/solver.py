@@ -38,7 +38,7 @@ def stake(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Deposit solver stake (and join a run). Exit 0 only when both succeeded."""
-    from protocol.adapters.contracts import ROLE_SOLVER
+    from protocol.types import ROLE_SOLVER
 
     configure_logging()
     client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)

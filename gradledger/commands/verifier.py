@@ -38,7 +38,7 @@ def stake(
 ) -> None:
     """Deposit verifier stake and register for a run's verifier list."""
     from protocol.adapters.chain import ContractRevertError
-    from protocol.adapters.contracts import ROLE_VERIFIER
+    from protocol.types import ROLE_VERIFIER
 
     configure_logging()
     client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)

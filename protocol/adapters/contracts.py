@@ -16,42 +16,18 @@ from protocol.adapters.chain import ChainClient, TxResult
 from protocol.hashing import Hash32, to_hash32
 from protocol.jury import DisputeSubject
 from protocol.types import (
-    ROLE_SOLVER,
-    ROLE_VERIFIER,
     AttestationInfo,
     AttestationRef,
-    AttestationState,
     Claim,
-    ClaimStatus,
     Commitment,
     CommitmentStatus,
     DisputeRecord,
-    DisputeStatus,
     DisputeTerms,
     LeafData,
     RoundTimes,
     RunTerms,
     decode_struct,
 )
-
-__all__ = [
-    "ROLE_SOLVER",
-    "ROLE_VERIFIER",
-    "AttestationInfo",
-    "AttestationRef",
-    "AttestationState",
-    "Claim",
-    "ClaimStatus",
-    "Commitment",
-    "CommitmentStatus",
-    "DisputeRecord",
-    "DisputeStatus",
-    "DisputeTerms",
-    "LeafData",
-    "ProtocolClient",
-    "RoundTimes",
-    "RunTerms",
-]
 
 
 class ProtocolClient:

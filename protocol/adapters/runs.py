@@ -13,13 +13,14 @@ from dataclasses import dataclass
 import torch
 
 from protocol.adapters.artifacts import ArtifactStore, put_state
-from protocol.adapters.contracts import ProtocolClient, RunTerms
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.config import RunConfig, compute_config_hash, encode_config, parse_run_config, verify_run_terms
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset, decode_manifest, encode_manifest
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32
 from protocol.state import decode_state
+from protocol.types import RunTerms
 
 
 class RunNotFoundError(GradledgerError):

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from protocol.adapters.contracts import ROLE_SOLVER
 from protocol.adapters.keys import get_devnet_account
+from protocol.types import ROLE_SOLVER
 
 pytestmark = pytest.mark.e2e
 

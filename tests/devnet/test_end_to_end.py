@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.adapters.contracts import ROLE_SOLVER
 from protocol.adapters.keys import get_devnet_account
 from protocol.ledger import compute_ledger
+from protocol.types import ROLE_SOLVER
 from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e

@@ -13,12 +13,12 @@ from __future__ import annotations
 import pytest
 
 from devnet.runs import RunRules
-from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
 from protocol.adapters.keys import get_devnet_account
 from protocol.commitment import decode_commitment_doc
 from protocol.constants import JUROR_REWARD_BPS, WINNER_REWARD_BPS
 from protocol.jury import KIND_ATTESTATION, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
     address,

@@ -17,9 +17,9 @@ import pytest
 from devnet.runs import RunRules
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
-from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER
 from protocol.adapters.runs import load_run_context
 from protocol.jury import KIND_CLAIM, DisputeSubject
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
     address,

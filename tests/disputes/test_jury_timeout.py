@@ -23,7 +23,6 @@ from devnet.runs import RunRules
 from node.disputes import JurorRegistryReader, get_drawn_jury
 from protocol import bls
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.nodestate import NodeState
 from protocol.jury import (
@@ -33,6 +32,7 @@ from protocol.jury import (
     derive_juror_key,
     get_non_signers,
 )
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
 

@@ -16,8 +16,8 @@ import pytest
 
 from adversary.solver import MALFORMATIONS
 from devnet.runs import RunRules
-from protocol.adapters.contracts import ROLE_SOLVER
 from protocol.adapters.keys import get_devnet_account
+from protocol.types import ROLE_SOLVER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from protocol.adapters.contracts import ClaimStatus, RoundTimes
 from protocol.hashing import Hash32
+from protocol.types import ClaimStatus, RoundTimes
 from solver.decide import RoundRecord, SolverView, decide_solver_action
 
 TIMES = RoundTimes(

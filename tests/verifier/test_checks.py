@@ -15,12 +15,12 @@ from adversary.behaviours import Behaviour
 from adversary.solver import train_dishonest_round
 from node.checker import CommitmentChecker
 from protocol.adapters.artifacts import LocalArtifactStore, put_state
-from protocol.adapters.contracts import AttestationRef, Commitment
 from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc, encode_commitment_doc
 from protocol.outer import get_initial_global_state
 from protocol.training import compute_pseudo_gradient, get_params, train_round
+from protocol.types import AttestationRef, Commitment
 from tests.conftest import SOLVER_A
 
 RUN_ID, ROUND = 3, 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.adapters.contracts import RoundTimes
+from protocol.types import RoundTimes
 from protocol.verdict import SampleCheck, decide_attestation
 from verifier.decide import get_verifier_phase
 
