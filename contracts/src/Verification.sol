@@ -666,7 +666,7 @@ contract Verification is IVerification {
         rs = _drawn(ref.runId, ref.round);
         if (block.timestamp >= rs.attestEnd) revert OutsideAttestWindow(0, rs.attestEnd);
         seatSeed = _seatSeed(ref, rs);
-        VerifierEntry memory entry = _assignedFrom(ref, rs, seatSeed);
+        VerifierEntry memory entry = _assigned(ref, rs);
         if (!entry.active || entry.account != msg.sender || msg.sender == ref.solver) {
             revert NotAssignedVerifier(msg.sender, entry.account);
         }
@@ -746,19 +746,10 @@ contract Verification is IVerification {
         return Sampling.seatSeed(Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver), ref.slot);
     }
 
-    /// @dev The list entry of a seat (see `_assignedFrom`).
-    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
-        return _assignedFrom(ref, rs, _seatSeed(ref, rs));
-    }
-
     /// @dev The list entry of a seat: list[Sampling.seatIndex(seed, slot, count)] over the round's snapshot count
     ///      (entries registered before the seed block). Each seat draws from its own sub-seed, without replacement,
     ///      so the seats of one commitment go to distinct verifiers.
-    function _assignedFrom(AttestationRef calldata ref, RoundSeed memory rs, bytes32)
-        internal
-        view
-        returns (VerifierEntry memory)
-    {
+    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
         if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
         bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
         return _verifiers[ref.runId][Sampling.seatIndex(seed, ref.slot, rs.verifierCount)];
