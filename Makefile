@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CONTRACTS := contracts
-FORGE := $(CONTRACTS)/node_modules/.bin/forge
+# Forge is run as contracts/bin/forge (the pinned binary itself): the npm launcher node_modules/.bin/forge
+# exits 0 even when forge fails, which would let a failing contract test pass `make test`.
 VENV_STAMP := $(VENV)/.installed
 # Exact versions of every Python package the venv holds (runtime + dev extra); regenerate with `make lock`.
 LOCK := requirements.lock
@@ -59,7 +60,7 @@ $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
 
 # Compile the contracts once (the npm compiler takes a while); forge's cache makes later builds instant.
 $(BUILD_STAMP): $(NPM_STAMP) $(SOLIDITY) $(CONTRACTS)/foundry.toml
-	cd $(CONTRACTS) && ./node_modules/.bin/forge build
+	cd $(CONTRACTS) && bin/forge build
 	touch $@
 
 # Headless Chromium renders the audit's HTML report in the tests (tests/auditor); installed from the
@@ -78,7 +79,7 @@ test: setup lint pytest forge-test
 # contract tests with fewer fuzz/invariant runs. `make test` still runs everything.
 check: setup lint
 	$(VENV)/bin/pytest -q -m "not e2e and not slow"
-	cd $(CONTRACTS) && FOUNDRY_FUZZ_RUNS=32 FOUNDRY_INVARIANT_RUNS=16 ./node_modules/.bin/forge test
+	cd $(CONTRACTS) && FOUNDRY_FUZZ_RUNS=32 FOUNDRY_INVARIANT_RUNS=16 bin/forge test
 
 # ruff, the architecture contracts (.importlinter, docs/architecture.md) and mypy on the spec and node code.
 lint: setup
@@ -97,7 +98,7 @@ pytest: setup
 	$(VENV)/bin/pytest -q
 
 forge-test: setup
-	cd $(CONTRACTS) && ./node_modules/.bin/forge test
+	cd $(CONTRACTS) && bin/forge test
 
 vectors: setup
 	$(PY) -m tests.vectors.generate

@@ -12,12 +12,17 @@ when started with `--adversary MODE`:
   no Δ); only the commitment document is published, so the leaves are provable on-chain while
   the checkpoints they name are unavailable;
 - `wrong-claim`: as coordinator, posts a wrong θ_(r+1) hash for a round's first claim (nonce 0);
-  after a jury rejects it (its bond forfeited) it posts the right one, so the run goes on.
+  after a jury rejects it (its bond forfeited) it posts the right one, so the run goes on;
+- `unopenable`: trains nothing and commits a root it cannot open, UNOPENABLE_ROOTS[r % 3] in round r
+  (a random root claiming 2^64 - 1 tokens, the latest root another solver committed, its own previous
+  root), so it can never open its sampled leaves and ends reported and slashed;
+- `withhold-document`: trains honestly, commits and opens, but never serves its commitment document.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Container, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -44,6 +49,7 @@ from protocol.training import (
     make_start_checkpoint,
     train_segment,
 )
+from solver.decide import Action, RoundRecord
 from solver.node import SolverNode, SolverSettings
 
 
@@ -54,6 +60,8 @@ class SolverAdversary(StrEnum):
     WITHHOLD = "withhold"
     WRONG_CLAIM = "wrong-claim"
     MALFORMED = "malformed"
+    UNOPENABLE = "unopenable"
+    WITHHOLD_DOCUMENT = "withhold-document"
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,36 @@ class WrongClaimSolverNode(SolverNode):
         return make_wrong_theta(next_state)
 
 
+class WithholdingDocumentSolverNode(SolverNode):
+    """Trains, commits and opens honestly, serves its checkpoints, but never its commitment document."""
+
+    def served_document(self, run_id: int, round_index: int) -> bytes | None:
+        return None
+
+
+UNOPENABLE_ROOTS = ("random-root", "copied-root", "previous-root")
+"""What `UnopenableSolverNode` commits in round r: UNOPENABLE_ROOTS[r % 3] (random when nothing to copy)."""
+
+
+class UnopenableSolverNode(SolverNode):
+    """Commits a root that no leaf of (run, round, this solver) is under, without training."""
+
+    def _do_train(self, action: Action) -> None:
+        ctx, r = self.load(), action.round
+        kind = UNOPENABLE_ROOTS[r % len(UNOPENABLE_ROOTS)]
+        rng = random.Random(f"{self.address}:{r}")
+        root, delta, tokens = rng.randbytes(32), rng.randbytes(32), 2**64 - 1
+        for event in reversed(self.chain.get_events(ctx.created_block, names=["Committed"])):
+            a = event.args
+            mine = a["solver"].lower() == self.address.lower()
+            if (kind == "copied-root" and not mine) or (kind == "previous-root" and mine):
+                root, delta, tokens = bytes(a["root"]), bytes(a["deltaHash"]), a["tokens"]
+                break
+        theta_hash = self.protocol.theta_of(ctx.run_id, r)
+        self.save_record(RoundRecord(ctx.run_id, r, "trained", theta_hash, root, delta, tokens, None))
+        log_event(self.log, "committing an unopenable root", level=logging.WARNING, round=r, kind=kind)
+
+
 MALFORMATIONS = ("garbage-document", "other-run-document", "short-document", "corrupt-checkpoints")
 """What `MalformedSolverNode` does in round r: MALFORMATIONS[r % 4]."""
 
@@ -259,4 +297,8 @@ def make_solver_node(
         return WithholdingSolverNode(settings, *args, **kwargs)
     if adversary.mode is SolverAdversary.MALFORMED:
         return MalformedSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.UNOPENABLE:
+        return UnopenableSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.WITHHOLD_DOCUMENT:
+        return WithholdingDocumentSolverNode(settings, *args, **kwargs)
     return WrongClaimSolverNode(settings, *args, **kwargs)

@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from protocol.adapters.artifacts import ArtifactError
-from protocol.adapters.http import PeerError
-from protocol.commitment import CommitmentDoc, CommitmentDocError
 from protocol.errors import ConfigError
 from protocol.types import AttestationRef, Commitment
 from protocol.verdict import AttestationDecision
@@ -45,26 +42,19 @@ class LazyVerifierWorker(VerifierWorker):
 
     sits_on_juries = False
 
-    def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> tuple[AttestationDecision, None]:
+    def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> AttestationDecision:
         samples = self.get_checker().get_samples(ref)
-        return decide_dishonest_attestation(VerifierAdversary.LAZY, samples), None
+        return decide_dishonest_attestation(VerifierAdversary.LAZY, samples)
 
 
 class FailHonestVerifierWorker(VerifierWorker):
-    """Fails every seat over draw 0 without replaying (it fetches the document for the Merkle proof)."""
+    """Fails every seat over draw 0 without replaying (the opened leaf on-chain proves it)."""
 
     sits_on_juries = False
 
-    def decide_seat(
-        self, ref: AttestationRef, commitment: Commitment
-    ) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        checker = self.get_checker()
-        try:
-            doc = checker.get_document(ref.round, ref.solver)
-        except (PeerError, CommitmentDocError, KeyError) as exc:
-            raise ArtifactError(f"document of {ref.solver} unavailable, retrying: {exc}") from None
-        samples = checker.get_samples(ref)
-        return decide_dishonest_attestation(VerifierAdversary.FAIL_HONEST, samples), doc
+    def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> AttestationDecision:
+        samples = self.get_checker().get_samples(ref)
+        return decide_dishonest_attestation(VerifierAdversary.FAIL_HONEST, samples)
 
 
 def make_verifier_worker(adversary: str | None, *args: Any, **kwargs: Any) -> VerifierWorker:

@@ -190,6 +190,10 @@ def expected_slashes(history: RunHistory) -> tuple[dict[str, str], list[str]]:
     pending: list[str] = []
     executed = {(d.round, d.solver, d.slot): d for r in history.rounds for d in r.disputes if d.kind == "attestation"}
     for rnd in history.rounds:
+        for c in rnd.commitments:
+            if c.opening == "unopened":  # reported after the opening deadline with the seed drawn
+                key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
+                due.setdefault(key, f"round {rnd.index} {c.solver}: commitment not opened by the deadline")
         for a in rnd.attestations:
             dispute = executed.get((rnd.index, a.solver, a.slot))
             solver_key = compute_solver_fault_key(history.run_id, rnd.index, a.solver)

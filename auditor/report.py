@@ -71,6 +71,7 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                     "root": c.root,
                     "delta_hash": c.delta_hash,
                     "tokens": c.tokens,
+                    "opening": c.opening,
                     "accepted": rnd.is_accepted(c.solver),
                     "block": c.block,
                     "time": c.time,

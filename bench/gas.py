@@ -3,12 +3,12 @@
     .venv/bin/python bench/gas.py
 
 Builds the contracts (forge, offline), starts a fresh anvil (devnet.anvil.AnvilProcess), deploys the
-protocol with web3 and plays two runs through a full round: solvers join and commit, verifiers
+protocol with web3 and plays two runs through a full round: solvers join, commit and open, verifiers
 attest pass and fail, whistleblowers challenge, juries of 5 and 21 sign verdicts with py_ecc BLS keys
 (the same keys and signatures the Python nodes produce), disputes are executed, the round is claimed
 and settled, shares are minted, revenue is paid and withdrawn. Every number is `gasUsed` of a mined
 transaction receipt. A table of all measured transactions goes to stdout; the last line is ONE JSON
-object with the gas of `commit`, `attest`, `challenge`, `verdict_jury5`, `verdict_jury21`, `settle`,
+object with the gas of `commit`, `open`, `attest`, `challenge`, `verdict_jury5`, `verdict_jury21`, `settle`,
 `pay_revenue` and `withdraw_revenue`.
 """
 
@@ -50,8 +50,10 @@ ROLE_SOLVER, ROLE_VERIFIER = 1, 2
 KIND_ATTESTATION = 1
 JURORS = 24
 SEGMENTS = 8
+SAMPLES = 2
 TARGETS = {
     "commit": 50_000,
+    "open": 80_000,
     "attest": 70_000,
     "challenge": 90_000,
     "verdict_jury21": 250_000,
@@ -60,6 +62,7 @@ TARGETS = {
 }
 REPORTED = (
     "commit",
+    "open",
     "attest",
     "challenge",
     "verdict_jury5",
@@ -161,7 +164,7 @@ def run_config(jury_size: int) -> tuple:
         keccak256(b"bench theta0"),
         16,  # innerSteps
         2,  # stepsPerSegment -> 8 segments
-        2,  # samplesPerCommitment
+        SAMPLES,  # samplesPerCommitment
         1,  # verifiersPerCommitment
         jury_size,
         WINDOW,
@@ -240,7 +243,8 @@ class Scenario:
         self.creator, self.challenger, self.payer = accounts[0], accounts[1], accounts[2]
         self.solvers = accounts[3:8]
         self.verifiers = accounts[8:10]
-        self.juror_accounts = accounts[10 : 10 + JURORS]
+        self.unopened_solver = accounts[10]  # commits in run B and never opens
+        self.juror_accounts = accounts[11 : 11 + JURORS]
         self.jurors: list[Juror] = []
         self.chain_id = bench.w3.eth.chain_id
 
@@ -289,6 +293,14 @@ class Scenario:
         base = self.b.call("Verification", "seedBase", c.run_id, c.round)
         seed = compute_sampling_seed(base, c.run_id, c.round, c.solver)
         return compute_sample(compute_seat_seed(seed, slot), sample_index, SEGMENTS)
+
+    def open(self, c: Commitment, label: str | None) -> None:
+        """Open a commitment: the leaf and proof of both draws of its one seat (RunRegistry.open)."""
+        entries = [c.leaf_and_proof(self.sample(c, j)) for j in range(SAMPLES)]
+        leaves, proofs = [leaf for leaf, _ in entries], [proof for _, proof in entries]
+        self.b.send(
+            label, c.solver, self.b.fn("RunRegistry", "open", c.run_id, c.round, c.solver, c.data, leaves, proofs)
+        )
 
     def attest_pass(self, c: Commitment, verifier: str, label: str | None) -> tuple:
         """Attest pass on seat 0."""
@@ -364,7 +376,7 @@ class Scenario:
         self.join(run_a, a1, "join")
         for solver in (a2, a3):
             self.join(run_a, solver, None)
-        for solver in (b1, b2):
+        for solver in (b1, b2, self.unopened_solver):
             self.join(run_b, solver, None)
         self.register_verifier(run_a, self.verifiers[0], "register_verifier")
         self.register_verifier(run_b, self.verifiers[1], None)
@@ -373,19 +385,24 @@ class Scenario:
         ca3 = self.commit(run_a, a3, None)
         cb1 = self.commit(run_b, b1, None)
         cb2 = self.commit(run_b, b2, None)
+        self.commit(run_b, self.unopened_solver, None)
 
         b.advance(WINDOW)  # attestation window
-        seed_blocks = [b.call("RunRegistry", "roundTimes", run)[-1] for run in (run_a, run_b)]  # seedBlock: last
+        seed_blocks = [b.call("RunRegistry", "roundTimes", run)[6] for run in (run_a, run_b)]  # seedBlock
         b.mine_past(max(seed_blocks))
         b.send("draw_seed", self.creator, b.fn("Verification", "drawSeed", run_a, 0))
         b.send(None, self.creator, b.fn("Verification", "drawSeed", run_b, 0))
+        self.open(ca1, "open")
+        for c in (ca2, ca3, cb1, cb2):
+            self.open(c, None)
         self.attest_pass(ca1, self.verifiers[0], "attest")
         self.attest_fail(ca2, self.verifiers[0], "attest_fail")
         ref_a3 = self.attest_pass(ca3, self.verifiers[0], None)
         self.attest_pass(cb1, self.verifiers[1], None)
         self.attest_pass(cb2, self.verifiers[1], None)
 
-        b.advance(WINDOW // 2)  # challenge window
+        b.advance(WINDOW // 2)  # the opening deadline (commitEnd + attestWindow / 2) has passed
+        b.send("report_unopened", self.creator, b.fn("RunRegistry", "reportUnopened", run_b, 0, self.unopened_solver))
         sub_a = self.challenge(ca1, "challenge")
         sub_b1 = self.challenge(cb1, None)
         sub_b2 = self.challenge(cb2, None)
@@ -429,7 +446,7 @@ def build_contracts() -> None:
 def main() -> int:
     """Deploy on a fresh anvil, play the scenario, print the table and the JSON line."""
     build_contracts()
-    with AnvilProcess(accounts=10 + JURORS) as anvil:
+    with AnvilProcess(accounts=11 + JURORS) as anvil:
         w3 = Web3(Web3.HTTPProvider(anvil.rpc_url))
         accounts = [to_checksum_address(a) for a in w3.eth.accounts]
         bench = Bench(w3=w3, contracts=deploy(w3, accounts[0]))

@@ -43,6 +43,11 @@ class AnvilProcess:
         start_timeout_s: float = 30.0,
     ) -> None:
         self._tmp = None
+        # anvil spills historical states to disk (hundreds of MB per thousand blocks, which the test clock mines)
+        # under ~/.foundry/anvil/tmp by default and never removes them: keep them in a directory of our own,
+        # removed by stop().
+        self._states = tempfile.TemporaryDirectory(prefix="gradledger-anvil-states-")
+        self.states_dir = Path(self._states.name)
         if log_path is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="gradledger-anvil-")
             log_path = Path(self._tmp.name) / "anvil.log"
@@ -54,6 +59,7 @@ class AnvilProcess:
             "--chain-id", str(chain_id),
             "--accounts", str(accounts),
             "--balance", str(balance_eth),
+            "--cache-path", self._states.name,
             *extra_args,
         ]  # fmt: skip
         if state_path is not None:
@@ -97,6 +103,7 @@ class AnvilProcess:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        self._states.cleanup()
 
     def __enter__(self) -> AnvilProcess:
         return self

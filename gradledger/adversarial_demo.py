@@ -11,6 +11,7 @@ The same 3-round run as `gradledger demo` (fresh devnet, real training, separate
 | verifier-2 | 5 | DISHONEST: lazy, approves without replaying (`--adversary lazy`) |
 | juror-1, juror-2 | 6, 7 | juror-only verifiers (staked, BLS key registered, not in the run's list) |
 | whistleblower | 8 | re-checks every attestation and claim |
+| solver-4 | 9 | DISHONEST: commits roots it cannot open (`--adversary unopenable`: random, copied, its own earlier) |
 
 Rules: verifiersPerCommitment = 2 with 2 run verifiers (both attest every commitment), jury size 3
 (quorum 2). What happens: in round 0 verifier-1 fails the cheater and the lazy verifier passes it;
@@ -18,12 +19,16 @@ the whistleblower challenges the pass; the jury (verifier-1 and the two jurors, 
 over HTTP, one aggregate on-chain) overturns it: the lazy verifier loses its attestation bond and
 its stake and leaves the run, the cheater its stake; the whistleblower and the signing jurors are
 paid. The cheater is failed again in round 1 (slashed again) and cannot commit in round 2 (stake
-gone). The honest solvers' work is accepted every round and they split the solver shares.
+gone). solver-4 trains nothing and commits a root it cannot open: it never opens by the opening deadline,
+nobody can attest it, the verifiers and the whistleblower report it and it is slashed (all to the pool),
+in round 0 and again in round 1, after which its stake is gone. The honest solvers' work is accepted every
+round and they split the solver shares.
 
 The summary is the honest demo's (`run_id`, `rounds_settled`, `loss`, `attestations`,
 `participants` with `honest`, `shares`, `contract_balance_wei`, `owed_wei`) plus `slashed`
-(`address`, `role`, `label`, `amount_wei`), `challenges` (`challenger`, `target`, `outcome`) and
-`payouts` (who was paid what, from the events).
+(`address`, `role`, `label`, `amount_wei`), `challenges` (`challenger`, `target`, `outcome`),
+`unopened` (`round`, `label`, `slashed`: commitments reported unopened) and `payouts` (who was paid what,
+from the events).
 """
 
 from __future__ import annotations
@@ -45,10 +50,12 @@ PARTICIPANTS = (
     Participant("juror-1", 6, "juror"),
     Participant("juror-2", 7, "juror"),
     Participant("whistleblower", 8, "whistleblower"),
+    Participant("solver-4", 9, "solver", honest=False),
 )
 ADVERSARIES = {
     "solver-3": ("--adversary", "cheat", "--behaviour", "scaled-update"),
     "verifier-2": ("--adversary", "lazy"),
+    "solver-4": ("--adversary", "unopenable"),
 }
 ADVERSARIAL_RULES = RunRules(
     rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
@@ -76,7 +83,8 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
     console = console or Console(stderr=True)
     scenario = Scenario(
         PARTICIPANTS, ADVERSARIAL_RULES, "0x" + "00" * 31 + "2b", _command,
-        "3 solvers (solver-3 cheats), 2 verifiers (verifier-2 is lazy), 2 jurors and a whistleblower running",
+        "4 solvers (solver-3 cheats, solver-4 commits unopenable roots), 2 verifiers (verifier-2 is lazy), "
+        "2 jurors and a whistleblower running",
         extra_summary=build_dispute_summary, stale_dirs=("whistleblowers",),
     )  # fmt: skip
     summary, _audit, _paths = play_scenario(scenario, home, json_path, console)
@@ -95,9 +103,14 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
     slashed: dict[tuple[str, int], int] = {}
     challenges: dict[bytes, dict] = {}
     payouts: list[dict] = []
+    unopened: list[dict] = []
     for e in events:
         a = e.args
-        if e.name in ("PassAttested", "FailAttested") and a["runId"] == run_id:
+        if e.name == "CommitmentUnopened" and a["runId"] == run_id:
+            unopened.append(
+                {"round": a["round"], "label": labels.get(a["solver"], a["solver"]), "slashed": a["slashed"]}
+            )
+        elif e.name in ("PassAttested", "FailAttested") and a["runId"] == run_id:
             attesters[(a["round"], a["solver"], a["slot"])] = a["verifier"]
         elif e.name == "StakeSlashed" and a["taken"] > 0:
             key = (a["account"], a["role"])
@@ -144,6 +157,7 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
             for (account, role), amount in slashed.items()
         ],
         "challenges": [{k: v for k, v in c.items()} for c in challenges.values()],
+        "unopened": unopened,
         "payouts": payouts,
         "stakes": {
             labels[get_devnet_account(p.account).address]: _stake(protocol, p)
@@ -170,9 +184,11 @@ def check_adversarial_summary(summary: dict) -> list[str]:
         problems.append(f"only {summary['rounds_settled']} rounds settled")
     by_label = {p["label"]: p for p in summary["participants"]}
     slashed = {s["label"] for s in summary["slashed"]}
-    for label in ("solver-3", "verifier-2"):
+    for label in ("solver-3", "verifier-2", "solver-4"):
         if label not in slashed:
             problems.append(f"{label} (dishonest) was not slashed")
+    if not any(u["label"] == "solver-4" and u["slashed"] for u in summary.get("unopened", [])):
+        problems.append("solver-4 was not slashed for leaving its commitment unopened")
     for label in slashed:
         if by_label.get(label, {}).get("honest", False):
             problems.append(f"honest {label} was slashed")
@@ -181,8 +197,9 @@ def check_adversarial_summary(summary: dict) -> list[str]:
     for label in ("solver-1", "solver-2"):
         if summary["shares"].get(by_label[label]["address"], 0) == 0:
             problems.append(f"honest {label} holds no shares")
-    if summary["shares"].get(by_label["solver-3"]["address"], 0):
-        problems.append("the cheater holds shares")
+    for label in ("solver-3", "solver-4"):
+        if summary["shares"].get(by_label[label]["address"], 0):
+            problems.append(f"the cheater {label} holds shares")
     if "audit" in summary and not summary["audit"]["passed"]:
         problems.append(f"the audit failed: {', '.join(summary['audit']['failed'])}")
     return problems
@@ -217,6 +234,12 @@ def print_adversarial_summary(summary: dict, console: Console) -> None:
     for c in summary["challenges"]:
         disputes.add_row(str(c["round"]), labels.get(c["challenger"], c["challenger"]), c["subject"], c["outcome"])
     console.print(disputes)
+    unopened = Table(title="commitments never opened (reported after the opening deadline)")
+    for column in ("round", "solver", "slashed"):
+        unopened.add_column(column)
+    for u in summary.get("unopened", []):
+        unopened.add_row(str(u["round"]), u["label"], "yes" if u["slashed"] else "no (seed never drawn)")
+    console.print(unopened)
     paid = Table(title="paid from slashes and forfeited bonds")
     for column in ("participant", "why", "amount (ETH)"):
         paid.add_column(column)

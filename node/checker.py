@@ -33,7 +33,6 @@ from protocol.verdict import (
     check_sample,
     check_trajectory,
     decide_attestation,
-    get_provable_samples,
 )
 
 DocumentFetcher = Callable[[int, int, str], bytes]
@@ -91,7 +90,7 @@ class CommitmentChecker:
         commitment: Commitment,
         only_samples: Sequence[int] | None = None,
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        """The verdict on a commitment: pass, fail (naming a draw) or abstain (nothing provable).
+        """The verdict on a commitment: pass or fail (naming a draw); only for opened commitments.
 
         `only_samples` restricts the replays to those draws (a fail attestation names one); the
         document and trajectory checks always run.
@@ -105,7 +104,7 @@ class CommitmentChecker:
         if cached is not None:
             return cached
         result = self._check(ref.round, ref.solver, commitment, samples)
-        if result[0].kind != "abstain":  # an unavailable peer may come back: do not remember that
+        if result[1] is not None:  # an unavailable document may be served later (e.g. to a jury): do not remember
             with self._lock:
                 self._cache[key] = result
         return result
@@ -115,18 +114,16 @@ class CommitmentChecker:
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
         """Fetch each stage's inputs, then let the pure verdict (protocol/verdict.py) judge them."""
         ctx = self.ctx
+        # A problem of the document as a whole is named at the first draw: its opened leaf proves the fail.
+        first = [SampleCheck(j, segment, False, "") for j, segment in samples[:1]]
         try:
             doc = self.get_document(round_index, solver)
         except (PeerError, CommitmentDocError, KeyError) as exc:
-            return decide_attestation(f"commitment document unavailable: {exc}", False, []), None
+            return decide_attestation(f"commitment document unavailable: {exc}", first), None
         round_theta = self.protocol.theta_of(ctx.run_id, round_index)
-        problem, provable = check_document(doc, commitment, ctx.run_id, round_index, solver, round_theta)
-        # A fail names a sampled leaf the document holds; when it holds none, nothing can be proven on-chain.
-        provable_samples = get_provable_samples(doc, samples)
-        provable = provable and bool(provable_samples)
-        first = [SampleCheck(j, segment, False, "") for j, segment in provable_samples[:1]]
+        problem = check_document(doc, commitment, ctx.run_id, round_index, solver, round_theta)
         if problem is not None:
-            return decide_attestation(problem, provable, first), doc if provable else None
+            return decide_attestation(problem, first), doc
         solver_url = self.peers.url_of(solver)
         # θ_r is the round's state (served by the run creator and coordinators), not the solver's to
         # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries.
@@ -134,7 +131,7 @@ class CommitmentChecker:
         end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url) if doc.leaves else (None, "none")
         trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem)
         if trajectory_problem is not None:
-            return decide_attestation(trajectory_problem, provable, first), doc if provable else None
+            return decide_attestation(trajectory_problem, first), doc
         checks = []
         for j, segment in samples:
             start, fetch_problem = (
@@ -143,7 +140,7 @@ class CommitmentChecker:
                 else (None, "the document has no such leaf")
             )
             checks.append(self._timed_check(doc, j, segment, start, fetch_problem or ""))
-        return decide_attestation(None, True, checks), doc
+        return decide_attestation(None, checks), doc
 
     def _fetch_state(self, digest: bytes, url: str | None) -> tuple[State | None, str | None]:
         """A checkpoint the solver must serve: (state, None), or (None, why it could not be had)."""

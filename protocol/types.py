@@ -76,6 +76,14 @@ class AttestationState(IntEnum):
     OVERTURNED = 5
 
 
+class Opening(IntEnum):
+    """IRunRegistry.Opening: whether a commitment's sampled leaves were opened on-chain in time."""
+
+    NONE = 0
+    OPENED = 1
+    UNOPENED = 2
+
+
 class ClaimStatus(IntEnum):
     NONE = 0
     POSTED = 1
@@ -209,6 +217,8 @@ class RoundTimes:
     finished: bool
     seed_block: int = 0
     """The block whose hash seeds the round, fixed when the round started (after every commitment's block)."""
+    open_end: int = 0
+    """commit_end + attestWindow / 2: every commitment's sampled leaves must be opened on-chain before it."""
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,12 @@ The checker that fetches the inputs is `node/checker.py`; everything that decide
 2. the trajectory: leaf 0 starts at c_0 of θ_r, each leaf starts where the previous ended, and
    Δ = θ_r - c_H for the committed end checkpoint (`check_trajectory`);
 3. each sampled segment is replayed with the one training step and judged exactly (`check_sample`);
-4. `decide_attestation` turns the findings into pass, fail (naming the first bad draw) or abstain
-   (nothing provable on-chain: no document that hashes to the root).
+4. `decide_attestation` turns the findings into pass or fail (naming the first bad draw, or draw 0 when
+   the document or trajectory is wrong as a whole).
 
-A checkpoint the solver does not serve counts as a failed segment (data availability).
+Every draw is provable on-chain: only opened commitments are checked, and the opening (protocol/opening.py)
+put each sampled leaf and its proof on-chain. So a document or checkpoint the solver does not serve counts
+as a failed segment (data availability), never as a reason to abstain.
 """
 
 from __future__ import annotations
@@ -49,50 +51,38 @@ class SampleCheck:
 
 @dataclass(frozen=True)
 class AttestationDecision:
-    kind: Literal["pass", "fail", "abstain"]
+    kind: Literal["pass", "fail"]
     sample_index: int
     segment: int
     reason: str
 
 
-def decide_attestation(document_problem: str | None, provable: bool, checks: list[SampleCheck]) -> AttestationDecision:
-    """Pass when every sample replays; fail on the first bad sample; abstain when unprovable."""
+def decide_attestation(document_problem: str | None, checks: Sequence[SampleCheck]) -> AttestationDecision:
+    """Pass when every sample replays; fail on the first bad sample, or on the first draw (`checks[0]`) when the
+    document is wrong as a whole (`document_problem`): the opened leaf of any draw proves the fail on-chain."""
+    if not checks:
+        raise GradledgerError("a verdict needs at least one sampled draw")
     if document_problem is not None:
-        if provable and checks:
-            first = checks[0]
-            return AttestationDecision("fail", first.sample_index, first.segment, document_problem)
-        return AttestationDecision("abstain", -1, -1, document_problem)
+        first = checks[0]
+        return AttestationDecision("fail", first.sample_index, first.segment, document_problem)
     for check in checks:
         if not check.accepted:
             return AttestationDecision("fail", check.sample_index, check.segment, check.reason)
     return AttestationDecision("pass", -1, -1, f"{len(checks)} sampled segment(s) replayed bit-identically")
 
 
-def get_provable_samples(doc: CommitmentDoc, samples: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The (draw, segment) samples whose leaf the document holds: only those can be named in a fail.
-
-    A fail attestation carries the sampled segment's leaf and its Merkle proof; a document with fewer
-    leaves than segments (or none at all) cannot prove a segment it lacks, so naming it would revert.
-    """
-    return [(j, segment) for j, segment in samples if 0 <= segment < len(doc.leaves)]
-
-
 def check_document(
     doc: CommitmentDoc, commitment: Commitment, run_id: int, round_index: int, solver: str, round_theta_hash: Hash32
-) -> tuple[str | None, bool]:
-    """(problem, provable): why the document does not match the on-chain commitment, or (None, True).
-
-    `provable` is False when the leaves do not hash to the committed root: then no leaf of this document
-    can be proven on-chain and the only safe attestation is none at all.
-    """
+) -> str | None:
+    """Why the document does not match the on-chain commitment (wrong run, root, Δ, tokens, θ), or None."""
     problem = verify_commitment_doc(
         doc, run_id, round_index, solver, commitment.root, commitment.delta_hash, commitment.tokens
     )
     if problem is not None:
-        return problem, doc.root == commitment.root
+        return problem
     if doc.theta_hash != round_theta_hash:
-        return "document trains from another θ than the round's", True
-    return None, True
+        return "document trains from another θ than the round's"
+    return None
 
 
 def check_delta_binding(theta_params: State, end_checkpoint: State | None, delta_hash: Hash32) -> str | None:

@@ -86,6 +86,10 @@ class ScriptedRun:
         self._advance_to(times.commit_end)
         for worker in self.verifiers.values():
             worker.tick()  # the first one draws the seed
+        for _account, node in sorted(self.solvers.items()):
+            record = node.record_of(self.run_id, r)
+            if record is not None and record.status == "committed":
+                node.act(Action("open", r))  # the sampled leaves, on-chain, before open_end
         for worker in self.verifiers.values():
             worker.tick()  # replay and attest
         self._advance_to(times.challenge_end)

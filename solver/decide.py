@@ -5,7 +5,9 @@ the decisions are unit-tested without a chain (tests/solver/test_decide.py).
 
 Round r of a run (times from RunRegistry.roundTimes):
     [start, commit_end)        train H steps from θ_r, then commit (once)
-    [commit_end, challenge_end) verifiers attest, anyone may challenge
+    [commit_end, open_end)     once the seed is drawn (drawing it if nobody has), open the sampled leaves
+                               on-chain (protocol/opening.py); an unopened commitment is slashed
+    [commit_end, challenge_end) verifiers attest opened commitments, anyone may challenge
     after challenge_end        a coordinator finalizes attestations, posts the θ_(r+1) claim,
                                and settles once the claim's window has closed
 Every solver claims its shares for each settled round in which its work was accepted.
@@ -18,9 +20,10 @@ from typing import Any, Literal
 
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
-from protocol.types import ClaimStatus, Commitment, RoundTimes
+from protocol.types import ClaimStatus, Commitment, Opening, RoundTimes
 
-RoundStatus = Literal["trained", "committed", "missed"]
+RoundStatus = Literal["trained", "committed", "unopenable", "missed"]
+"""`unopenable`: committed, but the stored document holds no leaf for a sampled segment (or there is none)."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,18 @@ class SolverView:
     unfinalized: int
     unclaimed_rounds: tuple[int, ...]
     unwithdrawn_claim_bonds: tuple[int, ...] = ()
+    seed_drawn: bool = False
+    opening: Opening = Opening.NONE
+    """This solver's commitment of the current round: opened, reported unopened, or neither yet."""
+    unresolved: tuple[str, ...] = ()
+    """Coordinator, past open_end: solvers whose commitment is neither opened nor reported (settle needs none)."""
 
 
 @dataclass(frozen=True)
 class Action:
     kind: Literal[
-        "train", "commit", "mark_committed", "mark_missed", "finalize", "post_claim", "settle", "claim_shares",
-        "withdraw_claim_bond", "wait", "done",
+        "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "report_unopened", "finalize",
+        "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "wait", "done",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -109,6 +117,9 @@ def decide_solver_action(view: SolverView) -> Action:
         if view.now < times.commit_end and view.block < times.seed_block:
             return Action("commit", r)
         return Action("mark_missed", r)
+    if record.status == "committed" and view.opening == Opening.NONE and times.commit_end <= view.now < times.open_end:
+        # INVARIANT: a committed round is opened before open_end, or it is slashed: opening comes before all else.
+        return Action("open" if view.seed_drawn else "draw_seed", r)
     if not view.coordinator:
         return Action("wait", r, seconds=1.0)
     return _decide_coordinator(view)
@@ -120,6 +131,8 @@ def _decide_coordinator(view: SolverView) -> Action:
         return Action("wait", r, seconds=max(0.2, times.challenge_end - view.now))
     if view.open_disputes:
         return Action("wait", r, seconds=1.0)
+    if view.unresolved:
+        return Action("report_unopened", r)
     if view.unfinalized:
         return Action("finalize", r)
     if view.claim_status == ClaimStatus.NONE:

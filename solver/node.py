@@ -10,6 +10,7 @@ or resumes, and never commits twice.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,18 +21,20 @@ from fastapi import HTTPException
 
 from node.bootstrap import RunNode
 from node.logs import log_event
+from node.opening import draw_round_seed, get_unresolved_commitments, report_unopened
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext, get_global_state
-from protocol.commitment import CommitmentDoc, encode_commitment_doc
+from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, encode_commitment_doc
 from protocol.hashing import Hash32, hash_to_hex
+from protocol.opening import OpeningError, build_opening
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
-from protocol.types import AttestationRef, AttestationState, ClaimStatus
+from protocol.types import AttestationRef, AttestationState, ClaimStatus, Opening
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
 
 
@@ -150,12 +153,17 @@ class SolverNode(RunNode):
         committed = False
         if record is not None and record.status == "trained":
             committed = self.address in self.protocol.get_commitments(run, times.round, ctx.created_block)
-        claim_status, window_end, disputes, unfinalized = 0, 0, 0, 0
+        seed_drawn, opening = False, Opening.NONE
+        if record is not None and record.status == "committed" and not times.finished and now >= times.commit_end:
+            seed_drawn = self.protocol.seed_base(run, times.round) != bytes(32)
+            opening = self.protocol.opening_state(run, times.round, self.address)
+        claim_status, window_end, disputes, unfinalized, unresolved = 0, 0, 0, 0, ()
         if self.settings.coordinator and not times.finished and now >= times.challenge_end:
             claim = self.protocol.claim_of(run, times.round)
             claim_status, window_end = claim.status, claim.window_end
             disputes = self.protocol.open_disputes(run)
             unfinalized = len(self._unfinalized(times.round))
+            unresolved = get_unresolved_commitments(self.protocol, ctx, times.round) if now >= times.open_end else ()
         return SolverView(
             now=now,
             times=times,
@@ -169,6 +177,9 @@ class SolverNode(RunNode):
             unfinalized=unfinalized,
             unclaimed_rounds=self._unclaimed_rounds(times.round),
             unwithdrawn_claim_bonds=self._unwithdrawn_claim_bonds(times.round) if self.settings.coordinator else (),
+            seed_drawn=seed_drawn,
+            opening=opening,
+            unresolved=unresolved,
         )
 
     def _unwithdrawn_claim_bonds(self, current: int) -> tuple[int, ...]:
@@ -269,6 +280,37 @@ class SolverNode(RunNode):
         log_event(
             self.log, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
         )
+
+    def _do_draw_seed(self, action: Action) -> None:
+        draw_round_seed(self.protocol, self.account, self.settings.run_id, self.protocol.round_times(self.run_id))
+
+    def _do_open(self, action: Action) -> None:
+        """Open the sampled leaves of this round's commitment on-chain (protocol/opening.py)."""
+        ctx, r = self.load(), action.round
+        record = self.record_of(ctx.run_id, r)
+        try:
+            if record.doc_hash is None or not self.store.has(record.doc_hash):
+                raise OpeningError("no commitment document is stored for this round")
+            doc = decode_commitment_doc(self.store.get(record.doc_hash))
+            segments = self.protocol.opened_segments(ctx.run_id, r, self.address)
+            opening = build_opening(doc, segments, ctx.terms.samples_per_commitment)
+        except (OpeningError, CommitmentDocError) as exc:
+            # Nothing to prove: the commitment will be reported unopened and this solver slashed.
+            self.save_record(replace(record, status="unopenable"))
+            log_event(self.log, "cannot open", level=logging.WARNING, run=ctx.run_id, round=r, reason=str(exc))
+            return
+        try:
+            commitment = record.commitment
+            result = self.protocol.open_commitment(self.account, ctx.run_id, r, self.address, commitment, opening)
+        except ContractRevertError as exc:
+            if exc.error != "AlreadyResolved":  # opened by someone else holding the document
+                raise
+            return
+        log_event(self.log, "opened", run=ctx.run_id, round=r, leaves=len(opening.entries), tx=result.transaction_hash)
+
+    def _do_report_unopened(self, action: Action) -> None:
+        for solver in get_unresolved_commitments(self.protocol, self.load(), action.round):
+            report_unopened(self.protocol, self.account, self.log, self.run_id, action.round, solver)
 
     def _do_mark_committed(self, action: Action) -> None:
         record = self.record_of(self.settings.run_id, action.round)

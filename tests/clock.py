@@ -164,7 +164,7 @@ class ClockDriver:
         times = self.protocol.round_times(self.run_id)
         if times.finished:
             return []
-        out = [times.commit_end, times.attest_end, times.challenge_end]
+        out = [times.commit_end, times.open_end, times.attest_end, times.challenge_end]
         claim = self.protocol.claim_of(self.run_id, times.round)
         if claim.status == ClaimStatus.POSTED:
             out.append(claim.window_end)

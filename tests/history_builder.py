@@ -161,6 +161,25 @@ class RunEvents:
             tokens=tokens,
         )
 
+    def open(self, r: int, solver: str) -> None:
+        self.step()
+        self.emit("RunRegistry", "CommitmentOpened", runId=self.run_id, round=r, solver=solver, opener=solver)
+
+    def report_unopened(self, r: int, solver: str, slashed: bool = True, reporter: str = VERIFIER) -> None:
+        """`reportUnopened`: the commitment marked unopened and, if the seed was drawn, its solver slashed."""
+        self.step()
+        self.emit(
+            "RunRegistry", "CommitmentUnopened", runId=self.run_id, round=r, solver=solver, reporter=reporter,
+            slashed=slashed,
+        )  # fmt: skip
+        if slashed:
+            key = compute_solver_fault_key(self.run_id, r, solver)
+            taken = self.slash(solver, 1, key)
+            self.emit(
+                "RunRegistry", "UnopenedSlashed", runId=self.run_id, round=r, solver=solver,
+                faultKey=bytes.fromhex(key[2:]), taken=taken,
+            )  # fmt: skip
+
     def seed(self, r: int) -> None:
         self.step()
         self.emit(

@@ -1,9 +1,9 @@
 """When a verifier acts: a pure function of the round's times and whether its seed is drawn.
 
-What it attests is the commitment verdict (`protocol/verdict.py`): the first failing sample is named
-in a fail attestation (with its leaf and Merkle proof, so the chain records which checkpoints are
-disputed); a document that cannot be obtained or does not hash to the root leaves nothing to prove
-on-chain, so the verifier abstains and the commitment is never accepted (docs/nodes.md).
+What it attests is the commitment verdict (`protocol/verdict.py`) on opened commitments only: the first
+failing sample is named in a fail attestation with the leaf and Merkle proof the solver opened on-chain,
+so the chain records which checkpoints are disputed; a document or checkpoint the solver does not serve is
+a failed segment (docs/nodes.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool, block_numb
     """Where the current round stands for a verifier.
 
     The seed can be drawn once the round's seed block (fixed when the round started) is mined, i.e. when
-    the chain is past it; until then the verifier waits for that block (`wait_seed_block`).
+    the chain is past it; until then the verifier waits for that block (`wait_seed_block`). It can be drawn
+    only before `open_end` (so that solvers can still open): a round whose seed was not drawn by then is
+    never verified, and the verifier has nothing to do in it.
     """
     if times.finished:
         return "finished"
@@ -28,5 +30,7 @@ def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool, block_numb
     if now < times.attest_end:
         if seed_drawn:
             return "attest"
+        if now >= times.open_end:
+            return "after_attest"
         return "draw_seed" if block_number > times.seed_block else "wait_seed_block"
     return "after_attest"

@@ -1,9 +1,11 @@
 """The verifier's background worker: watch commitments, replay sampled segments, attest.
 
 Runs in its own thread, never on the HTTP event loop. Each pass of the loop reads the current
-round, draws the seed when nobody has, and for every seat assigned to this verifier: fetches the
-solver's commitment document and the sampled start checkpoints (by hash, from the solver's
-artifact API), replays with the one training step, judges, and attests with its bond. Before
+round, draws the seed when nobody has, and for every seat assigned to this verifier: waits for the
+solver to open the commitment on-chain (and reports it unopened once `open_end` passed without an
+opening), fetches the solver's commitment document and the sampled start checkpoints (by hash, from
+the solver's artifact API), replays with the one training step, judges, and attests with its bond
+(a fail names the opened leaf and proof of its draw, from the chain). Before
 sending, it asks the chain whether the seat is already attested, and records the attestation in
 SQLite right after, so a restart never attests twice. After the challenge window it finalizes
 its attestations (bond back) and, once the round is settled, claims its shares.
@@ -25,13 +27,12 @@ from eth_account.signers.local import LocalAccount
 from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.logs import log_event
+from node.opening import draw_round_seed, report_unopened
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.commitment import CommitmentDoc
 from protocol.errors import GradledgerError
-from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.types import AttestationRef, AttestationState, Commitment, LeafData
+from protocol.opening import OpeningError
+from protocol.types import AttestationRef, AttestationState, Commitment, Opening
 from protocol.verdict import AttestationDecision
 from verifier.decide import get_verifier_phase
 from verifier.jury import JuryDuty
@@ -146,19 +147,10 @@ class VerifierWorker(RunNode):
         phase = get_verifier_phase(now, times, seed_drawn, block)
         if self.juror_only:
             phase = "before_attest" if phase in ("wait_seed_block", "draw_seed", "attest") else phase
-        if phase == "wait_seed_block" and self.chain.chain_id == DEVNET_CHAIN_ID:
-            # An automining devnet mines only on transactions: mine the empty blocks up to the seed block (same
-            # timestamp, so no window moves), then draw. A real chain brings the seed block by itself.
-            self.chain.mine_blocks(times.seed_block - block + 1, interval_s=0)
-            phase = "draw_seed"
-        if phase == "draw_seed":
-            try:
-                self.protocol.draw_seed(self.account, ctx.run_id, times.round)
-            except ContractRevertError as exc:
-                if exc.error != "SeedAlreadyDrawn":
-                    raise
+        if phase in ("wait_seed_block", "draw_seed"):
+            draw_round_seed(self.protocol, self.account, ctx.run_id, times)
         elif phase == "attest":
-            self._attest_round(times.round)
+            self._attest_round(times.round, now >= times.open_end)
         self.finalize_and_claim(now)
         if self.jury is not None and self.jury.registered:
             self.jury.tick(now)
@@ -188,59 +180,45 @@ class VerifierWorker(RunNode):
                     seats.append((ref, commitment))
         return seats
 
-    def _attest_round(self, round_index: int) -> None:
+    def _attest_round(self, round_index: int, past_open_end: bool) -> None:
         for ref, commitment in self._my_seats(round_index):
             identifier = attestation_id(ref)
             if self.get_attestation(identifier) is not None:
                 continue
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
                 continue  # attested before a crash, or by this key from another process
+            opening = self.protocol.opening_state(ref.run_id, ref.round, ref.solver)
+            if opening == Opening.NONE and past_open_end:
+                report_unopened(self.protocol, self.account, self.log, ref.run_id, ref.round, ref.solver)
+                continue
+            if opening != Opening.OPENED:
+                continue  # not opened yet (wait for the solver), or reported unopened (nothing to attest)
             try:
-                decision, doc = self.decide_seat(ref, commitment)
-                self._attest(ref, commitment, decision, doc)
+                decision = self.decide_seat(ref, commitment)
+                self._attest(ref, commitment, decision)
             except GradledgerError:
                 raise  # a slow peer or a race: the whole tick is retried
             except Exception as exc:  # one bad seat must not stop the others, finalizing or jury duty
                 self.note_skip(f"seat {ref.id}", exc)
                 self.metrics.skips.inc()
 
-    def decide_seat(
-        self, ref: AttestationRef, commitment: Commitment
-    ) -> tuple[AttestationDecision, CommitmentDoc | None]:
+    def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> AttestationDecision:
         """What to attest for a seat: fetch, check and replay its samples (node/checker.py)."""
-        return self.get_checker().check_commitment(ref, commitment)
+        return self.get_checker().check_commitment(ref, commitment)[0]
 
-    def _attest(
-        self, ref: AttestationRef, commitment: Commitment, decision: AttestationDecision, doc: CommitmentDoc | None
-    ) -> None:
+    def _attest(self, ref: AttestationRef, commitment: Commitment, decision: AttestationDecision) -> None:
         ctx = self.load()
         bond = ctx.terms.attestation_bond
-        if decision.kind == "abstain":
-            log_event(self.log, "abstained", solver=ref.solver, round=ref.round, reason=decision.reason)
-            self._save(
-                AttestationRecord(
-                    attestation_id(ref),
-                    ref.run_id,
-                    ref.round,
-                    ref.solver,
-                    ref.slot,
-                    "abstain",
-                    -1,
-                    -1,
-                    decision.reason,
-                    "",
-                    "done",  # nothing was attested: no bond to finalize, no shares to claim
-                )
-            )
-            return
         if decision.kind == "pass":
             result = self.protocol.attest_pass(self.account, ref, commitment, bond)
         else:
-            tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
-            leaf = doc.leaves[decision.segment]
-            proof = list(get_merkle_proof_at(tree, decision.segment))
-            data = LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens)
-            result = self.protocol.attest_fail(self.account, ref, commitment, decision.sample_index, data, proof, bond)
+            opening = self.protocol.get_opening(ref.run_id, ref.round, ref.solver, ctx.created_block)
+            if opening is None:
+                raise OpeningError(f"no CommitmentOpened event yet for {ref.id}")
+            opened = opening.leaf_of(ref.slot, decision.sample_index)
+            result = self.protocol.attest_fail(
+                self.account, ref, commitment, decision.sample_index, opened.leaf, list(opened.proof), bond
+            )
         self.metrics.attestations.labels(result=decision.kind).inc()
         self._save(
             AttestationRecord(

@@ -33,7 +33,7 @@ class ChallengePlan:
     reason: str
 
 
-Verdict = Literal["right", "challenge", "unprovable", "late", "not_selected"]
+Verdict = Literal["right", "challenge", "late", "not_selected"]
 
 
 def is_selected(
@@ -71,19 +71,17 @@ def is_selected(
 def decide_attestation_challenge(
     is_fail: bool,
     attestation_right: bool,
-    provable: bool,
     fail_sample_index: int,
     finding_sample_index: int,
     finding: str,
 ) -> ChallengePlan | None:
     """Challenge a wrong attestation: a pass on faulty work, or a fail on honest work.
 
-    `provable` is False when the whistleblower could not get the solver's document (it needs the
-    committed leaf and its Merkle proof to challenge). A pass is challenged over the draw the
-    checker found faulty (draw 0 when the fault is in the document or trajectory as a whole); a
-    fail can only be challenged over the draw it named.
+    A pass is challenged over the draw the checker found faulty (draw 0 when the fault is in the
+    document or trajectory as a whole, or it is not served); a fail can only be challenged over the
+    draw it named. Either way the challenge carries that draw's opened leaf and proof (the chain's).
     """
-    if attestation_right or not provable:
+    if attestation_right:
         return None
     if is_fail:
         return ChallengePlan(fail_sample_index, f"fail attestation on honest work: {finding}")

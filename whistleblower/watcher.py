@@ -32,6 +32,7 @@ from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.disputes import JurorRegistryReader, advance_dispute
 from node.logs import log_event
+from node.opening import get_unresolved_commitments, report_unopened
 from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
@@ -39,8 +40,8 @@ from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
-from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.types import AttestationRef, ClaimStatus, DisputeStatus, LeafData
+from protocol.opening import OpeningError
+from protocol.types import AttestationRef, ClaimStatus, DisputeStatus
 from whistleblower.decide import (
     can_challenge_attestation,
     decide_attestation_challenge,
@@ -102,6 +103,8 @@ class Whistleblower(RunNode):
         now = self.now()
         self._discover()
         self._check_attestations(now, times)
+        if not times.finished and now >= times.open_end:
+            self._report_unopened(times.round)
         if not times.finished:
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
@@ -124,6 +127,13 @@ class Whistleblower(RunNode):
             raise
         except Exception as exc:
             self.note_skip(what, exc)
+
+    # -- openings --------------------------------------------------------------------------
+
+    def _report_unopened(self, round_index: int) -> None:
+        """Report every commitment of the round left unopened past open_end (its solver is slashed)."""
+        for solver in get_unresolved_commitments(self.protocol, self.load(), round_index):
+            report_unopened(self.protocol, self.account, self.log, self.run_id, round_index, solver)
 
     # -- attestations ----------------------------------------------------------------------
 
@@ -182,24 +192,21 @@ class Whistleblower(RunNode):
         ctx, checker = self.load(), self.checker
         commitment = self.protocol.get_commitments(ctx.run_id, check["round"], ctx.created_block)[check["solver"]]
         ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
-        right, decision, doc = checker.is_attestation_right(ref, commitment, check["is_fail"], check["sample_index"])
+        right, decision, _ = checker.is_attestation_right(ref, commitment, check["is_fail"], check["sample_index"])
         plan = decide_attestation_challenge(
-            check["is_fail"], right, doc is not None, check["sample_index"], decision.sample_index, decision.reason
+            check["is_fail"], right, check["sample_index"], decision.sample_index, decision.reason
         )
         kind = "fail" if check["is_fail"] else "pass"
         if plan is None:
-            status = "right" if right else "unprovable"
-            self._set(check, status, decision.reason)
-            log_event(self.log, "attestation checked", seat=check["id"], kind=kind, verdict=status)
+            self._set(check, "right", decision.reason)
+            log_event(self.log, "attestation checked", seat=check["id"], kind=kind, verdict="right")
             return
         subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
-        segment = self.protocol.sampled_segment(ref, plan.sample_index)
-        if segment >= len(doc.leaves):  # the challenge needs that leaf and its proof: nothing to prove it with
-            self._set(check, "unprovable", f"the document has no leaf for sampled segment {segment}")
-            return
-        tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in doc.leaves])
-        leaf = doc.leaves[segment]
-        data = LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens)
+        # The challenge names the disputed draw's leaf with its proof: the one the solver opened on-chain.
+        opening = self.protocol.get_opening(ref.run_id, ref.round, ref.solver, ctx.created_block)
+        if opening is None:
+            raise OpeningError(f"no CommitmentOpened event yet for {ref.id}")
+        opened = opening.leaf_of(ref.slot, plan.sample_index)
         record = {
             "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": check["verifier"],
             "kind": f"{kind} attestation", "reason": plan.reason, "status": "sending", "outcome": "",
@@ -209,7 +216,7 @@ class Whistleblower(RunNode):
         bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
         try:
             self.protocol.challenge_attestation(
-                self.account, ref, commitment, plan.sample_index, data, list(get_merkle_proof_at(tree, segment)), bond
+                self.account, ref, commitment, plan.sample_index, opened.leaf, list(opened.proof), bond
             )
         except ContractRevertError as exc:
             self._confirm(record, exc)

@@ -19,6 +19,8 @@ library Constants {
     uint256 internal constant MAX_SAMPLES = 1024;
     /// @notice Upper bound on verifiers assigned to one commitment.
     uint256 internal constant MAX_VERIFIERS_PER_COMMITMENT = 8;
+    /// @notice Upper bound on seats x samples of a run: the leaves one `open` proves, so opening always fits a block.
+    uint256 internal constant MAX_OPENED_LEAVES = 64;
     /// @notice Upper bound on the verifier list of one run.
     uint256 internal constant MAX_VERIFIERS_PER_RUN = 256;
     /// @notice Upper bound on the juror registry.

@@ -7,7 +7,9 @@ import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
-import {CommitmentData, RunConfig} from "./interfaces/Types.sol";
+import {CommitmentData, LeafData, RunConfig} from "./interfaces/Types.sol";
+import {Sampling} from "./libraries/Sampling.sol";
+import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
 /// @title RunRegistry
 /// @notice Runs, their rounds, solver commitments, theta_(r+1) claims and round settlement.
@@ -33,13 +35,17 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     ///         once `round` reaches `maxRounds`.
     struct RunState {
         // PACKING: one slot; a slot per field costs +12,415 gas per commit, +30,842 per settle, +18,831 per challenge.
+        //          Hence round in 24 bits (< maxRounds < 2^24) and solverMinStake in 88 (checked at createRun).
         uint40 roundStart;
-        uint32 round;
+        uint24 round;
         uint32 commitWindow;
-        uint96 solverMinStake;
+        uint88 solverMinStake;
         uint16 openDisputes;
         uint16 numSegments;
         uint24 maxRounds;
+        // Commitments of the current round neither opened nor reported unopened (open, reportUnopened); settle
+        // needs 0.
+        uint16 unresolved;
     }
 
     /// @notice The rest of a run's configuration.
@@ -52,11 +58,13 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         uint32 revenueReleasePeriod;
     }
 
-    /// @notice A solver's latest commitment in a run: round + 1 (0 = joined, never committed) and hash.
+    /// @notice A solver's latest commitment in a run: round + 1 (0 = joined, never committed), whether it was
+    ///         opened (reset by each commit), and its hash.
     struct Commitment {
-        // PACKING: round + 224-bit hash in one slot; apart they cost +22,178 gas on a first commit (+5,102 on later
-        //          ones) and +2,095 per attest and per challenge.
-        uint32 roundPlusOne;
+        // PACKING: round, opening and a 224-bit hash in one slot (round + 1 <= maxRounds < 2^24); apart they cost
+        //          +22,178 gas on a first commit (+5,102 on later ones) and +2,095 per attest and per challenge.
+        uint24 roundPlusOne;
+        Opening opening;
         bytes28 hash;
     }
 
@@ -146,6 +154,24 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     event ClaimResolved(
         uint256 indexed runId, uint64 indexed round, uint16 nonce, ClaimStatus status, uint256 bondForfeited
     );
+    /// @notice The sampled leaves of a commitment were opened (by `opener`, normally its solver). `openCall` is the
+    ///         whole `open` call data (selector and ABI-encoded arguments): its `leaves[q * samples + j]` is the
+    ///         leaf of draw j of seat q, for seats 0 .. min(verifiersPerCommitment, verifierCount) - 1, and
+    ///         `proofs[q * samples + j]` its proof, so a fail or a challenge can name them even if the solver
+    ///         serves nothing.
+    event CommitmentOpened(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, address opener, bytes openCall
+    );
+    /// @notice A commitment was not opened by its deadline and `reporter` said so. `slashed`: the seed had been
+    ///         drawn, so the solver could have opened (UnopenedSlashed follows); otherwise nobody could open and
+    ///         the commitment is only void.
+    event CommitmentUnopened(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, address reporter, bool slashed
+    );
+    /// @notice The solver of an unopened commitment was slashed; all of `taken` went to the run's reward pool.
+    event UnopenedSlashed(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, bytes32 faultKey, uint256 taken
+    );
     /// @notice A round was settled: theta_(r+1) is `thetaHash` (the claim with `nonce`).
     event RoundSettled(uint256 indexed runId, uint64 indexed round, bytes32 thetaHash, address claimer, uint16 nonce);
     /// @notice The last round of a run was settled; nothing more can be committed.
@@ -179,6 +205,17 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     error NotSettledClaim(ClaimStatus status);
     error BondAlreadyPaid();
     error TransferFailed(address to, uint256 amount);
+    error TooManyCommitments(uint256 runId, uint64 round);
+    error CommitmentsUnresolved(uint256 unresolved);
+    error OpenWindowClosed(uint256 openEnd);
+    error OpenWindowOpen(uint256 deadline);
+    error SeedNotDrawn(uint256 runId, uint64 round);
+    error WrongOpeningLength(uint256 leaves, uint256 proofs, uint256 required);
+    error InvalidLeafProof(uint256 entry);
+    error AlreadyResolved(Opening opening);
+    error NotCommitted(uint256 runId, uint64 round, address solver);
+    error NotOpened(uint256 runId, uint64 round, address solver);
+    error UnexpectedEther(address from);
 
     modifier onlyDisputes() {
         if (msg.sender != disputes) revert NotDisputes(msg.sender);
@@ -213,10 +250,11 @@ contract RunRegistry is IRunRegistry, IRunCreator {
             roundStart: uint40(block.timestamp),
             round: 0,
             commitWindow: config.commitWindow,
-            solverMinStake: config.solverMinStake,
+            solverMinStake: uint88(config.solverMinStake),
             openDisputes: 0,
             numSegments: uint16(config.innerSteps / config.stepsPerSegment),
-            maxRounds: uint24(config.maxRounds)
+            maxRounds: uint24(config.maxRounds),
+            unresolved: 0
         });
         _params[runId] = RunParams({
             attestWindow: config.attestWindow,
@@ -263,7 +301,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (_commitments[runId][msg.sender].hash != bytes28(0)) revert AlreadyJoined(runId, msg.sender);
         uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
         if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
-        _commitments[runId][msg.sender] = Commitment({roundPlusOne: 0, hash: JOINED});
+        _commitments[runId][msg.sender] = Commitment({roundPlusOne: 0, opening: Opening.None, hash: JOINED});
         emit SolverJoined(runId, msg.sender);
         verification.onSolverJoined(runId, msg.sender);
     }
@@ -294,9 +332,85 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         // INVARIANT: bonded stake >= solverMinStake now; _validate's window rule keeps it slashable for every fault.
         uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
         if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
-        _commitments[runId][msg.sender] =
-            Commitment({roundPlusOne: uint32(round + 1), hash: _commitmentHash(root, deltaHash, tokens)});
+        if (state.unresolved == type(uint16).max) revert TooManyCommitments(runId, round);
+        // INVARIANT: unresolved counts this round's commitments not yet opened or reported: settle waits for 0, so
+        //            every commitment ends opened (checkable) or reported (slashed) before its round can close.
+        _state[runId].unresolved = state.unresolved + 1;
+        _commitments[runId][msg.sender] = Commitment({
+            roundPlusOne: uint24(round + 1), opening: Opening.None, hash: _commitmentHash(root, deltaHash, tokens)
+        });
         emit Committed(runId, round, msg.sender, root, deltaHash, state.numSegments, tokens);
+    }
+
+    // ------------------------------------------------------------------ opening
+
+    /// @notice Open a commitment of the current round (anyone; normally its solver): prove, under the committed
+    ///         root, the leaf of every sampled segment of every seat, after the round's seed is drawn and before
+    ///         `roundTimes(run).openEnd` (commitEnd + attestWindow / 2). Only an opened commitment can be attested
+    ///         or disputed (`checkCommitment`), so a root nobody can open for (run, round, solver) -- random,
+    ///         copied from another solver or round, with missing leaves -- is never paid, and `reportUnopened`
+    ///         slashes it after the deadline.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param solver The committing solver.
+    /// @param commitment The solver's commitment fields (checked against the stored hash).
+    /// @param leaves `leaves[q * samples + j]`: the leaf of draw j of seat q (Verification.sampledSegment(run,
+    ///        round, solver, q, j)), for seats 0 .. min(verifiersPerCommitment, the round's verifierCount) - 1.
+    /// @param proofs Merkle proof of each leaf under `commitment.root`, in the same order.
+    function open(
+        uint256 runId,
+        uint64 round,
+        address solver,
+        CommitmentData calldata commitment,
+        LeafData[] calldata leaves,
+        bytes32[][] calldata proofs
+    ) external {
+        RunParams memory p = _openable(runId, round, solver, commitment);
+        (bytes32 seed, uint256 seats) = _openingSeed(runId, round, solver, p.verifiers);
+        _proveOpening(
+            SegmentLeaf.Leaf(runId, round, solver, 0, 0, 0, 0, 0), seed, seats, p, commitment.root, leaves, proofs
+        );
+        _commitments[runId][solver].opening = Opening.Opened;
+        // INVARIANT: each commitment leaves `unresolved` once: only from Opening.None (checked by _openable).
+        _state[runId].unresolved -= 1;
+        emit CommitmentOpened(runId, round, solver, msg.sender, msg.data);
+    }
+
+    /// @notice Report a commitment of the current round that was not opened by its deadline (anyone). If the
+    ///         round's seed was drawn (from `openEnd` on), the solver could have opened: it is slashed
+    ///         `solverMinStake` under the same fault key as a proven bad segment (so at most once per commitment),
+    ///         all of it to the run's reward pool -- none to the reporter, so a solver reporting itself recovers
+    ///         nothing. If the seed was never drawn (Verification.drawSeed closes at `openEnd` too), nobody could
+    ///         open: the commitment is only void. Either way the round can settle only once every commitment is
+    ///         opened or reported.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param solver The committing solver.
+    function reportUnopened(uint256 runId, uint64 round, address solver) external {
+        RunState memory state = _current(runId, round);
+        Commitment storage slot = _commitments[runId][solver];
+        if (slot.roundPlusOne != round + 1) revert NotCommitted(runId, round, solver);
+        if (slot.opening != Opening.None) revert AlreadyResolved(slot.opening);
+        uint256 openEnd = uint256(state.roundStart) + state.commitWindow + _params[runId].attestWindow / 2;
+        if (block.timestamp < openEnd) revert OpenWindowOpen(openEnd);
+        // INVARIANT: a seed can only be drawn before openEnd (Verification.drawSeed), so "drawn" here means the
+        //            solver had the seed while `open` was still possible: only then is not opening a fault.
+        (bool drawn,,) = verification.seedOf(runId, round);
+        slot.opening = Opening.Unopened;
+        _state[runId].unresolved = state.unresolved - 1;
+        emit CommitmentUnopened(runId, round, solver, msg.sender, drawn);
+        if (!drawn) return;
+        // INVARIANT: the same key as a proven bad segment (Verification, Disputes): a commitment is slashed once.
+        bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, runId, round, solver));
+        uint256 taken = stakeManager.slash(solver, Constants.ROLE_SOLVER, state.solverMinStake, faultKey);
+        emit UnopenedSlashed(runId, round, solver, faultKey, taken);
+        // INVARIANT: every slashed wei goes on to the pool in this call: this contract keeps none of it.
+        if (taken > 0) modelShares.fundPool{value: taken}(runId);
+    }
+
+    /// @notice Slash proceeds of an unopened commitment, from the StakeManager (forwarded to the pool at once).
+    receive() external payable {
+        if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
     }
 
     // ------------------------------------------------------------------ claims and settlement
@@ -339,6 +453,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (round != state.round) revert WrongRound(round, state.round);
         // INVARIANT: no open dispute at settlement: the round's share denominators (totals, jurorVotes) are final.
         if (state.openDisputes != 0) revert DisputesOpen(state.openDisputes);
+        // INVARIANT: no commitment escapes both opening and the unopened slash: each was resolved (Verification).
+        if (state.unresolved != 0) revert CommitmentsUnresolved(state.unresolved);
         Claim storage claim = _claims[runId][round];
         Claim memory c = claim;
         if (c.status == ClaimStatus.Posted) {
@@ -348,7 +464,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         }
         claim.status = ClaimStatus.Settled;
         uint64 next = round + 1;
-        state.round = uint32(next);
+        state.round = uint24(next);
         state.roundStart = uint40(block.timestamp);
         _state[runId] = state;
         _seedBlock[runId] = _seedBlockFrom(state.commitWindow);
@@ -391,7 +507,10 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     {
         RunState storage state = _state[runId];
         if (round != state.round) revert WrongRound(round, state.round);
-        _checkCommitment(runId, round, solver, commitment);
+        // INVARIANT: only opened commitments are disputed (an attestation already implies it; checked again here).
+        if (_checkCommitment(runId, round, solver, commitment).opening != Opening.Opened) {
+            revert NotOpened(runId, round, solver);
+        }
         state.openDisputes += 1;
         return _terms[runId];
     }
@@ -461,7 +580,21 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         external
         view
     {
-        _checkCommitment(runId, round, solver, commitment);
+        // INVARIANT: Verification attests only opened commitments (attestPass and attestFail call this first).
+        if (_checkCommitment(runId, round, solver, commitment).opening != Opening.Opened) {
+            revert NotOpened(runId, round, solver);
+        }
+    }
+
+    /// @notice Whether `solver`'s commitment of `round` was opened or reported unopened (None: neither yet, or the
+    ///         solver's latest commitment is of another round).
+    /// @param runId The run.
+    /// @param round The round.
+    /// @param solver The solver.
+    /// @return The commitment's Opening.
+    function openingOf(uint256 runId, uint64 round, address solver) external view returns (Opening) {
+        Commitment memory c = _commitments[runId][solver];
+        return c.roundPlusOne == round + 1 ? c.opening : Opening.None;
     }
 
     /// @notice A solver's latest commitment slot in a run.
@@ -533,6 +666,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         t.challengeEnd = t.attestEnd + p.challengeWindow;
         t.finished = state.round >= state.maxRounds;
         t.seedBlock = _seedBlock[runId];
+        t.openEnd = t.commitEnd + p.attestWindow / 2;
     }
 
     /// @inheritdoc IRunRegistry
@@ -582,11 +716,72 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (state.roundStart == 0) revert UnknownRun(runId);
     }
 
+    /// @dev The run's state, reverting unless `round` is its current (unfinished) round.
+    function _current(uint256 runId, uint64 round) internal view returns (RunState memory state) {
+        state = _existing(runId);
+        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
+        if (round != state.round) revert WrongRound(round, state.round);
+    }
+
+    /// @dev Checks of `open`: current round, before openEnd, the commitment's fields, not yet opened or reported.
+    function _openable(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
+        internal
+        view
+        returns (RunParams memory p)
+    {
+        RunState memory state = _current(runId, round);
+        p = _params[runId];
+        uint256 openEnd = uint256(state.roundStart) + state.commitWindow + p.attestWindow / 2;
+        if (block.timestamp >= openEnd) revert OpenWindowClosed(openEnd);
+        _checkCommitment(runId, round, solver, commitment);
+        Opening opening = _commitments[runId][solver].opening;
+        if (opening != Opening.None) revert AlreadyResolved(opening);
+    }
+
+    /// @dev The commitment's sampling seed and its seats (min(verifiers, the round's verifier snapshot)).
+    function _openingSeed(uint256 runId, uint64 round, address solver, uint256 verifiers)
+        internal
+        view
+        returns (bytes32 seed, uint256 seats)
+    {
+        (bool drawn, bytes32 seedBase, uint256 verifierCount) = verification.seedOf(runId, round);
+        if (!drawn) revert SeedNotDrawn(runId, round);
+        seed = Sampling.seed(seedBase, runId, round, solver);
+        seats = verifiers < verifierCount ? verifiers : verifierCount;
+    }
+
+    /// @dev Every entry of an opening, seat-major: leaves[k] is segment Sampling.sample(seatSeed(seed, k / samples),
+    ///      k % samples, numSegments) of `full`'s (run, round, solver), proven under `root` (InvalidLeafProof(k)).
+    function _proveOpening(
+        SegmentLeaf.Leaf memory full,
+        bytes32 seed,
+        uint256 seats,
+        RunParams memory p,
+        bytes32 root,
+        LeafData[] calldata leaves,
+        bytes32[][] calldata proofs
+    ) internal pure {
+        uint256 required = seats * p.samples;
+        if (leaves.length != required || proofs.length != required) {
+            revert WrongOpeningLength(leaves.length, proofs.length, required);
+        }
+        // INVARIANT: bounded: seats x samples <= MAX_OPENED_LEAVES (checked at createRun).
+        for (uint256 k; k < required; ++k) {
+            full.index = uint32(Sampling.sample(Sampling.seatSeed(seed, k / p.samples), k % p.samples, p.numSegments));
+            full.startHash = leaves[k].startHash;
+            full.endHash = leaves[k].endHash;
+            full.sketchHash = leaves[k].sketchHash;
+            full.tokens = leaves[k].tokens;
+            if (!SegmentLeaf.verify(proofs[k], root, full)) revert InvalidLeafProof(k);
+        }
+    }
+
     function _checkCommitment(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
         internal
         view
+        returns (Commitment memory c)
     {
-        Commitment memory c = _commitments[runId][solver];
+        c = _commitments[runId][solver];
         if (
             c.roundPlusOne != round + 1
                 || c.hash != _commitmentHash(commitment.root, commitment.deltaHash, commitment.tokens)
@@ -629,6 +824,12 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (c.solverMinStake == 0 || c.verifierMinStake == 0 || c.attestationBond == 0 || c.challengeBond == 0) {
             revert InvalidConfig("stakes and bonds must be positive");
         }
+        if (c.solverMinStake > type(uint88).max) revert InvalidConfig("solverMinStake must be below 2^88 wei");
+        // INVARIANT: seats x samples <= MAX_OPENED_LEAVES: one `open` proves them all within a block's gas.
+        if (uint256(c.samplesPerCommitment) * c.verifiersPerCommitment > Constants.MAX_OPENED_LEAVES) {
+            revert InvalidConfig("samplesPerCommitment * verifiersPerCommitment exceeds MAX_OPENED_LEAVES");
+        }
+
         if (uint256(c.solverShareBps) + c.verifierShareBps + c.jurorShareBps != Constants.BPS_DENOMINATOR) {
             revert InvalidConfig("share split must sum to BPS_DENOMINATOR");
         }

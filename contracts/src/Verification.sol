@@ -209,6 +209,7 @@ contract Verification is IVerification {
     error SeedNotDrawn(uint256 runId, uint64 round);
     error SeedBlockNotMined(uint256 seedBlock);
     error SeedBlockExpired(uint256 seedBlock);
+    error OutsideDrawWindow(uint256 opensAt, uint256 closesAt);
     error SeatVoid(uint8 slot);
     error NotAssignedVerifier(address caller, address assigned);
     error WrongBond(uint256 sent, uint256 required);
@@ -296,7 +297,8 @@ contract Verification is IVerification {
 
     // ------------------------------------------------------------------ seed
 
-    /// @notice Fix the current round's seed (anyone, once, inside the attestation window) from the hash of the
+    /// @notice Fix the current round's seed (anyone, once, from commitEnd until the opening deadline `openEnd` =
+    ///         commitEnd + attestWindow / 2, so that whoever holds the seed can still open) from the hash of the
     ///         round's seed block (`roundTimes(run).seedBlock`, fixed when the round started; every commitment of
     ///         the round landed before it). The result does not depend on the block this call lands in: the seed,
     ///         every sample and every seat are the same for every caller. Also snapshots the verifier list as the
@@ -304,18 +306,21 @@ contract Verification is IVerification {
     ///         seed block's hash, changes a seat), and the round's parameters.
     ///         Callable in blocks seedBlock + 1 .. seedBlock + SEED_HORIZON_BLOCKS only: before, the hash does not
     ///         exist yet (SeedBlockNotMined); after, the EVM no longer serves it (SeedBlockExpired). If nobody
-    ///         draws in those 256 blocks, the round cannot be verified: no attestation can be made, so no
-    ///         commitment of it is accepted or paid, nobody is slashed, and theta stays (the round's claim is
-    ///         theta_r itself, no pseudo-gradient being accepted). Anyone may draw, so only a total absence of
-    ///         honest drawers causes it.
+    ///         draws in those 256 blocks before openEnd, the round cannot be verified: nothing can be opened or
+    ///         attested, so no commitment of it is accepted or paid, its commitments are reported void (nobody is
+    ///         slashed), and theta stays (the round's claim is theta_r itself, no pseudo-gradient being
+    ///         accepted). Anyone may draw, so only a total absence of honest drawers causes it, or a chain too
+    ///         slow to mine the seed block before openEnd (the run's windows must leave room for it).
     /// @param runId The run.
     /// @param round The current round.
     function drawSeed(uint256 runId, uint64 round) external {
         IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
         if (t.finished) revert RunIsFinished(runId);
         if (round != t.round) revert WrongRound(round, t.round);
-        if (block.timestamp < t.commitEnd || block.timestamp >= t.attestEnd) {
-            revert OutsideAttestWindow(t.commitEnd, t.attestEnd);
+        // INVARIANT: drawn before openEnd or never: a solver that has the seed can still open (RunRegistry.open),
+        //            so RunRegistry.reportUnopened slashes only when opening was possible.
+        if (block.timestamp < t.commitEnd || block.timestamp >= t.openEnd) {
+            revert OutsideDrawWindow(t.commitEnd, t.openEnd);
         }
         if (_seeds[runId][round].attestEnd != 0) revert SeedAlreadyDrawn(runId, round);
         uint256 seedBlock = t.seedBlock;
@@ -342,7 +347,8 @@ contract Verification is IVerification {
     // ------------------------------------------------------------------ attestations
 
     /// @notice Attest that every sampled segment of the seat (its own samples) replays correctly, with the run's
-    ///         attestation bond. Only the verifier assigned to `ref.slot`, inside the attestation window.
+    ///         attestation bond. Only the verifier assigned to `ref.slot`, inside the attestation window, and only
+    ///         on a commitment its solver opened (RunRegistry.checkCommitment reverts NotOpened otherwise).
     /// @param ref The seat: run, round, solver, slot.
     /// @param commitment The solver's commitment fields (checked against the stored hash).
     function attestPass(AttestationRef calldata ref, CommitmentData calldata commitment) external payable {
@@ -354,7 +360,7 @@ contract Verification is IVerification {
 
     /// @notice Attest that sampled segment `sampleIndex` of the seat's samples of a commitment is wrong (or was not
     ///         served), with the committed leaf and its Merkle proof, so the chain records which checkpoints are
-    ///         disputed.
+    ///         disputed. Only on an opened commitment (NotOpened): the leaf is one the opening proved.
     /// @param ref The seat: run, round, solver, slot.
     /// @param commitment The solver's commitment fields (checked against the stored hash).
     /// @param sampleIndex Which draw of the seat (< samples per commitment); the segment is the draw's value.
@@ -548,6 +554,16 @@ contract Verification is IVerification {
     function assignedVerifier(AttestationRef calldata ref) external view returns (address verifier, bool eligible) {
         VerifierEntry memory entry = _assigned(ref, _drawn(ref.runId, ref.round));
         return (entry.account, entry.active && entry.account != ref.solver);
+    }
+
+    /// @inheritdoc IVerification
+    function seedOf(uint256 runId, uint64 round)
+        external
+        view
+        returns (bool drawn, bytes32 seedBase, uint256 snapshotCount)
+    {
+        RoundSeed memory rs = _seeds[runId][round];
+        return (rs.attestEnd != 0, bytes32(rs.seed), rs.verifierCount);
     }
 
     /// @notice The round's seed base: the first 12 bytes of the drawn block hash, zero-padded (zero until drawn).

@@ -25,6 +25,7 @@ contract ConstantsTest is Test {
         assertEq(
             _u("MAX_VERIFIERS_PER_COMMITMENT"), Constants.MAX_VERIFIERS_PER_COMMITMENT, "MAX_VERIFIERS_PER_COMMITMENT"
         );
+        assertEq(_u("MAX_OPENED_LEAVES"), Constants.MAX_OPENED_LEAVES, "MAX_OPENED_LEAVES");
         assertEq(_u("MAX_VERIFIERS_PER_RUN"), Constants.MAX_VERIFIERS_PER_RUN, "MAX_VERIFIERS_PER_RUN");
         assertEq(_u("MAX_JURORS"), Constants.MAX_JURORS, "MAX_JURORS");
         assertEq(_u("MAX_JURY_SIZE"), Constants.MAX_JURY_SIZE, "MAX_JURY_SIZE");

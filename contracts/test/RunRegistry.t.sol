@@ -182,6 +182,8 @@ contract RunRegistryTest is Fixture {
         assertEq(round, 0);
         assertTrue(committed);
         assertEq(hash, bytes28(keccak256(abi.encode(c.root, c.deltaHash, c.tokens))));
+        assertEq(reg.runState(runId).unresolved, 1, "a commitment is unresolved until opened or reported");
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotOpened.selector, runId, 0, solvers[0]));
         reg.checkCommitment(runId, 0, solvers[0], c);
     }
 
@@ -369,6 +371,8 @@ contract RunRegistryTest is Fixture {
     function test_postClaim_openDispute_reverts() public {
         joinSolvers(runId, 1);
         CommitmentData memory c = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId); // opens the commitment (only opened commitments are disputed)
         vm.prank(address(dis));
         reg.onDisputeOpened(runId, 0, solvers[0], c);
         warpToClaim(runId);
@@ -552,6 +556,11 @@ contract RunRegistryTest is Fixture {
     function test_onDisputeOpenedThenClosed_counts_succeeds() public {
         joinSolvers(runId, 1);
         CommitmentData memory c = commitAs(runId, solvers[0]);
+        vm.prank(address(dis));
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotOpened.selector, runId, 0, solvers[0]));
+        reg.onDisputeOpened(runId, 0, solvers[0], c);
+        warpToAttest(runId);
+        drawSeed(runId); // opens the commitment
         vm.startPrank(address(dis));
         IRunRegistry.DisputeTerms memory terms = reg.onDisputeOpened(runId, 0, solvers[0], c);
         assertEq(terms.challengeBond, 2 ether);

@@ -75,7 +75,7 @@ contract VerificationTest is Fixture {
         vm.mockCall(
             address(reg),
             abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
-            abi.encode(0, 0, 0, 0, 0, true, 0)
+            abi.encode(0, 0, 0, 0, 0, true, 0, 0)
         );
         vm.prank(outsider);
         vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
@@ -126,9 +126,19 @@ contract VerificationTest is Fixture {
         uint256 id = createRun(defaultConfig());
         vm.expectRevert(
             abi.encodeWithSelector(
-                Verification.OutsideAttestWindow.selector, block.timestamp + WINDOW, block.timestamp + 2 * WINDOW
+                Verification.OutsideDrawWindow.selector, block.timestamp + WINDOW, block.timestamp + WINDOW + WINDOW / 2
             )
         );
+        ver.drawSeed(id, 0);
+    }
+
+    /// @dev From the opening deadline on nobody may draw: a seed drawn then would leave solvers no time to open.
+    function testFuzz_drawSeed_atOrAfterOpenEnd_reverts(uint256 at) public {
+        uint256 id = createRun(defaultConfig());
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        vm.warp(bound(at, t.openEnd, t.attestEnd - 1));
+        vm.roll(t.seedBlock + 1);
+        vm.expectRevert(abi.encodeWithSelector(Verification.OutsideDrawWindow.selector, t.commitEnd, t.openEnd));
         ver.drawSeed(id, 0);
     }
 
@@ -180,7 +190,7 @@ contract VerificationTest is Fixture {
         for (uint256 k = 1; k <= Constants.SEED_HORIZON_BLOCKS; ++k) {
             vm.revertToState(snap);
             vm.roll(t.seedBlock + k);
-            vm.warp(t.commitEnd + (k - 1) * (t.attestEnd - t.commitEnd - 1) / (Constants.SEED_HORIZON_BLOCKS - 1));
+            vm.warp(t.commitEnd + (k - 1) * (t.openEnd - t.commitEnd - 1) / (Constants.SEED_HORIZON_BLOCKS - 1));
             if (bytes12(blockhash(block.number - 1)) != bytes12(seed)) ++oldRuleChoices;
             ver.drawSeed(id, 0);
             (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
@@ -201,7 +211,7 @@ contract VerificationTest is Fixture {
         (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
         vm.revertToState(snap);
         vm.roll(bound(blockSeed, t.seedBlock + 1, t.seedBlock + Constants.SEED_HORIZON_BLOCKS));
-        vm.warp(bound(timeSeed, t.commitEnd, t.attestEnd - 1));
+        vm.warp(bound(timeSeed, t.commitEnd, t.openEnd - 1));
         ver.drawSeed(id, 0);
         (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
         assertEq(seedK, seed);
@@ -410,7 +420,7 @@ contract VerificationTest is Fixture {
         vm.mockCall(
             address(reg),
             abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
-            abi.encode(0, 0, 0, 0, 0, true, 0)
+            abi.encode(0, 0, 0, 0, 0, true, 0, 0)
         );
         vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
         ver.drawSeed(runId, 0);

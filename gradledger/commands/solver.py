@@ -69,7 +69,10 @@ def run_node(
     adversary: str | None = typer.Option(
         None,
         "--adversary",
-        help="DISHONEST role for tests and demos: cheat, withhold, wrong-claim or malformed (never default)",
+        help=(
+            "DISHONEST role for tests and demos: cheat, withhold, withhold-document, wrong-claim, malformed or "
+            "unopenable (never default)"
+        ),
     ),
     behaviour: str | None = typer.Option(
         None, "--behaviour", help="with --adversary cheat: how to cheat (adversary.behaviours.Behaviour value)"

@@ -15,6 +15,7 @@ from eth_utils import to_checksum_address
 from protocol.adapters.chain import ChainClient, TxResult
 from protocol.hashing import Hash32, to_hash32
 from protocol.jury import DisputeSubject
+from protocol.opening import CommitmentOpening, compute_opened_segments, decode_opening, get_opened_seat_count
 from protocol.types import (
     AttestationInfo,
     AttestationRef,
@@ -24,6 +25,7 @@ from protocol.types import (
     DisputeRecord,
     DisputeTerms,
     LeafData,
+    Opening,
     RoundTimes,
     RunTerms,
     decode_struct,
@@ -144,6 +146,47 @@ class ProtocolClient:
             "Verification", "sampledSegment", ref.run_id, ref.round, to_checksum_address(ref.solver), ref.slot,
             sample_index,
         )  # fmt: skip
+
+    def round_seed(self, run_id: int, round_index: int) -> dict[str, Any]:
+        """Verification.roundSeed: the round's parameters fixed by drawSeed (all zero until drawn)."""
+        return self.chain.call_fields("Verification", "roundSeed", run_id, round_index)
+
+    def opened_segments(self, run_id: int, round_index: int, solver: str) -> tuple[int, ...]:
+        """The segment of every entry a commitment's opening must prove, seat-major (the seed must be drawn)."""
+        rs = self.round_seed(run_id, round_index)
+        seats = get_opened_seat_count(rs["verifiers"], rs["verifierCount"])
+        return compute_opened_segments(
+            self.seed_base(run_id, round_index), run_id, round_index, solver, seats, rs["samples"], rs["numSegments"]
+        )
+
+    def open_commitment(
+        self, account: LocalAccount, run_id: int, round_index: int, solver: str, commitment: Commitment,
+        opening: CommitmentOpening,
+    ) -> TxResult:  # fmt: skip
+        leaves, proofs = opening.to_abi()
+        return self.chain.send(
+            account, "RunRegistry", "open", run_id, round_index, to_checksum_address(solver), commitment.to_abi(),
+            leaves, proofs,
+        )  # fmt: skip
+
+    def report_unopened(self, account: LocalAccount, run_id: int, round_index: int, solver: str) -> TxResult:
+        solver = to_checksum_address(solver)
+        return self.chain.send(account, "RunRegistry", "reportUnopened", run_id, round_index, solver)
+
+    def opening_state(self, run_id: int, round_index: int, solver: str) -> Opening:
+        """OPENED or UNOPENED once resolved for that round, NONE before (or if the solver did not commit)."""
+        return Opening(self.chain.call("RunRegistry", "openingOf", run_id, round_index, to_checksum_address(solver)))
+
+    def get_opening(self, run_id: int, round_index: int, solver: str, from_block: int) -> CommitmentOpening | None:
+        """The commitment's opened draws, decoded from its `CommitmentOpened` event's call data (None if not opened)."""
+        for event in self.chain.get_events(from_block, names=["CommitmentOpened"]):
+            a = event.args
+            if a["runId"] == run_id and a["round"] == round_index and a["solver"].lower() == solver.lower():
+                _, call = self.chain.contract("RunRegistry").decode_function_input(bytes(a["openCall"]))
+                samples = self.round_seed(run_id, round_index)["samples"]
+                segments = self.opened_segments(run_id, round_index, solver)
+                return decode_opening(call["leaves"], call["proofs"], segments, samples)
+        return None
 
     def attest_pass(
         self, account: LocalAccount, ref: AttestationRef, commitment: Commitment, bond_wei: int

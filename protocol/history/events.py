@@ -50,6 +50,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "RoundSettled": ("runId", "round", "thetaHash", "claimer", "nonce"),
     "RunFinished": ("runId",),
     "ClaimBondWithdrawn": ("runId", "round", "amount"),
+    "CommitmentOpened": ("runId", "round", "solver"),
+    "CommitmentUnopened": ("runId", "round", "solver", "slashed"),
     # Verification (and Disputes: Withdrawn)
     "VerifierRegistered": ("runId", "verifier"),
     "SeedDrawn": ("runId", "round", "seedBase", "blockNumber", "verifierCount"),

@@ -36,6 +36,8 @@ class Commitment:
     num_segments: int
     block: int
     time: int | None
+    opening: str = "none"
+    """"opened", "unopened" (reported after the deadline, solver slashed), "void" (reported, seed never drawn)."""
 
 
 @dataclass(frozen=True)

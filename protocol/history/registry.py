@@ -78,6 +78,24 @@ def on_committed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     s.fault_keys[compute_solver_fault_key(s.run_id, index, solver)] = ("solver fault", index, solver, None)
 
 
+def _set_opening(s: FoldState, a: Mapping[str, Any], opening: str) -> None:
+    commitments = s.round(int(a["round"])).commitments
+    solver = to_address(a["solver"])
+    for i, c in enumerate(commitments):
+        if c.solver == solver:
+            commitments[i] = replace(c, opening=opening)
+
+
+def on_commitment_opened(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if s.ours(a):
+        _set_opening(s, a, "opened")
+
+
+def on_commitment_unopened(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if s.ours(a):
+        _set_opening(s, a, "unopened" if a["slashed"] else "void")
+
+
 def on_theta_claimed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if not s.ours(a):
         return
@@ -244,6 +262,8 @@ HANDLERS: dict[str, Handler] = {
     "RoundStarted": on_round_started,
     "SolverJoined": on_solver_joined,
     "Committed": on_committed,
+    "CommitmentOpened": on_commitment_opened,
+    "CommitmentUnopened": on_commitment_unopened,
     "ThetaClaimed": on_theta_claimed,
     "ClaimResolved": on_claim_resolved,
     "RoundSettled": on_round_settled,

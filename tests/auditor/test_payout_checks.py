@@ -122,3 +122,38 @@ def test_overturned_pass_requires_both_slashes():
     ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == VERIFIER)]
     result, _ = payout_checks.check_slashes(_fold(ev))
     assert not result.passed and "pass attestation overturned by a jury, but no slash" in result.detail
+
+
+def _unopened_run(slashed: bool = True) -> RunEvents:
+    ev = RunEvents()
+    for account in (SOLVER_A, SOLVER_B):
+        ev.deposit(account, 1)
+    ev.deposit(VERIFIER, 2)
+    ev.create()
+    ev.register(VERIFIER)
+    ev.commit(0, SOLVER_A)
+    ev.commit(0, SOLVER_B)
+    ev.seed(0)
+    ev.open(0, SOLVER_A)
+    ev.attest(0, SOLVER_A)
+    ev.report_unopened(0, SOLVER_B, slashed=slashed)
+    return ev
+
+
+def test_an_unopened_commitment_is_a_proven_fault_and_folds_as_unopened():
+    history = _fold(_unopened_run())
+    openings = {c.solver: c.opening for c in history.rounds[0].commitments}
+    assert openings == {SOLVER_A: "opened", SOLVER_B: "unopened"}
+    result, _ = payout_checks.check_slashes(history)
+    assert result.passed and result.evidence["slashed_wei"] == 10 * ETH, result.detail
+    # reported void (the seed never drawn): nothing is due, and a slash would be unexplained
+    void = _fold(_unopened_run(slashed=False))
+    assert {c.solver: c.opening for c in void.rounds[0].commitments}[SOLVER_B] == "void"
+    assert payout_checks.check_slashes(void)[0].passed
+
+
+def test_an_unopened_report_without_its_slash_fails_the_audit():
+    ev = _unopened_run()
+    ev.events = [e for e in ev.events if e.name != "StakeSlashed"]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "commitment not opened by the deadline, but no slash" in result.detail

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -19,7 +19,7 @@ from devnet.deploy import build_contracts
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
 from protocol.ledger import compute_ledger
-from tests.chain_fixtures import Deployment, RunSetup, driven_deployment, free_port
+from tests.chain_fixtures import Deployment, RunSetup, driven_deployment, free_port, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +55,13 @@ def start(setup: RunSetup, label: str, command: list[str], account: int, *extra:
 def handles(setup: RunSetup, nodes: list[Node]) -> list[tuple[int, subprocess.Popen]]:
     """(port, process) of every node, for the ClockDriver (it skips nodes that exited)."""
     return [(setup.ports[node.account], node.process) for node in nodes]
+
+
+def wait_for_exits(nodes: list[Node], labels: Iterable[str], what: str, timeout_s: float = 300) -> dict[str, int]:
+    """Wait until the nodes named `labels` exited by themselves (`--exit-when-done`); their exit codes."""
+    chosen = [n for n in nodes if n.label in set(labels)]
+    wait_until(lambda: all(n.process.poll() is not None for n in chosen), timeout_s, what)
+    return {n.label: n.process.returncode for n in chosen}
 
 
 def stop_all(nodes: list[Node]) -> None:

@@ -29,6 +29,7 @@ from tests.disputes.conftest import (
     slashed,
     start,
     stop_all,
+    wait_for_exits,
 )
 
 pytestmark = pytest.mark.e2e
@@ -74,10 +75,8 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
             gate.release()
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             staying = ("lazy", "honest", "cheater")
-            wait_until(
-                lambda: all(n.process.poll() is not None for n in nodes if n.label not in staying),
-                300, "verifiers, jurors and the whistleblower to finish and exit",
-            )  # fmt: skip
+            finishing = [n.label for n in nodes if n.label not in staying]
+            wait_for_exits(nodes, finishing, "verifiers, jurors and the whistleblower to finish and exit")
     finally:
         stop_all(nodes)
     detail = logs(setup, nodes)

@@ -30,6 +30,7 @@ from tests.disputes.conftest import (
     slashed,
     start,
     stop_all,
+    wait_for_exits,
 )
 
 pytestmark = pytest.mark.e2e
@@ -64,10 +65,7 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
         with setup.drive(lambda: handles(setup, nodes)):
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             finishing = ("verifier", "juror-a", "juror-b", "whistleblower")
-            wait_until(
-                lambda: all(n.process.poll() is not None for n in nodes if n.label in finishing), 300,
-                "the honest verifier, the jurors and the whistleblower to exit",
-            )  # fmt: skip
+            wait_for_exits(nodes, finishing, "the honest verifier, the jurors and the whistleblower to exit")
     except AssertionError:
         raise AssertionError(logs(setup, nodes)) from None
     finally:

@@ -34,7 +34,16 @@ from protocol.jury import (
 )
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
 from tests.chain_fixtures import prepare_run, wait_until
-from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
+from tests.disputes.conftest import (
+    address,
+    all_events,
+    assert_balance_matches_events,
+    handles,
+    logs,
+    start,
+    stop_all,
+    wait_for_exits,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -146,10 +155,7 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
             # No quorum (one juror of three online): the dispute expires after its deadline.
             gate.release()
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish after the timeout")
-            wait_until(
-                lambda: all(n.process.poll() is not None for n in nodes if n.label in ("juror", "whistleblower")), 300,
-                "the juror and the whistleblower to exit",
-            )  # fmt: skip
+            wait_for_exits(nodes, ("juror", "whistleblower"), "the juror and the whistleblower to exit")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
     finally:

@@ -5,8 +5,10 @@ Four rounds, an honest coordinator, a solver that serves something malformed eac
 document of only its first leaf whose root it committed, checkpoints whose bytes do not hash to their
 names), one verifier and one whistleblower. Before the fix a short document raised IndexError in the
 verifier's worker thread and the whistleblower's loop (the thread died while /health kept answering);
-now each round ends in an abstention or a fail, the verifier and the whistleblower stay healthy every
-round, the run finishes and they exit cleanly. The malformed solver is never paid.
+now each round ends in a fail on the opened leaf of a sampled draw -- or, when the short document holds no
+leaf for a sampled segment, in the commitment reported unopened -- and either way in a slash; the verifier
+and the whistleblower stay healthy every round, the run finishes and they exit cleanly. The malformed
+solver is never paid.
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
 from protocol.types import ROLE_SOLVER
 from tests.chain_fixtures import prepare_run, wait_until
-from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
+from tests.disputes.conftest import (
+    address,
+    all_events,
+    assert_balance_matches_events,
+    handles,
+    logs,
+    start,
+    stop_all,
+    wait_for_exits,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -44,8 +55,8 @@ def _health(setup, account: int) -> dict:
 def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment, corpus, tmp_path):
     setup = prepare_run(fresh_deployment, corpus, tmp_path / "home", [HONEST, MALFORMED], [VERIFIER], RULES)
     protocol, run_id = setup.protocol, setup.run_id
-    # Enough stake to keep committing after a fail on a short document or corrupt checkpoints is finalized.
-    protocol.deposit_stake(get_devnet_account(MALFORMED), ROLE_SOLVER, 3 * RULES.solver_min_stake_wei)
+    # Enough stake to keep committing after each round's slash.
+    protocol.deposit_stake(get_devnet_account(MALFORMED), ROLE_SOLVER, (RULES.rounds - 1) * RULES.solver_min_stake_wei)
     solver = ["solver", "run", "--no-progress"]
     nodes = [
         start(setup, "honest", solver, HONEST, "--coordinator"),
@@ -65,16 +76,12 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
                     seen[account] = _health(setup, account)
                     assert seen[account]["http"] == 200 and seen[account]["worker_alive"], seen[account]
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
-            wait_until(
-                lambda: all(n.process.poll() is not None for n in nodes if n.label in ("verifier", "whistleblower")),
-                300, "the verifier and the whistleblower to finish and exit",
-            )  # fmt: skip
+            exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
     finally:
         stop_all(nodes)
     detail = logs(setup, nodes)
-    exits = {n.label: n.process.returncode for n in nodes if n.label in ("verifier", "whistleblower")}
     assert exits == {"verifier": 0, "whistleblower": 0}, detail
     assert "Traceback" not in detail, detail
 
@@ -82,11 +89,14 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
     committed = {(e.args["round"], e.args["solver"]) for e in events if e.name == "Committed"}
     assert {(r, address(MALFORMED)) for r in range(RULES.rounds)} <= committed, detail
     attested = {(e.args["round"], e.args["solver"], e.name) for e in events if e.name.endswith("Attested")}
+    unopened = {(e.args["round"], e.args["solver"]) for e in events if e.name == "CommitmentUnopened"}
     for r, kind in enumerate(MALFORMATIONS):
         passes = (r, address(MALFORMED), "PassAttested") in attested
         assert not passes, f"round {r} ({kind}): a pass on malformed input\n{detail}"
-        if kind == "corrupt-checkpoints":  # the checkpoints were not served: a provable fail
-            assert (r, address(MALFORMED), "FailAttested") in attested, detail
+        failed = (r, address(MALFORMED), "FailAttested") in attested
+        assert failed or (kind == "short-document" and (r, address(MALFORMED)) in unopened), f"round {r}\n{detail}"
+    faults = [e for e in events if e.name == "StakeSlashed" and e.args["account"] == address(MALFORMED)]
+    assert sum(e.args["taken"] for e in faults) == RULES.rounds * RULES.solver_min_stake_wei, detail
     paid = {(e.args["round"], e.args["solver"]) for e in events if e.name == "SolverSharesClaimed"}
     assert paid == {(r, address(HONEST)) for r in range(RULES.rounds)}, detail
     assert protocol.shares_of(run_id, address(MALFORMED)) == 0

@@ -7,11 +7,18 @@ from dataclasses import replace
 import pytest
 
 from protocol.hashing import Hash32
-from protocol.types import ClaimStatus, RoundTimes
+from protocol.types import ClaimStatus, Opening, RoundTimes
 from solver.decide import RoundRecord, SolverView, decide_solver_action
 
 TIMES = RoundTimes(
-    round=2, start=1000, commit_end=1020, attest_end=1035, challenge_end=1040, finished=False, seed_block=500
+    round=2,
+    start=1000,
+    commit_end=1020,
+    attest_end=1035,
+    challenge_end=1040,
+    finished=False,
+    seed_block=500,
+    open_end=1027,
 )
 TRAINED = RoundRecord(
     1,
@@ -39,6 +46,13 @@ BASE = SolverView(
         ({"record": TRAINED, "committed_on_chain": True}, "mark_committed"),  # crashed after sending the commit
         ({"record": TRAINED, "now": 1021}, "mark_missed"),
         ({"record": COMMITTED}, "wait"),
+        # Opening: draw the seed if nobody has, then open, before open_end; after it, nothing can save the stake.
+        ({"record": COMMITTED, "now": 1021}, "draw_seed"),
+        ({"record": COMMITTED, "now": 1021, "seed_drawn": True}, "open"),
+        ({"record": COMMITTED, "now": 1026, "seed_drawn": True}, "open"),
+        ({"record": COMMITTED, "now": 1021, "seed_drawn": True, "opening": Opening.OPENED}, "wait"),
+        ({"record": COMMITTED, "now": 1027, "seed_drawn": True}, "wait"),
+        ({"record": replace(COMMITTED, status="unopenable"), "now": 1021, "seed_drawn": True}, "wait"),
         ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
         ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
         ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),
@@ -61,6 +75,9 @@ def test_claimed_shares_come_before_new_work():
         ({"now": 1030}, "wait"),  # challenge window still open
         ({"now": 1040, "open_disputes": 1}, "wait"),
         ({"now": 1040, "unfinalized": 2}, "finalize"),
+        # settle needs every commitment opened or reported: the coordinator reports the rest first
+        ({"now": 1040, "unfinalized": 2, "unresolved": ("0x" + "11" * 20,)}, "report_unopened"),
+        ({"now": 1040, "open_disputes": 1, "unresolved": ("0x" + "11" * 20,)}, "wait"),
         ({"now": 1040}, "post_claim"),
         ({"now": 1041, "claim_status": ClaimStatus.POSTED, "claim_window_end": 1045}, "wait"),
         ({"now": 1045, "claim_status": ClaimStatus.POSTED, "claim_window_end": 1045}, "settle"),

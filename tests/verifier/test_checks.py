@@ -93,11 +93,13 @@ def test_withheld_checkpoints_count_as_failed(tmp_path, tiny_config, dataset):
     assert checker.is_attestation_right(SEAT, commitment, True, 0)[0]
 
 
-def test_no_document_means_abstain(tmp_path, tiny_config, dataset):
+def test_no_document_means_fail_on_the_first_draw(tmp_path, tiny_config, dataset):
     checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "nodoc")
     checker._fetch_document = lambda *_: b"not json"
     decision, doc = checker.check_commitment(SEAT, commitment)
-    assert decision.kind == "abstain" and doc is None
+    assert (decision.kind, decision.sample_index) == ("fail", 0) and "unavailable" in decision.reason
+    assert doc is None
+    assert checker.is_attestation_right(SEAT, commitment, True, 0)[0]  # a fail on it is right
 
 
 def test_dishonest_verifiers_attest_without_checking():

@@ -4,7 +4,7 @@ The checker of a verifier, whistleblower and juror (node/checker.py + protocol/v
 dishonest or broken solver can serve: a document with fewer leaves than segments (whose root it
 committed), a document of another run, bytes that are no document, checkpoints whose bytes do not hash
 to their names (served over real HTTP), and bytes that hash right but are no canonical state. Each ends
-in pass/fail/abstain. That the node processes survive such input on a real chain is
+in pass or fail. That the node processes survive such input on a real chain is
 tests/disputes/test_malformed_input.py.
 """
 
@@ -88,37 +88,34 @@ def _commitment(doc: CommitmentDoc) -> Commitment:
     return Commitment(doc.root, doc.delta_hash, doc.tokens)
 
 
-def test_short_document_fails_on_a_leaf_it_holds(tmp_path, tiny_config, dataset, honest):
+# Only opened commitments are checked, so every draw's leaf and proof are on-chain: a malformed document is a
+# fail named at the first draw (provable whether or not the document holds that leaf), never an abstention.
+
+
+@pytest.mark.parametrize("draws", [[2, 0], [2, 1]])
+def test_short_document_fails_on_the_first_draw(tmp_path, tiny_config, dataset, honest, draws):
     _, _, doc = honest
-    short = replace(doc, leaves=doc.leaves[:1])  # the solver committed this root: its leaf 0 is provable
-    checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(short), draws=[2, 0])
+    short = replace(doc, leaves=doc.leaves[:1])
+    checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(short), draws=draws)
     decision, checked = checker.check_commitment(SEAT, _commitment(short))
-    assert (decision.kind, decision.sample_index, decision.segment) == ("fail", 1, 0), decision
+    assert (decision.kind, decision.sample_index, decision.segment) == ("fail", 0, 2), decision
     assert "1 leaves published" in decision.reason and checked is not None
 
 
-def test_short_document_without_a_sampled_leaf_abstains(tmp_path, tiny_config, dataset, honest):
-    _, _, doc = honest
-    short = replace(doc, leaves=doc.leaves[:1])
-    checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(short), draws=[2, 1])
-    decision, checked = checker.check_commitment(SEAT, _commitment(short))
-    assert decision.kind == "abstain" and checked is None, decision
-
-
-def test_document_of_another_run_abstains(tmp_path, tiny_config, dataset, honest):
+def test_document_of_another_run_fails(tmp_path, tiny_config, dataset, honest):
     _, _, doc = honest
     other = replace(doc, run_id=RUN_ID + 1, leaves=tuple(replace(leaf, run_id=RUN_ID + 1) for leaf in doc.leaves))
     checker = _checker(tmp_path, tiny_config, dataset, honest, encode_commitment_doc(other), draws=[0, 1])
-    decision, checked = checker.check_commitment(SEAT, _commitment(doc))
-    assert decision.kind == "abstain" and "another run" in decision.reason and checked is None
+    decision, _ = checker.check_commitment(SEAT, _commitment(doc))
+    assert (decision.kind, decision.sample_index) == ("fail", 0) and "another run" in decision.reason
 
 
 @pytest.mark.parametrize("garbage", [b"", b"\x00\xff\xfe", b"[1, 2]", b'{"run_id": "x"}', b'{"leaves": null}'])
-def test_garbage_bytes_abstain(tmp_path, tiny_config, dataset, honest, garbage):
+def test_garbage_bytes_fail(tmp_path, tiny_config, dataset, honest, garbage):
     _, _, doc = honest
     checker = _checker(tmp_path, tiny_config, dataset, honest, garbage, draws=[0, 1])
     decision, checked = checker.check_commitment(SEAT, _commitment(doc))
-    assert decision.kind == "abstain" and "unavailable" in decision.reason and checked is None
+    assert decision.kind == "fail" and "unavailable" in decision.reason and checked is None
 
 
 def test_checkpoints_that_do_not_hash_to_their_names_fail(tmp_path, tiny_config, dataset, honest):

@@ -21,22 +21,27 @@ SOLVER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 WATCHER = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"
 
 
-def test_right_attestations_and_unprovable_ones_are_left_alone():
-    assert decide_attestation_challenge(False, True, True, -1, -1, "ok") is None
-    assert decide_attestation_challenge(True, True, True, 1, 1, "bad") is None
-    assert decide_attestation_challenge(False, False, False, -1, -1, "document unavailable") is None
+def test_right_attestations_are_left_alone():
+    assert decide_attestation_challenge(False, True, -1, -1, "ok") is None
+    assert decide_attestation_challenge(True, True, 1, 1, "bad") is None
+
+
+def test_a_pass_on_a_withheld_document_is_challenged():
+    # Every draw of an opened commitment is provable: an unserved document makes a pass wrong, not unprovable.
+    plan = decide_attestation_challenge(False, False, -1, 0, "commitment document unavailable")
+    assert plan is not None and plan.sample_index == 0
 
 
 def test_a_wrong_pass_is_challenged_over_the_faulty_draw():
-    assert decide_attestation_challenge(False, False, True, -1, 1, "replay differs") == ChallengePlan(
+    assert decide_attestation_challenge(False, False, -1, 1, "replay differs") == ChallengePlan(
         1, "pass attestation on faulty work: replay differs"
     )
     # A document-level fault names no draw: draw 0 (the jury re-checks the whole commitment).
-    assert decide_attestation_challenge(False, False, True, -1, -1, "delta").sample_index == 0
+    assert decide_attestation_challenge(False, False, -1, -1, "delta").sample_index == 0
 
 
 def test_a_wrong_fail_is_challenged_over_the_draw_it_named():
-    plan = decide_attestation_challenge(True, False, True, 3, 0, "replayed bit-identically")
+    plan = decide_attestation_challenge(True, False, 3, 0, "replayed bit-identically")
     assert plan.sample_index == 3 and "honest work" in plan.reason
 
 

@@ -49,6 +49,16 @@ interface IRunRegistry {
         uint256 challengeEnd;
         bool finished;
         uint256 seedBlock;
+        uint256 openEnd; // commitEnd + attestWindow / 2: every commitment's sampled leaves are opened before it
+    }
+
+    /// @notice Whether a commitment's sampled leaves were opened. None: not yet (or no commitment this round).
+    ///         Opened: every sampled leaf of every seat was proven under the root in time. Unopened: reported
+    ///         after the opening deadline without an opening.
+    enum Opening {
+        None,
+        Opened,
+        Unopened
     }
 
     /// @notice Outcome of a dispute over a theta claim.
@@ -70,7 +80,8 @@ interface IRunRegistry {
     function sharesPerRound(uint256 runId) external view returns (uint256);
     /// @notice Challenge bond, dispute timeout and jury size of a run.
     function disputeTerms(uint256 runId) external view returns (DisputeTerms memory);
-    /// @notice Revert with CommitmentMismatch unless `commitment` is the solver's commitment for `round`.
+    /// @notice Revert with CommitmentMismatch unless `commitment` is the solver's commitment for `round`, and with
+    ///         NotOpened unless its sampled leaves were opened (only opened commitments are attested or disputed).
     function checkCommitment(uint256 runId, uint64 round, address solver, CommitmentData calldata commitment)
         external
         view;

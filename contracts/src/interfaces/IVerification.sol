@@ -33,6 +33,12 @@ interface IVerification {
         returns (address attester, bool isFail, uint256 forfeitedBond);
     /// @notice The verifier assigned to a seat.
     function attesterOf(AttestationRef calldata ref) external view returns (address);
+    /// @notice A round's seed (RunRegistry opens commitments with it): whether it was drawn, its base (the
+    ///         `blockHash` input of Sampling.seed) and the verifier-list snapshot it fixed.
+    function seedOf(uint256 runId, uint64 round)
+        external
+        view
+        returns (bool drawn, bytes32 seedBase, uint256 snapshotCount);
     /// @notice RunRegistry only: create a joining solver's status slot.
     function onSolverJoined(uint256 runId, address solver) external;
 }

@@ -13,8 +13,8 @@ import {Verification} from "../../src/Verification.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
 import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../../src/interfaces/Types.sol";
 
-/// @notice Drives random sequences of stake / commit / attest / challenge / verdict / settle / pay /
-///         withdraw / transfer against one run, and keeps the ghost records the invariants compare with.
+/// @notice Drives random sequences of stake / commit / open / report / attest / challenge / verdict / settle /
+///         pay / withdraw / transfer against one run, and keeps the ghost records the invariants compare with.
 ///         Every action first checks that it applies and otherwise returns, so runs stay deep.
 contract Handler is Fixture {
     uint256 public runId;
@@ -33,6 +33,12 @@ contract Handler is Fixture {
     uint256 public ghostPayoutMismatch;
     uint256 public ghostRootRewritten;
     uint256 public ghostSlashChanged;
+    // an opening rule broken: a wrong opening accepted, an unopened commitment attested, a report before its
+    // deadline, a settlement with an unresolved commitment
+    uint256 public ghostOpeningRuleBroken;
+    // an unopened report that took other than solverMinStake (seed drawn) or 0 (not drawn), or whose take did not
+    // all go to the reward pool
+    uint256 public ghostUnopenedSlashMismatch;
 
     mapping(uint64 round => mapping(address solver => CommitmentData)) internal _commits;
     mapping(uint64 round => mapping(address solver => bool)) public committed;
@@ -79,6 +85,7 @@ contract Handler is Fixture {
         }
         actors.push(outsider);
         actors.push(creator);
+        autoOpen = false; // the handler opens and reports with its own actions
     }
 
     // ------------------------------------------------------------------ helpers
@@ -163,12 +170,23 @@ contract Handler is Fixture {
             this.commit(seed);
             if (calls["commit"] == before) vm.warp(t.commitEnd);
         } else if (block.timestamp < t.attestEnd) {
-            if (ver.seedBase(runId, t.round) == bytes32(0)) return this.drawSeed();
+            if (ver.seedBase(runId, t.round) == bytes32(0)) {
+                // the seed can be drawn only before openEnd; past it the round goes unverified (reports void it)
+                if (block.timestamp < t.openEnd) return this.drawSeed();
+                return vm.warp(t.attestEnd);
+            }
+            if (block.timestamp < t.openEnd && seed % 8 != 7) {
+                // most commitments get opened before attestations; a few stay unopened and are reported
+                uint256 opens = calls["open"] + calls["openCorrupt"];
+                this.open(seed >> 3, choice && seed % 16 == 0);
+                if (calls["open"] + calls["openCorrupt"] != opens) return;
+            }
             uint256 before = calls["attest"];
             this.attest(seed, seed >> 8, choice || seed % 3 != 0, seed >> 16);
             if (calls["attest"] == before) vm.warp(t.attestEnd);
         } else if (block.timestamp < t.challengeEnd) {
-            if (seed % 3 == 0) this.challenge(seed >> 2, seed >> 10, seed >> 20, choice);
+            if (reg.runState(runId).unresolved != 0 && choice) this.reportUnopened(seed);
+            else if (seed % 3 == 0) this.challenge(seed >> 2, seed >> 10, seed >> 20, choice);
             else if (seed % 3 == 1) this.resolve(seed >> 2, choice, seed >> 12);
             else vm.warp(t.challengeEnd);
         } else {
@@ -188,6 +206,7 @@ contract Handler is Fixture {
             return;
         }
         if (seed % 4 == 0) return this.finalize(t.round, seed >> 2, seed >> 6);
+        if (reg.runState(runId).unresolved != 0 && choice) return this.reportUnopened(seed >> 2);
         RunRegistry.ClaimStatus status = reg.claimOf(runId, t.round).status;
         if (status == RunRegistry.ClaimStatus.None) return this.postClaim(seed);
         if (status == RunRegistry.ClaimStatus.Posted && choice && seed % 5 == 0) return this.challengeClaim();
@@ -292,7 +311,7 @@ contract Handler is Fixture {
 
     function drawSeed() external {
         IRunRegistry.RoundTimes memory t = _times();
-        if (t.finished || block.timestamp >= t.attestEnd) return;
+        if (t.finished || block.timestamp >= t.openEnd) return;
         if (ver.seedBase(runId, t.round) != bytes32(0)) return;
         if (block.timestamp < t.commitEnd) vm.warp(t.commitEnd); // the seed waits for the commit window
         vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1); // and for its block
@@ -307,6 +326,10 @@ contract Handler is Fixture {
             address solver = solvers[(solverSeed % 1024 + k / 2) % solvers.length];
             AttestationRef memory ref = AttestationRef(runId, t.round, solver, uint8((slotSeed % 1024 + k) % 2));
             if (!committed[t.round][solver] || !_canAttest(ref)) continue;
+            if (reg.openingOf(runId, t.round, solver) != IRunRegistry.Opening.Opened) {
+                _attestUnopened(ref);
+                continue;
+            }
             ghostDealt += 1 ether; // the Fixture helper deals the attestation bond
             if (pass) attestPassAs(ref, _commits[t.round][solver]);
             else attestFailAs(ref, _commits[t.round][solver], uint16(bound(sampleSeed, 0, 1)));
@@ -324,6 +347,111 @@ contract Handler is Fixture {
         }
         (Verification.AttestationState state,,,) = ver.attestationOf(ref);
         return state == Verification.AttestationState.None;
+    }
+
+    /// @dev An attestation of a commitment that is not opened must fail.
+    function _attestUnopened(AttestationRef memory ref) internal {
+        (address verifier,) = ver.assignedVerifier(ref);
+        _deal(verifier, 1 ether);
+        vm.prank(verifier);
+        try ver.attestPass{value: 1 ether}(ref, _commits[ref.round][ref.solver]) {
+            ++ghostOpeningRuleBroken;
+        } catch {}
+        ++calls["attestUnopened"];
+    }
+
+    // ------------------------------------------------------------------ open and report
+
+    /// @notice Open an unresolved commitment of the current round (by its solver or a third party); `corrupt`
+    ///         alters one leaf instead, and that opening must fail.
+    function open(uint256 solverSeed, bool corrupt) external {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished || block.timestamp >= t.openEnd) return;
+        (bool drawn,,) = ver.seedOf(runId, t.round);
+        if (!drawn) return;
+        for (uint256 k; k < solvers.length; ++k) {
+            address solver = solvers[(solverSeed % 1024 + k) % solvers.length];
+            if (!committed[t.round][solver]) continue;
+            if (reg.openingOf(runId, t.round, solver) != IRunRegistry.Opening.None) continue;
+            (LeafData[] memory leaves, bytes32[][] memory proofs) = buildOpening(runId, t.round, solver);
+            if (corrupt && leaves.length > 0) {
+                leaves[(solverSeed >> 10) % leaves.length].tokens += 1;
+                vm.prank(outsider);
+                try reg.open(runId, t.round, solver, _commits[t.round][solver], leaves, proofs) {
+                    ++ghostOpeningRuleBroken;
+                } catch {}
+                ++calls["openCorrupt"];
+                return;
+            }
+            vm.prank(solverSeed % 3 == 0 ? outsider : solver);
+            reg.open(runId, t.round, solver, _commits[t.round][solver], leaves, proofs);
+            ++calls["open"];
+            return;
+        }
+    }
+
+    /// @notice Report an unresolved commitment of the current round (only succeeds from its deadline on).
+    function reportUnopened(uint256 solverSeed) external trackRevenueIn {
+        IRunRegistry.RoundTimes memory t = _times();
+        if (t.finished) return;
+        for (uint256 k; k < solvers.length; ++k) {
+            address solver = solvers[(solverSeed % 1024 + k) % solvers.length];
+            if (!committed[t.round][solver]) continue;
+            if (reg.openingOf(runId, t.round, solver) != IRunRegistry.Opening.None) continue;
+            if (_report(t, solver)) ++calls["reportUnopened"];
+            return;
+        }
+    }
+
+    /// @dev Report `solver`'s commitment of the current round; check the deadline and that a drawn round's report
+    ///      takes min(solverMinStake, stake) once and sends all of it to the pool, an undrawn one takes nothing.
+    function _report(IRunRegistry.RoundTimes memory t, address solver) internal returns (bool reported) {
+        (bool drawn,,) = ver.seedOf(runId, t.round);
+        uint256 held = _solverStake(solver);
+        uint256 expected = drawn
+            && !sm.faultSlashed(keccak256(abi.encode(Constants.FAULT_SOLVER, runId, t.round, solver)))
+            ? _min(held, reg.solverMinStake(runId))
+            : 0;
+        uint256 poolBefore = shares.pool(runId);
+        vm.prank(outsider);
+        try reg.reportUnopened(runId, t.round, solver) {}
+        catch {
+            return false;
+        }
+        if (block.timestamp < t.openEnd) ++ghostOpeningRuleBroken; // drawn or not: nobody can open or draw after it
+        uint256 taken = held - _solverStake(solver);
+        if (taken != expected || shares.pool(runId) != poolBefore + taken) ++ghostUnopenedSlashMismatch;
+        if (reg.openingOf(runId, t.round, solver) != IRunRegistry.Opening.Unopened) ++ghostUnopenedSlashMismatch;
+        return true;
+    }
+
+    function _solverStake(address solver) internal view returns (uint256) {
+        (uint256 bonded, uint256 unbonding,,) = sm.stakeOf(solver, Constants.ROLE_SOLVER);
+        return bonded + unbonding;
+    }
+
+    function _min(uint256 a, uint256 b) internal pure returns (uint256) {
+        return a < b ? a : b;
+    }
+
+    /// @dev Report every unresolved commitment of the current round (those past their deadline).
+    function _reportAll(IRunRegistry.RoundTimes memory t) internal {
+        for (uint256 i; i < solvers.length; ++i) {
+            if (!committed[t.round][solvers[i]]) continue;
+            if (reg.openingOf(runId, t.round, solvers[i]) != IRunRegistry.Opening.None) continue;
+            _report(t, solvers[i]);
+        }
+    }
+
+    /// @dev RunState.unresolved equals the current round's commitments neither opened nor reported.
+    function unresolvedMatches() external view returns (bool) {
+        IRunRegistry.RoundTimes memory t = _times();
+        uint256 count;
+        for (uint256 i; i < solvers.length; ++i) {
+            if (!committed[t.round][solvers[i]]) continue;
+            if (reg.openingOf(runId, t.round, solvers[i]) == IRunRegistry.Opening.None) ++count;
+        }
+        return reg.runState(runId).unresolved == count;
     }
 
     function finalize(uint256 roundSeed, uint256 solverSeed, uint256 slotSeed) external trackRevenueIn {
@@ -445,9 +573,26 @@ contract Handler is Fixture {
         if (claim.status == RunRegistry.ClaimStatus.Posted && block.timestamp < claim.windowEnd) {
             vm.warp(claim.windowEnd); // settlement waits for the claim's challenge window
         }
+        if (reg.runState(runId).unresolved != 0) {
+            // settlement waits for every commitment to be opened or reported
+            try reg.settle(runId, t.round) {
+                ++ghostOpeningRuleBroken;
+            } catch {}
+            _reportAll(t);
+        }
         try reg.settle(runId, t.round) {
             ++calls["settle"];
+            _checkResolved(t.round);
         } catch {}
+    }
+
+    /// @dev Every commitment of a round just settled was opened or reported.
+    function _checkResolved(uint64 round) internal {
+        for (uint256 i; i < solvers.length; ++i) {
+            if (committed[round][solvers[i]] && reg.openingOf(runId, round, solvers[i]) == IRunRegistry.Opening.None) {
+                ++ghostOpeningRuleBroken;
+            }
+        }
     }
 
     // ------------------------------------------------------------------ shares and revenue
@@ -557,6 +702,7 @@ contract Handler is Fixture {
                 vm.prank(creator);
                 reg.postClaim{value: 2 ether}(runId, t.round, keccak256("final"));
             }
+            _reportAll(t);
             uint256 before = _tokenBalance();
             try reg.settle(runId, t.round) {} catch {}
             ghostRevenueIn += _tokenBalance() - before;

@@ -39,7 +39,7 @@ contract ProtocolInvariantTest is Fixture {
         }
         handler = new Handler(sm, reg, ver, dis, shares, runId, s, v, jurorAddrs, jurorSks, jurorPks);
         targetContract(address(handler));
-        bytes4[] memory selectors = new bytes4[](48);
+        bytes4[] memory selectors = new bytes4[](50);
         selectors[0] = Handler.warp.selector;
         selectors[1] = Handler.depositStake.selector;
         selectors[2] = Handler.requestUnbond.selector;
@@ -64,7 +64,9 @@ contract ProtocolInvariantTest is Fixture {
         selectors[21] = Handler.warp.selector;
         selectors[22] = Handler.warp.selector;
         selectors[23] = Handler.resolve.selector;
-        for (uint256 i = 24; i < 48; ++i) {
+        selectors[24] = Handler.open.selector;
+        selectors[25] = Handler.reportUnopened.selector;
+        for (uint256 i = 26; i < 50; ++i) {
             selectors[i] = Handler.advance.selector;
         }
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
@@ -100,6 +102,8 @@ contract ProtocolInvariantTest is Fixture {
         checkCommittedRootsAppendOnly();
         checkSharesOnlyAtSettlementAndOnce();
         checkTransfersKeepAccruedRevenue();
+        checkOpeningRules();
+        checkUnopenedSlashAllToPool();
     }
 
     // ------------------------------------------------------------------ accounting
@@ -240,6 +244,19 @@ contract ProtocolInvariantTest is Fixture {
     /// @dev A transfer leaves both parties' accrued revenue unchanged.
     function checkTransfersKeepAccruedRevenue() public view {
         assertEq(handler.ghostTransferMovedRevenue(), 0);
+    }
+
+    /// @dev Only opened commitments are attested, openings prove the sampled leaves, reports wait for their
+    ///      deadline, a round settles only with every commitment resolved, and `unresolved` counts the rest.
+    function checkOpeningRules() public view {
+        assertEq(handler.ghostOpeningRuleBroken(), 0, "an opening rule was broken");
+        assertTrue(handler.unresolvedMatches(), "RunState.unresolved differs from the unresolved commitments");
+    }
+
+    /// @dev An unopened report of a drawn round slashes min(solverMinStake, stake) once, all of it to the reward
+    ///      pool; one of an undrawn round slashes nothing.
+    function checkUnopenedSlashAllToPool() public view {
+        assertEq(handler.ghostUnopenedSlashMismatch(), 0, "an unopened slash was not paid whole to the pool");
     }
 
     /// @dev After every window closes and everyone claims and withdraws, only rounding dust remains.

@@ -47,6 +47,13 @@ abstract contract Fixture is Test {
     bytes[] internal jurorPks;
 
     mapping(bytes32 key => LeafData[]) internal _leaves;
+    /// @dev On (default): the drawSeed and attest helpers open every commitment made with commitAs, and
+    ///      claimAndSettle reports the ones still unresolved. Tests of opening itself (and the invariant handler)
+    ///      turn it off and open or report explicitly.
+    bool internal autoOpen = true;
+    /// @dev Solvers that committed with commitAs per (run, round), and their commitments by _key.
+    mapping(uint256 runId => mapping(uint64 round => address[])) internal _committers;
+    mapping(bytes32 key => CommitmentData) internal _commitData;
 
     function setUp() public virtual {
         vm.warp(1_700_000_000);
@@ -199,6 +206,75 @@ abstract contract Fixture is Test {
         c = buildCommitment(runId, round, solver, reg.runParams(runId).numSegments);
         vm.prank(solver);
         reg.commit(runId, round, c.root, c.deltaHash, c.tokens);
+        _committers[runId][round].push(solver);
+        _commitData[_key(runId, round, solver)] = c;
+    }
+
+    // ------------------------------------------------------------------ opening
+
+    /// @dev The opening of a solver's tree (built by buildCommitment) for the round's drawn seed: for seats
+    ///      q < min(verifiersPerCommitment, verifierCount) and draws j < samples, entry q * samples + j is the leaf
+    ///      of segment ver.sampledSegment(run, round, solver, q, j) with its proof (seat-major, as `open` checks).
+    function buildOpening(uint256 runId, uint64 round, address solver)
+        internal
+        view
+        returns (LeafData[] memory leaves, bytes32[][] memory proofs)
+    {
+        return buildOpeningFrom(runId, round, solver, round, solver);
+    }
+
+    /// @dev buildOpening for (round, solver)'s sampled segments, taking leaves and proofs from the tree built for
+    ///      (treeRound, treeSolver): another round's or another solver's tree, as a copying solver would.
+    function buildOpeningFrom(uint256 runId, uint64 round, address solver, uint64 treeRound, address treeSolver)
+        internal
+        view
+        returns (LeafData[] memory leaves, bytes32[][] memory proofs)
+    {
+        IRunRegistry.RunParams memory p = reg.runParams(runId);
+        uint256 count = ver.roundSeed(runId, round).verifierCount;
+        uint256 seats = p.verifiers < count ? p.verifiers : count;
+        LeafData[] storage all = _leaves[_key(runId, treeRound, treeSolver)];
+        bytes32[] memory hashes = leafHashes(runId, treeRound, treeSolver);
+        leaves = new LeafData[](seats * p.samples);
+        proofs = new bytes32[][](seats * p.samples);
+        for (uint256 k; k < leaves.length; ++k) {
+            uint256 segment = ver.sampledSegment(runId, round, solver, uint8(k / p.samples), k % p.samples);
+            leaves[k] = all[segment];
+            proofs[k] = TestMerkle.proof(hashes, segment);
+        }
+    }
+
+    /// @dev `opener` opens `solver`'s commitment `c` of `round` with buildOpening.
+    function openAs(address opener, uint256 runId, uint64 round, address solver, CommitmentData memory c) internal {
+        (LeafData[] memory leaves, bytes32[][] memory proofs) = buildOpening(runId, round, solver);
+        vm.prank(opener);
+        reg.open(runId, round, solver, c, leaves, proofs);
+    }
+
+    /// @dev The solver opens its commitment of the current round.
+    function openCommitment(uint256 runId, address solver, CommitmentData memory c) internal {
+        openAs(solver, runId, reg.roundTimes(runId).round, solver, c);
+    }
+
+    /// @dev With autoOpen: open the commitment if it is of the current round, unresolved and still openable.
+    function _autoOpen(uint256 runId, uint64 round, address solver, CommitmentData memory c) internal {
+        if (!autoOpen) return;
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        if (t.finished || round != t.round || block.timestamp >= t.openEnd) return;
+        if (reg.openingOf(runId, round, solver) != IRunRegistry.Opening.None) return;
+        (bool drawn,,) = ver.seedOf(runId, round);
+        if (drawn) openAs(solver, runId, round, solver, c);
+    }
+
+    /// @dev Report every commitAs commitment of the current round still unresolved (after its deadline).
+    function reportUnresolved(uint256 runId) internal {
+        uint64 round = reg.roundTimes(runId).round;
+        address[] storage committers = _committers[runId][round];
+        for (uint256 i; i < committers.length; ++i) {
+            if (reg.openingOf(runId, round, committers[i]) == IRunRegistry.Opening.None) {
+                reg.reportUnopened(runId, round, committers[i]);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ phases
@@ -211,11 +287,16 @@ abstract contract Fixture is Test {
         vm.roll(block.number < t.seedBlock ? t.seedBlock : block.number + 1);
     }
 
-    /// @dev Draw the current round's seed in the next block, at least the one after the seed block.
+    /// @dev Draw the current round's seed in the next block, at least the one after the seed block; with autoOpen,
+    ///      then open every commitAs commitment of the round.
     function drawSeed(uint256 runId) internal {
         IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
         vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1);
         ver.drawSeed(runId, t.round);
+        address[] storage committers = _committers[runId][t.round];
+        for (uint256 i; i < committers.length; ++i) {
+            _autoOpen(runId, t.round, committers[i], _commitData[_key(runId, t.round, committers[i])]);
+        }
     }
 
     function warpToClaim(uint256 runId) internal {
@@ -229,6 +310,7 @@ abstract contract Fixture is Test {
 
     function attestPassAs(AttestationRef memory ref, CommitmentData memory c) internal returns (address verifier) {
         (verifier,) = ver.assignedVerifier(ref);
+        _autoOpen(ref.runId, ref.round, ref.solver, c);
         uint256 bond = reg.runParams(ref.runId).attestationBond;
         vm.deal(verifier, verifier.balance + bond);
         vm.prank(verifier);
@@ -245,6 +327,7 @@ abstract contract Fixture is Test {
         returns (address verifier)
     {
         (verifier,) = ver.assignedVerifier(ref);
+        _autoOpen(ref.runId, ref.round, ref.solver, c);
         (LeafData memory leaf, bytes32[] memory proof) =
             leafAt(ref.runId, ref.round, ref.solver, sampleSegment(ref, sampleIndex));
         uint256 bond = reg.runParams(ref.runId).attestationBond;
@@ -253,7 +336,9 @@ abstract contract Fixture is Test {
         ver.attestFail{value: bond}(ref, c, sampleIndex, leaf, proof);
     }
 
+    /// @dev With autoOpen, first reports the round's commitAs commitments still unresolved (settle needs none).
     function claimAndSettle(uint256 runId, bytes32 theta) internal {
+        if (autoOpen) reportUnresolved(runId);
         uint64 round = reg.roundTimes(runId).round;
         uint256 bond = reg.runEconomics(runId).challengeBond;
         vm.prank(creator);

@@ -1,0 +1,66 @@
+"""Round duties every role shares around the opening: draw the seed, report commitments left unopened.
+
+The round's seed is the hash of a block fixed when the round started; anyone draws it once that block
+is mined, and the first draw wins (the value is the same for everyone). Solvers need it to open their
+commitments, verifiers to attest, so both draw it when nobody has. After `open_end` a commitment that
+was neither opened nor reported is reported by whoever sees it first -- the whistleblower, a verifier
+holding one of its seats, or the coordinator, which must, because the round cannot settle before every
+commitment is resolved (docs/contracts.md, "Opening"). Reports earn nothing (the slash goes to the pool),
+so these are duties, not races.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from eth_account.signers.local import LocalAccount
+
+from node.logs import log_event
+from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.keys import DEVNET_CHAIN_ID
+from protocol.adapters.runs import RunContext
+from protocol.types import Opening, RoundTimes
+
+
+def draw_round_seed(protocol: ProtocolClient, account: LocalAccount, run_id: int, times: RoundTimes) -> bool:
+    """Draw the current round's seed if its seed block is mined; False while waiting for that block.
+
+    An automining devnet mines only on transactions, so there the empty blocks up to the seed block are
+    mined here (same timestamp: no window moves); a real chain brings the seed block by itself.
+    """
+    chain = protocol.chain
+    block = chain.block_number()
+    if block <= times.seed_block:
+        if chain.chain_id != DEVNET_CHAIN_ID:
+            return False
+        chain.mine_blocks(times.seed_block - block + 1, interval_s=0)
+    try:
+        protocol.draw_seed(account, run_id, times.round)
+    except ContractRevertError as exc:
+        if exc.error != "SeedAlreadyDrawn":
+            raise
+    return True
+
+
+def get_unresolved_commitments(protocol: ProtocolClient, ctx: RunContext, round_index: int) -> tuple[str, ...]:
+    """Solvers of `round_index` whose commitment is neither opened nor reported unopened yet."""
+    committed = protocol.get_commitments(ctx.run_id, round_index, ctx.created_block)
+    return tuple(s for s in committed if protocol.opening_state(ctx.run_id, round_index, s) == Opening.NONE)
+
+
+def report_unopened(
+    protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, run_id: int, round_index: int, solver: str
+) -> bool:
+    """Report one unopened commitment (after open_end); False when someone resolved it first."""
+    try:
+        result = protocol.report_unopened(account, run_id, round_index, solver)
+    except ContractRevertError as exc:
+        if exc.error not in ("AlreadyResolved", "WrongRound"):
+            raise
+        return False
+    log_event(
+        log, "reported unopened commitment", level=logging.WARNING, run=run_id, round=round_index, solver=solver,
+        tx=result.transaction_hash,
+    )  # fmt: skip
+    return True
