@@ -50,6 +50,8 @@ SEED_HORIZON_BLOCKS = 256
 REVENUE_PRECISION = 10**27
 MAX_TOTAL_SHARES = 10**27
 MIN_SUPPLY_FOR_RELEASE = 10**18
+# Seconds after a run's last settlement before its creator may reclaim revenue nobody owns (30 days).
+UNOWNED_REVENUE_GRACE = 30 * 24 * 3600
 
 # BLS domain separation tags (py_ecc G2ProofOfPossession).
 BLS_SIG_DST = b"BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_"
@@ -90,6 +92,7 @@ def get_constants() -> dict[str, int | str]:
         "REVENUE_PRECISION": REVENUE_PRECISION,
         "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
         "MIN_SUPPLY_FOR_RELEASE": MIN_SUPPLY_FOR_RELEASE,
+        "UNOWNED_REVENUE_GRACE": UNOWNED_REVENUE_GRACE,
         "BLS_SIG_DST": BLS_SIG_DST,
         "BLS_POP_DST": BLS_POP_DST,
         "FAULT_SOLVER": FAULT_SOLVER,

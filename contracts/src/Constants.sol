@@ -70,6 +70,10 @@ library Constants {
     /// @notice Revenue drips only while at least this many share units exist (1 whole share);
     ///         before that the release clock is paused. Bounds the accumulator against overflow.
     uint256 internal constant MIN_SUPPLY_FOR_RELEASE = 1e18;
+    /// @notice Seconds after a run's last settlement before its creator may reclaim revenue nobody owns: shares
+    ///         are minted when contributors claim them, after settlement, so "no whole share exists" right after
+    ///         the last settle does not mean nobody is owed.
+    uint256 internal constant UNOWNED_REVENUE_GRACE = 30 days;
 
     // ---------------------------------------------------------------- BLS (py_ecc G2ProofOfPossession)
     /// @notice Domain separation tag of signatures (RFC 9380 hash-to-G2, SHA-256, SSWU, RO, POP scheme).

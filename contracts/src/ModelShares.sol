@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Constants} from "./Constants.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunShares} from "./interfaces/IRunShares.sol";
@@ -30,6 +31,9 @@ contract ModelShares is IModelShares {
     mapping(uint256 runId => RunPool) internal _runs;
     /// @notice Shares minted per (run, round): never more than the run's sharesPerRound.
     mapping(uint256 runId => mapping(uint64 round => uint256)) public mintedInRound;
+    /// @notice When a run's last round was settled (0 before): its unowned revenue is reclaimable only
+    ///         UNOWNED_REVENUE_GRACE after it.
+    mapping(uint256 runId => uint256) public finishedAt;
 
     /// @notice A run's share token was deployed with its reward pool.
     event RunSharesCreated(uint256 indexed runId, address token, uint256 releasePeriod, uint256 rewardPool);
@@ -57,6 +61,7 @@ contract ModelShares is IModelShares {
     error ZeroAmount();
     error PoolOverflow(uint256 amount);
     error RunNotFinished(uint256 runId);
+    error ReclaimTooEarly(uint256 reclaimableAt);
 
     /// @param runRegistry_ The RunRegistry (creates runs, releases pools).
     /// @param verification_ Verification (mints solver and verifier shares, funds pools).
@@ -115,6 +120,7 @@ contract ModelShares is IModelShares {
         run.pool -= uint88(amount);
         run.finished = roundsRemaining <= 1;
         _runs[runId] = run;
+        if (run.finished) finishedAt[runId] = block.timestamp;
         emit PoolReleased(runId, round, amount, run.pool);
         // INVARIANT: checks-effects-interactions: the pool is reduced before the ETH moves to the share token.
         if (amount > 0) run.token.notifyRevenue{value: amount}();
@@ -129,12 +135,18 @@ contract ModelShares is IModelShares {
         token.notifyRevenue{value: msg.value}();
     }
 
-    /// @notice Send a finished run's revenue to its creator when no whole share exists (anyone may trigger):
-    ///         a run that verified no work has no owners, and its pool must not stay locked forever.
+    /// @notice Send a finished run's revenue to its creator when no whole share exists (anyone may trigger),
+    ///         from UNOWNED_REVENUE_GRACE after the last settlement on: a run that verified no work has no
+    ///         owners, and its pool must not stay locked forever. Not before: shares are minted when their
+    ///         contributors claim them after settlement, so right after the last settle a run whose work was
+    ///         accepted can still have no shares, and its creator must not sweep what they are owed.
     /// @param runId The run.
     function reclaimUnownedRevenue(uint256 runId) external {
         IRunShares token = _token(runId);
         if (!_runs[runId].finished) revert RunNotFinished(runId);
+        uint256 reclaimableAt = finishedAt[runId] + Constants.UNOWNED_REVENUE_GRACE;
+        // INVARIANT: contributors have the whole grace period to claim their shares before a sweep is possible.
+        if (block.timestamp < reclaimableAt) revert ReclaimTooEarly(reclaimableAt);
         token.sweepUnowned(IRunCreator(runRegistry).creatorOf(runId));
     }
 

@@ -42,6 +42,7 @@ contract ConstantsTest is Test {
         assertEq(_u("REVENUE_PRECISION"), Constants.REVENUE_PRECISION, "REVENUE_PRECISION");
         assertEq(_u("MAX_TOTAL_SHARES"), Constants.MAX_TOTAL_SHARES, "MAX_TOTAL_SHARES");
         assertEq(_u("MIN_SUPPLY_FOR_RELEASE"), Constants.MIN_SUPPLY_FOR_RELEASE, "MIN_SUPPLY_FOR_RELEASE");
+        assertEq(_u("UNOWNED_REVENUE_GRACE"), Constants.UNOWNED_REVENUE_GRACE, "UNOWNED_REVENUE_GRACE");
         assertEq(vm.parseJsonBytes(json, ".BLS_SIG_DST"), bytes(Constants.BLS_SIG_DST), "BLS_SIG_DST");
         assertEq(vm.parseJsonBytes(json, ".BLS_POP_DST"), bytes(Constants.BLS_POP_DST), "BLS_POP_DST");
         assertEq(vm.parseJsonBytes32(json, ".FAULT_SOLVER"), Constants.FAULT_SOLVER, "FAULT_SOLVER");

@@ -184,6 +184,8 @@ contract ModelSharesTest is Test {
 
     function test_reclaimUnownedRevenue_noShares_succeeds() public {
         shares.releasePool(RUN, 0, 1);
+        assertEq(shares.finishedAt(RUN), block.timestamp);
+        vm.warp(block.timestamp + Constants.UNOWNED_REVENUE_GRACE);
         uint256 before = address(0xC0FFEE).balance;
         shares.reclaimUnownedRevenue(RUN);
         assertEq(address(0xC0FFEE).balance - before, 100 ether, "the creator gets an ownerless run's revenue");
@@ -198,15 +200,37 @@ contract ModelSharesTest is Test {
     function test_reclaimUnownedRevenue_sharesOutstanding_reverts() public {
         _mint(alice, 1e18);
         shares.releasePool(RUN, 0, 1);
+        vm.warp(block.timestamp + Constants.UNOWNED_REVENUE_GRACE);
         vm.expectRevert(abi.encodeWithSelector(RunShares.SharesOutstanding.selector, 1e18));
         shares.reclaimUnownedRevenue(RUN);
     }
 
     function test_reclaimUnownedRevenue_nothing_reverts() public {
         shares.releasePool(RUN, 0, 1);
+        vm.warp(block.timestamp + Constants.UNOWNED_REVENUE_GRACE);
         shares.reclaimUnownedRevenue(RUN);
         vm.expectRevert(RunShares.NothingToWithdraw.selector);
         shares.reclaimUnownedRevenue(RUN);
+    }
+
+    /// @dev Issue 16, finding 7: right after the last settle no share is minted yet (contributors claim them after
+    ///      settlement), so "no whole share" does not mean "nobody is owed". The creator used to sweep the whole pool
+    ///      then; now the contributors have UNOWNED_REVENUE_GRACE to claim, and once they did there is nothing to sweep.
+    function testFuzz_reclaimUnownedRevenue_beforeGrace_reverts(uint256 wait) public {
+        shares.releasePool(RUN, 0, 1);
+        uint256 reclaimableAt = block.timestamp + Constants.UNOWNED_REVENUE_GRACE;
+        vm.warp(bound(wait, block.timestamp, reclaimableAt - 1));
+        vm.expectRevert(abi.encodeWithSelector(ModelShares.ReclaimTooEarly.selector, reclaimableAt));
+        shares.reclaimUnownedRevenue(RUN);
+        _mint(alice, 1e18); // the contributor claims its shares inside the grace period
+        vm.warp(reclaimableAt);
+        vm.expectRevert(abi.encodeWithSelector(RunShares.SharesOutstanding.selector, 1e18));
+        shares.reclaimUnownedRevenue(RUN);
+        vm.warp(reclaimableAt + PERIOD);
+        uint256 before = alice.balance;
+        vm.prank(alice);
+        token.withdrawRevenue();
+        assertApproxEqAbs(alice.balance - before, 100 ether, 1, "the pool went to the contributor, not the creator");
     }
 
     function test_sweepUnowned_notModelShares_reverts() public {

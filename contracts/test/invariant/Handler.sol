@@ -712,7 +712,7 @@ contract Handler is Fixture {
         for (uint64 r; r < end.round; ++r) {
             _claimEverything(r);
         }
-        vm.warp(block.timestamp + token.releasePeriod() + 1);
+        vm.warp(block.timestamp + token.releasePeriod() + Constants.UNOWNED_REVENUE_GRACE + 1);
         if (token.totalSupply() < Constants.MIN_SUPPLY_FOR_RELEASE) {
             uint256 before = creator.balance;
             try shares.reclaimUnownedRevenue(runId) {
