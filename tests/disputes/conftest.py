@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -62,6 +63,17 @@ def wait_for_exits(nodes: list[Node], labels: Iterable[str], what: str, timeout_
     chosen = [n for n in nodes if n.label in set(labels)]
     wait_until(lambda: all(n.process.poll() is not None for n in chosen), timeout_s, what)
     return {n.label: n.process.returncode for n in chosen}
+
+
+@contextmanager
+def nodes_running(setup: RunSetup, nodes: list[Node]) -> Iterator[None]:
+    """Stop every node on the way out; a failed wait or assertion inside carries every node's log."""
+    try:
+        yield
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
+    finally:
+        stop_all(nodes)
 
 
 def stop_all(nodes: list[Node]) -> None:

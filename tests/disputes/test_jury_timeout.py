@@ -40,8 +40,8 @@ from tests.disputes.conftest import (
     assert_balance_matches_events,
     handles,
     logs,
+    nodes_running,
     start,
-    stop_all,
     wait_for_exits,
 )
 
@@ -79,7 +79,7 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
         start(setup, "juror", verifier, ONLINE_JUROR, "--juror-only", "--exit-when-done"),
         start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"),
     ]
-    try:
+    with nodes_running(setup, nodes):
         setup.create()
         with setup.drive(lambda: handles(setup, nodes)) as driver:
 
@@ -156,10 +156,6 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
             gate.release()
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish after the timeout")
             wait_for_exits(nodes, ("juror", "whistleblower"), "the juror and the whistleblower to exit")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
-    finally:
-        stop_all(nodes)
     detail = logs(setup, nodes)
     events = all_events(protocol)
     expired = [e for e in events if e.name == "DisputeExpired"]

@@ -27,8 +27,8 @@ from tests.disputes.conftest import (
     assert_balance_matches_events,
     handles,
     logs,
+    nodes_running,
     start,
-    stop_all,
     wait_for_exits,
 )
 
@@ -65,7 +65,7 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
         start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"),
     ]
     seen: dict[int, dict] = {}
-    try:
+    with nodes_running(setup, nodes):
         setup.create()
         with setup.drive(lambda: handles(setup, nodes)):
             for round_index in range(1, RULES.rounds + 1):
@@ -77,10 +77,6 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
                     assert seen[account]["http"] == 200 and seen[account]["worker_alive"], seen[account]
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
-    finally:
-        stop_all(nodes)
     detail = logs(setup, nodes)
     assert exits == {"verifier": 0, "whistleblower": 0}, detail
     assert "Traceback" not in detail, detail

@@ -28,9 +28,9 @@ from tests.disputes.conftest import (
     assert_balance_matches_events,
     handles,
     logs,
+    nodes_running,
     slashed,
     start,
-    stop_all,
     wait_for_exits,
 )
 
@@ -62,15 +62,11 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
         start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--exit-when-done"),
         start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"),
     ]
-    try:
+    with nodes_running(setup, nodes):
         setup.create()
         with setup.drive(lambda: handles(setup, nodes)):
             wait_until(lambda: protocol.round_times(run_id).finished, 1500, "the run to finish")
             exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
-    finally:
-        stop_all(nodes)
     detail = logs(setup, nodes)
     events = all_events(protocol)
     rounds = range(RULES.rounds)
