@@ -42,6 +42,21 @@ contract OpeningTest is Fixture {
         return abi.encodeCall(RunRegistry.open, (id, round, solver, c, leaves, proofs));
     }
 
+    /// @dev `opener` opens `solver`'s round-0 commitment, expecting CommitmentOpened with the exact call data.
+    function _openAs(
+        address opener,
+        uint256 id,
+        address solver,
+        CommitmentData memory c,
+        LeafData[] memory leaves,
+        bytes32[][] memory proofs
+    ) internal {
+        vm.expectEmit(address(reg));
+        emit RunRegistry.CommitmentOpened(id, 0, solver, opener, _openCall(id, 0, solver, c, leaves, proofs));
+        vm.prank(opener);
+        reg.open(id, 0, solver, c, leaves, proofs);
+    }
+
     /// @dev `n` made-up leaves with empty proofs: all an attacker without a tree can offer.
     function _madeUpOpening(uint256 n) internal pure returns (LeafData[] memory leaves, bytes32[][] memory proofs) {
         leaves = new LeafData[](n);
@@ -137,12 +152,7 @@ contract OpeningTest is Fixture {
         drawSeed(id);
         (LeafData[] memory leaves, bytes32[][] memory proofs) = buildOpening(id, 0, solvers[0]);
         assertEq(leaves.length, 2, "one seat x two samples");
-        vm.expectEmit(address(reg));
-        emit RunRegistry.CommitmentOpened(
-            id, 0, solvers[0], solvers[0], _openCall(id, 0, solvers[0], c, leaves, proofs)
-        );
-        vm.prank(solvers[0]);
-        reg.open(id, 0, solvers[0], c, leaves, proofs);
+        _openAs(solvers[0], id, solvers[0], c, leaves, proofs);
         assertEq(uint8(reg.openingOf(id, 0, solvers[0])), uint8(IRunRegistry.Opening.Opened));
         assertEq(uint8(reg.openingOf(id, 0, solvers[1])), uint8(IRunRegistry.Opening.None));
         assertEq(reg.runState(id).unresolved, 1, "one commitment left to resolve");
@@ -161,12 +171,7 @@ contract OpeningTest is Fixture {
                 leafAt(runId, 0, solvers[0], ver.sampledSegment(runId, 0, solvers[0], uint8(k / 2), k % 2));
             assertEq(leaves[k].endHash, leaf.endHash, "seat-major: entry q * samples + j is draw j of seat q");
         }
-        vm.expectEmit(address(reg));
-        emit RunRegistry.CommitmentOpened(
-            runId, 0, solvers[0], solvers[0], _openCall(runId, 0, solvers[0], c, leaves, proofs)
-        );
-        vm.prank(solvers[0]);
-        reg.open(runId, 0, solvers[0], c, leaves, proofs);
+        _openAs(solvers[0], runId, solvers[0], c, leaves, proofs);
         assertEq(uint8(reg.openingOf(runId, 0, solvers[0])), uint8(IRunRegistry.Opening.Opened));
         assertEq(reg.runState(runId).unresolved, 0);
         for (uint8 slot; slot < 3; ++slot) {
@@ -337,12 +342,7 @@ contract OpeningTest is Fixture {
         _toAttest();
         uint256 stake = sm.bondedOf(solvers[0], Constants.ROLE_SOLVER);
         (LeafData[] memory leaves, bytes32[][] memory proofs) = buildOpening(runId, 0, solvers[0]);
-        vm.expectEmit(address(reg));
-        emit RunRegistry.CommitmentOpened(
-            runId, 0, solvers[0], outsider, _openCall(runId, 0, solvers[0], c, leaves, proofs)
-        );
-        vm.prank(outsider);
-        reg.open(runId, 0, solvers[0], c, leaves, proofs);
+        _openAs(outsider, runId, solvers[0], c, leaves, proofs);
         attestPassAs(refOf(runId, solvers[0], 0), c);
         vm.warp(reg.roundTimes(runId).openEnd);
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.AlreadyResolved.selector, IRunRegistry.Opening.Opened));
