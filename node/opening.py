@@ -64,3 +64,11 @@ def report_unopened(
         tx=result.transaction_hash,
     )  # fmt: skip
     return True
+
+
+def report_unresolved_commitments(
+    protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext, round_index: int
+) -> None:
+    """Report every commitment of `round_index` neither opened nor reported yet (call after open_end)."""
+    for solver in get_unresolved_commitments(protocol, ctx, round_index):
+        report_unopened(protocol, account, log, ctx.run_id, round_index, solver)

@@ -21,7 +21,7 @@ from fastapi import HTTPException
 
 from node.bootstrap import RunNode
 from node.logs import log_event
-from node.opening import draw_round_seed, get_unresolved_commitments, report_unopened
+from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
@@ -309,8 +309,7 @@ class SolverNode(RunNode):
         log_event(self.log, "opened", run=ctx.run_id, round=r, leaves=len(opening.entries), tx=result.transaction_hash)
 
     def _do_report_unopened(self, action: Action) -> None:
-        for solver in get_unresolved_commitments(self.protocol, self.load(), action.round):
-            report_unopened(self.protocol, self.account, self.log, self.run_id, action.round, solver)
+        report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), action.round)
 
     def _do_mark_committed(self, action: Action) -> None:
         record = self.record_of(self.settings.run_id, action.round)

@@ -32,7 +32,7 @@ from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.disputes import JurorRegistryReader, advance_dispute
 from node.logs import log_event
-from node.opening import get_unresolved_commitments, report_unopened
+from node.opening import report_unresolved_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
@@ -104,7 +104,7 @@ class Whistleblower(RunNode):
         self._discover()
         self._check_attestations(now, times)
         if not times.finished and now >= times.open_end:
-            self._report_unopened(times.round)
+            report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), times.round)
         if not times.finished:
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
@@ -127,13 +127,6 @@ class Whistleblower(RunNode):
             raise
         except Exception as exc:
             self.note_skip(what, exc)
-
-    # -- openings --------------------------------------------------------------------------
-
-    def _report_unopened(self, round_index: int) -> None:
-        """Report every commitment of the round left unopened past open_end (its solver is slashed)."""
-        for solver in get_unresolved_commitments(self.protocol, self.load(), round_index):
-            report_unopened(self.protocol, self.account, self.log, self.run_id, round_index, solver)
 
     # -- attestations ----------------------------------------------------------------------
 
