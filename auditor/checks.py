@@ -344,11 +344,8 @@ def check_public_state(history: RunHistory, state: PublicState) -> CheckResult:
             if not status or status.get("roundPlusOne") != rnd.index + 1:
                 continue  # the slot was reused by a later round with nothing left to pay
             seats = rnd.attestations_of(c.solver)
-            passes = sum(1 for a in seats if not a.is_fail and a.standing)
-            # a standing fail is a fault, and so is an overturned pass (Verification.onResolved)
-            faults = sum(1 for a in seats if a.is_fail and a.standing) + sum(
-                1 for a in seats if not a.is_fail and not a.standing
-            )
+            passes = sum(1 for a in seats if a.is_pass_counted)
+            faults = sum(1 for a in seats if a.is_fault_counted)
             same(f"round {rnd.index} {c.solver} passes/faults", (passes, faults), (status["passes"], status["faults"]))
         if rnd.seed is not None and rnd.index in state.tallies:
             same(

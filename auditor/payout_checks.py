@@ -8,7 +8,7 @@ the rules they follow). The formulas are the contracts' (contracts/src):
   juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict;
 - slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
   solver (fault key FAULT_SOLVER); an overturned attestation slashes its verifier
-  (FAULT_ATTESTATION); an expired dispute slashes nobody.
+  (FAULT_ATTESTATION); a dispute that ends unresolved (no verdict after every appeal) slashes nobody.
 """
 
 from __future__ import annotations

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eth_utils import keccak, to_canonical_address, to_checksum_address
+from eth_utils import to_checksum_address
 from web3 import Web3
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from devnet.anvil import AnvilProcess  # noqa: E402
+from devnet.deploy import DEPLOY_ORDER, get_constructor_args, get_create_address  # noqa: E402
 from devnet.toolchain import find_tool, get_contracts_dir  # noqa: E402
 from protocol import bls  # noqa: E402
 from protocol.hashing import keccak256  # noqa: E402
@@ -45,7 +46,6 @@ from protocol.sampling import compute_sample, compute_sampling_seed, compute_sea
 UNBONDING_DELAY = 7 * 24 * 3600
 WINDOW = 3600
 ETHER = 10**18
-CONTRACTS = ("StakeManager", "RunRegistry", "Verification", "Disputes", "ModelShares")
 ROLE_SOLVER, ROLE_VERIFIER = 1, 2
 KIND_ATTESTATION = 1
 JURORS = 24
@@ -121,32 +121,13 @@ def load_artifact(name: str) -> tuple[list[dict[str, Any]], str]:
     return data["abi"], data["bytecode"]["object"]
 
 
-def create_address(sender: str, nonce: int) -> str:
-    """CREATE address: keccak256(rlp([sender, nonce]))[12:] (RLP written out for a 20-byte sender)."""
-    if nonce == 0:
-        nonce_rlp = b"\x80"
-    elif nonce < 0x80:
-        nonce_rlp = bytes([nonce])
-    else:
-        raw = nonce.to_bytes((nonce.bit_length() + 7) // 8, "big")
-        nonce_rlp = bytes([0x80 + len(raw)]) + raw
-    payload = b"\x94" + to_canonical_address(sender) + nonce_rlp
-    return to_checksum_address(keccak(bytes([0xC0 + len(payload)]) + payload)[12:])
-
-
 def deploy(w3: Web3, deployer: str) -> dict[str, Any]:
-    """Deploy the five contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
+    """Deploy the six contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
     nonce = w3.eth.get_transaction_count(deployer)
-    addr = {name: create_address(deployer, nonce + i) for i, name in enumerate(CONTRACTS)}
-    args = {
-        "StakeManager": (UNBONDING_DELAY, addr["RunRegistry"], addr["Verification"], addr["Disputes"]),
-        "RunRegistry": (addr["StakeManager"], addr["Verification"], addr["Disputes"], addr["ModelShares"]),
-        "Verification": (addr["StakeManager"], addr["RunRegistry"], addr["Disputes"], addr["ModelShares"]),
-        "Disputes": (addr["StakeManager"], addr["RunRegistry"], addr["Verification"], addr["ModelShares"]),
-        "ModelShares": (addr["RunRegistry"], addr["Verification"], addr["Disputes"]),
-    }
+    addr = {name: get_create_address(deployer, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
+    args = get_constructor_args(addr, UNBONDING_DELAY)
     contracts = {}
-    for name in CONTRACTS:
+    for name in DEPLOY_ORDER:
         abi, bytecode = load_artifact(name)
         tx = w3.eth.contract(abi=abi, bytecode=bytecode).constructor(*args[name]).transact({"from": deployer})
         receipt = w3.eth.wait_for_transaction_receipt(tx)
@@ -252,13 +233,15 @@ class Scenario:
         """Stake and register JURORS jurors with py_ecc keys and proofs of possession."""
         for i, account in enumerate(self.juror_accounts):
             key = bls.compute_key_pair(keccak256(f"bench juror {i}".encode()))
-            registration = bls.compute_juror_registration(key)
+            registration = bls.compute_juror_registration(key, account)
             self.b.send(None, account, self.b.fn("StakeManager", "deposit", ROLE_VERIFIER), value=ETHER)
             label = "register_juror" if i == 0 else None
             self.b.send(
                 label,
                 account,
-                self.b.fn("Disputes", "registerJuror", registration.public_key_g1, registration.proof_of_possession_g2),
+                self.b.fn(
+                    "JurorRegistry", "registerJuror", registration.public_key_g1, registration.proof_of_possession_g2
+                ),
             )
             self.jurors.append(Juror(account, key, registration.public_key_g1))
 
@@ -329,27 +312,30 @@ class Scenario:
 
     def _registry(self) -> list[JurorEntry]:
         """The juror registry in registration order (what JurorRegistered events replay to)."""
-        return [JurorEntry(i, j.address, j.g1, True) for i, j in enumerate(self.jurors)]
+        return [JurorEntry(i, j.address, j.g1) for i, j in enumerate(self.jurors)]
 
-    def draw_jury(self, subject: tuple, label: str | None) -> None:
-        """Mine the seed block, rebuild the pool from the registry order (protocol.jury), draw the jury."""
-        self.b.mine()  # the jury seed is the hash of the block after the challenge
+    def _jury(self, subject: tuple) -> tuple[bytes, Jury]:
+        """(dispute id, the jury protocol.jury draws for it from the registry and the seed block's hash)."""
         dispute_id = self.b.call("Disputes", "disputeIdOf", subject)
         opened_block = self.b.call("Disputes", "disputeOf", dispute_id)[2]
         seed = compute_jury_seed(self.b.w3.eth.get_block(opened_block + 1)["hash"], dispute_id)
         jury_size = self.b.call("RunRegistry", "runParams", subject[1])[6]
-        jury = draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]])
-        pool = [(e.account, e.public_key_g1) for e in jury.pool]
-        self.b.send(label, self.creator, self.b.fn("Disputes", "drawJury", subject, pool))
+        return dispute_id, draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]])
+
+    def draw_jury(self, subject: tuple, label: str | None) -> None:
+        """Mine the seed block, draw the jury from the registry (protocol.jury), send its pool's keys."""
+        self.b.mine()  # the jury seed is the hash of the block after the challenge
+        _, jury = self._jury(subject)
+        keys = [e.public_key_g1 for e in jury.pool]
+        self.b.send(label, self.creator, self.b.fn("Disputes", "drawJury", subject, keys))
 
     def verdict(self, subject: tuple, signer_count: int, label: str) -> None:
         """Sign "challenger wins" with the first `signer_count` jurors (py_ecc) and submit the aggregate."""
-        dispute_id = self.b.call("Disputes", "disputeIdOf", subject)
-        record = self.b.call("Disputes", "disputeOf", dispute_id)
-        offset, registry_size, pool_size, jury_size, eligible = record[5], record[6], record[7], record[8], record[9]
-        registry = self._registry()
-        pool = tuple(registry[(offset + s) % registry_size] for s in range(pool_size))
-        jury = Jury(offset, registry_size, jury_size, pool, eligible)
+        dispute_id, jury = self._jury(subject)
+        pool = jury.pool
+        eligible = self.b.call("Disputes", "disputeOf", dispute_id)[8]  # Dispute.eligible
+        if eligible != jury.eligible:
+            raise RuntimeError(f"jury on chain {eligible:#x} differs from protocol.jury's {jury.eligible:#x}")
         disputes = self.b.contracts["Disputes"].address
         votes = [
             compute_vote(self.jurors[pool[s].index].key, disputes, self.chain_id, dispute_id, s, pool[s].account, True)

@@ -22,7 +22,7 @@ from protocol.adapters.chain import ChainClient
 from protocol.adapters.manifest import ContractRecord, DeploymentManifest, compute_abis_hash, write_manifest
 from protocol.hashing import keccak256
 
-DEPLOY_ORDER = ("StakeManager", "RunRegistry", "Verification", "Disputes", "ModelShares")
+DEPLOY_ORDER = ("StakeManager", "RunRegistry", "Verification", "Disputes", "ModelShares", "JurorRegistry")
 TEMPLATES = ("RunShares",)
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
 DEFAULT_UNBONDING_DELAY_S = 7 * 24 * 3600
@@ -52,35 +52,27 @@ def load_artifact(out_dir: Path, name: str) -> tuple[list[dict], str]:
     return data["abi"], data["bytecode"]["object"]
 
 
+def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> dict[str, tuple]:
+    """Each contract's constructor arguments: its peers' addresses (ProtocolDeployer.sol's wiring)."""
+    p = predicted
+    return {
+        "StakeManager": (unbonding_delay_s, p["RunRegistry"], p["Verification"], p["Disputes"], p["JurorRegistry"]),
+        "RunRegistry": (p["StakeManager"], p["Verification"], p["Disputes"], p["ModelShares"]),
+        "Verification": (p["StakeManager"], p["RunRegistry"], p["Disputes"], p["ModelShares"]),
+        "Disputes": (p["StakeManager"], p["RunRegistry"], p["Verification"], p["ModelShares"], p["JurorRegistry"]),
+        "ModelShares": (p["RunRegistry"], p["Verification"], p["Disputes"]),
+        "JurorRegistry": (p["StakeManager"],),
+    }
+
+
 def deploy_protocol(
     client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
 ) -> DeploymentManifest:
-    """Deploy the five contracts with predicted peer addresses; return the manifest."""
+    """Deploy the six contracts with predicted peer addresses; return the manifest."""
     artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
     nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
     predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
-    constructor_args = {
-        "StakeManager": (unbonding_delay_s, predicted["RunRegistry"], predicted["Verification"], predicted["Disputes"]),
-        "RunRegistry": (
-            predicted["StakeManager"],
-            predicted["Verification"],
-            predicted["Disputes"],
-            predicted["ModelShares"],
-        ),
-        "Verification": (
-            predicted["StakeManager"],
-            predicted["RunRegistry"],
-            predicted["Disputes"],
-            predicted["ModelShares"],
-        ),
-        "Disputes": (
-            predicted["StakeManager"],
-            predicted["RunRegistry"],
-            predicted["Verification"],
-            predicted["ModelShares"],
-        ),
-        "ModelShares": (predicted["RunRegistry"], predicted["Verification"], predicted["Disputes"]),
-    }
+    constructor_args = get_constructor_args(predicted, unbonding_delay_s)
     first_block = None
     for name in DEPLOY_ORDER:
         abi, bytecode = artifacts[name]

@@ -135,7 +135,7 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
                  "amount_wei": a["toWinner"]}
             )  # fmt: skip
         elif e.name == "DisputeExpired" and a["disputeId"] in challenges:
-            challenges[a["disputeId"]]["outcome"] = "expired (no quorum)"
+            challenges[a["disputeId"]]["outcome"] = "unresolved (no quorum after every appeal)"
         elif e.name == "JurorRewardClaimed" and a["disputeId"] in challenges:
             payouts.append(
                 {"address": a["juror"], "label": labels.get(a["juror"], ""), "why": "juror reward",

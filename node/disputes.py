@@ -1,9 +1,9 @@
 """Dispute plumbing shared by jurors (the verifier service) and whistleblowers.
 
 Everything anyone may do to move a dispute along -- draw its jury once the seed block exists,
-execute a decided verdict, expire it after the deadline -- plus reading the juror registry from
-events and rebuilding a drawn jury. The decisions are `protocol.jury.get_dispute_action` (pure);
-this module reads the chain and acts.
+execute a decided verdict, appeal it (or end it unresolved after the last appeal) at its deadline --
+plus reading the juror registry's history from events and rebuilding a drawn jury. The decisions
+are `protocol.jury.get_dispute_action` (pure); this module reads the chain and acts.
 
 On the automining devnet a block is mined only when a transaction arrives, so the block after a
 challenge (the jury seed) may never come on a quiet chain. There, and only there (chain id
@@ -21,6 +21,7 @@ from node.logs import get_logger, log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import DEVNET_CHAIN_ID
+from protocol.constants import JURY_PARTY_SLACK, MAX_APPEALS, get_appeal_jury_size
 from protocol.jury import (
     KIND_ATTESTATION,
     DisputeSubject,
@@ -30,6 +31,7 @@ from protocol.jury import (
     compute_jury_seed,
     draw_jury,
     get_dispute_action,
+    get_pool_index,
 )
 from protocol.types import AttestationRef, DisputeRecord
 
@@ -40,32 +42,39 @@ RACE_ERRORS = frozenset({"WrongStatus", "JurySeedNotReady", "DeadlinePassed", "D
 
 
 class JurorRegistryReader:
-    """The juror registry, replayed from JurorRegistered / JurorDeregistered events (incrementally)."""
+    """The juror registry's events (JurorRegistry: JurorRegistered / JurorDeregistered), read incrementally,
+    replayed to the registry as of any block."""
 
     def __init__(self, chain: ChainClient) -> None:
         self.chain = chain
         self._events: list = []
         self._next_block = chain.deployment.deployed_block
 
-    def read(self) -> list[JurorEntry]:
+    def read(self, at_block: int | None = None) -> list[JurorEntry]:
+        """The active registry as of `at_block` (now when None); raises RegistryBehind past the chain head."""
         latest = self.chain.block_number()
         if latest >= self._next_block:
             self._events += self.chain.get_events(
-                self._next_block, latest, names=["JurorRegistered", "JurorDeregistered"], contracts=["Disputes"]
+                self._next_block, latest, names=["JurorRegistered", "JurorDeregistered"], contracts=["JurorRegistry"]
             )
             self._next_block = latest + 1
-        return build_juror_registry(self._events)
+        if at_block is not None and at_block >= self._next_block:
+            raise ContractRevertError(
+                "RegistryBehind", {}, f"juror registry events cover blocks < {self._next_block}, the jury needs "
+                f"block {at_block}; retry once the node has caught up",
+            )  # fmt: skip
+        return build_juror_registry(self._events, at_block)
 
 
-def get_drawn_jury(registry: list[JurorEntry], record: DisputeRecord) -> Jury:
-    """The jury `drawJury` recorded, with each pool seat's registry entry."""
-    if len(registry) < record.registry_size:
-        raise ContractRevertError(
-            "RegistryBehind", {}, f"juror registry events cover {len(registry)} entries, the jury used "
-            f"{record.registry_size}; retry once the node has caught up",
-        )  # fmt: skip
-    pool = tuple(registry[(record.jury_offset + s) % record.registry_size] for s in range(record.pool_size))
-    return Jury(record.jury_offset, record.registry_size, record.jury_size, pool, record.eligible)
+def get_drawn_jury(registry: JurorRegistryReader, record: DisputeRecord) -> Jury:
+    """The jury `drawJury` recorded, rebuilt from the registry snapshot of the dispute's block."""
+    snapshot = registry.read(record.opened_block)
+    pool = tuple(
+        snapshot[get_pool_index(record.jury_seed, seat, record.pool_size, len(snapshot))]
+        for seat in range(min(len(snapshot), record.pool_size))
+    )
+    jury_size = record.pool_size - JURY_PARTY_SLACK
+    return Jury(record.jury_seed, jury_size, record.pool_size, pool, record.eligible)
 
 
 def get_parties(protocol: ProtocolClient, subject: DisputeSubject, challenger: str) -> tuple[str, ...]:
@@ -79,18 +88,21 @@ def get_parties(protocol: ProtocolClient, subject: DisputeSubject, challenger: s
 def draw_dispute_jury(
     protocol: ProtocolClient,
     account: LocalAccount,
-    registry: list[JurorEntry],
+    snapshot: list[JurorEntry],
     subject: DisputeSubject,
     record: DisputeRecord,
 ) -> Jury:
-    """Send `drawJury` with the pool the contract will check (seed block hash, registry, parties)."""
+    """Send `drawJury` with the pool the contract will check (seed block hash, registry snapshot, parties)."""
     chain = protocol.chain
     seed_block = chain.get_block(record.opened_block + 1)
     seed = compute_jury_seed(bytes(seed_block["hash"]), subject.dispute_id)
-    jury_size = protocol.dispute_terms(subject.run_id).jury_size
-    jury = draw_jury(registry, seed, jury_size, get_parties(protocol, subject, record.challenger))
-    protocol.draw_jury(account, subject, [(e.account, e.public_key_g1) for e in jury.pool])
-    log_event(logger, "jury drawn", dispute="0x" + subject.dispute_id.hex()[:16], eligible=hex(jury.eligible))
+    jury_size = get_appeal_jury_size(protocol.dispute_terms(subject.run_id).jury_size, record.appeals)
+    jury = draw_jury(snapshot, seed, jury_size, get_parties(protocol, subject, record.challenger))
+    protocol.draw_jury(account, subject, [e.public_key_g1 for e in jury.pool])
+    log_event(
+        logger, "jury drawn", dispute="0x" + subject.dispute_id.hex()[:16], appeals=record.appeals,
+        seats=jury.seats, eligible=hex(jury.eligible),
+    )  # fmt: skip
     return jury
 
 
@@ -108,11 +120,12 @@ def advance_dispute(
     short = "0x" + subject.dispute_id.hex()[:16]
     try:
         if action == "draw_jury":
-            entries = registry.read()
-            if not entries:
-                log_event(logger, "no jurors registered; the dispute can only expire", dispute=short)
+            snapshot = registry.read(record.opened_block)
+            if not snapshot:
+                log_event(logger, "no jurors registered in the dispute's block; it is appealed at its deadline",
+                          dispute=short)  # fmt: skip
                 return record
-            draw_dispute_jury(protocol, account, entries, subject, record)
+            draw_dispute_jury(protocol, account, snapshot, subject, record)
         elif action == "wait_seed_block":
             if chain.chain_id == DEVNET_CHAIN_ID:
                 chain.mine()  # devnet only: see the module docstring
@@ -122,7 +135,9 @@ def advance_dispute(
             log_event(logger, "dispute executed", dispute=short)
         elif action == "expire":
             protocol.expire_dispute(account, subject)
-            log_event(logger, "dispute expired", dispute=short)
+            appealed = record.appeals < MAX_APPEALS
+            log_event(logger, "jury timed out: appealed" if appealed else "dispute ended unresolved", dispute=short,
+                      appeals=record.appeals + 1 if appealed else record.appeals)  # fmt: skip
         else:
             return record
     except ContractRevertError as exc:

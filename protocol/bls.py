@@ -2,7 +2,8 @@
 
 The scheme is py_ecc's standard `G2ProofOfPossession` (IETF BLS, ciphersuite
 BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_): public keys in G1, signatures in G2. Jurors register a
-key with a proof of possession (so an aggregate of registered keys cannot be a rogue key), then sign
+key with a proof of possession (so an aggregate of registered keys cannot be a rogue key) -- a PoP-tagged
+signature of their address and key, so it is worthless to anyone who copies it -- then sign
 the verdict message of a dispute; one transaction carries the aggregate signature and the signer
 bitmap, and `contracts/src/libraries/BLS.sol` verifies it with the EIP-2537 precompiles.
 
@@ -61,7 +62,7 @@ class BlsKeyPair:
 
 @dataclass(frozen=True)
 class JurorRegistration:
-    """What `Disputes.registerJuror` takes: the public key (G1) and its proof of possession (G2),
+    """What `JurorRegistry.registerJuror` takes: the public key (G1) and its proof of possession (G2),
     both in EIP-2537 encoding."""
 
     public_key_g1: bytes
@@ -79,9 +80,20 @@ def compute_key_pair(seed: bytes) -> BlsKeyPair:
     return BlsKeyPair(secret_key=secret_key, public_key=bytes(_Scheme.SkToPk(secret_key)))
 
 
-def compute_proof_of_possession(key: BlsKeyPair) -> bytes:
-    """Sign the compressed public key with the PoP tag (96-byte compressed G2)."""
-    return bytes(_Scheme.PopProve(key.secret_key))
+def compute_pop_message(account: str, public_key: bytes) -> bytes:
+    """What a proof of possession signs: the 20-byte registering address || the 48-byte compressed key.
+
+    Binding the address means a proof copied from another juror proves nothing for the copier's account
+    (`JurorRegistry.registerJuror` checks it against msg.sender).
+    """
+    _require_compressed(public_key, PUBLIC_KEY_BYTES, "public key")
+    return to_canonical_address(account) + bytes(public_key)
+
+
+def compute_proof_of_possession(key: BlsKeyPair, account: str) -> bytes:
+    """Sign `compute_pop_message(account, key)` with the PoP tag (96-byte compressed G2)."""
+    message = compute_pop_message(account, key.public_key)
+    return bytes(_Scheme._CoreSign(key.secret_key, message, BLS_POP_DST))
 
 
 def compute_signature(key: BlsKeyPair, message: bytes) -> bytes:
@@ -122,9 +134,10 @@ def verify_aggregate_signature(public_keys: Sequence[bytes], message: bytes, sig
     return bool(_Scheme.FastAggregateVerify(keys, bytes(message), BLSSignature(bytes(signature))))
 
 
-def verify_proof_of_possession(public_key: bytes, proof: bytes) -> bool:
-    """True when `proof` proves possession of the secret key behind `public_key`."""
-    return bool(_Scheme.PopVerify(BLSPubkey(bytes(public_key)), BLSSignature(bytes(proof))))
+def verify_proof_of_possession(public_key: bytes, account: str, proof: bytes) -> bool:
+    """True when `proof` proves that `account` holds the secret key behind `public_key`."""
+    message = compute_pop_message(account, public_key)
+    return bool(_Scheme._CoreVerify(BLSPubkey(bytes(public_key)), message, BLSSignature(bytes(proof)), BLS_POP_DST))
 
 
 def compute_eip2537_g1(public_key: bytes) -> bytes:
@@ -147,11 +160,11 @@ def compute_eip2537_g2(signature: bytes) -> bytes:
     return b"".join(_fp(int(c)) for c in (*x.coeffs, *y.coeffs))
 
 
-def compute_juror_registration(key: BlsKeyPair) -> JurorRegistration:
-    """The arguments of `Disputes.registerJuror` for `key`."""
+def compute_juror_registration(key: BlsKeyPair, account: str) -> JurorRegistration:
+    """The arguments of `JurorRegistry.registerJuror` for `key`, sent from `account`."""
     return JurorRegistration(
         public_key_g1=compute_eip2537_g1(key.public_key),
-        proof_of_possession_g2=compute_eip2537_g2(compute_proof_of_possession(key)),
+        proof_of_possession_g2=compute_eip2537_g2(compute_proof_of_possession(key, account)),
     )
 
 

@@ -20,8 +20,11 @@ MAX_SAMPLES = 1024
 MAX_VERIFIERS_PER_COMMITMENT = 8
 MAX_OPENED_LEAVES = 64
 MAX_VERIFIERS_PER_RUN = 256
-MAX_JURORS = 4096
 MAX_JURY_SIZE = 21
+# The smallest jury that can decide (and the smallest jury size a run may set); a silent jury is replaced
+# MAX_APPEALS times by one of min(2J + 1, MAX_JURY_SIZE) seats before the dispute ends unresolved.
+MIN_JURY_SIZE = 3
+MAX_APPEALS = 2
 JURY_PARTY_SLACK = 3
 QUORUM_NUMERATOR = 2
 QUORUM_DENOMINATOR = 3
@@ -30,6 +33,10 @@ QUORUM_DENOMINATOR = 3
 WINNER_REWARD_BPS = 5000
 JUROR_REWARD_BPS = 2000
 JUROR_MIN_STAKE = 10**18
+# Seconds a juror's stake stays locked after it leaves the registry (2 days).
+JUROR_EXIT_DELAY = 2 * 24 * 3600
+# Share of the challenge bond a challenger loses when its dispute ends without any verdict.
+UNRESOLVED_CHALLENGE_FEE_BPS = 2000
 
 # Sampling domain of the verifier-list offset of a commitment (far above any segment sample index).
 VERIFIER_DRAW_INDEX = 2**32
@@ -62,9 +69,16 @@ FAULT_SOLVER = _keccak(b"gradledger.fault.solver")
 FAULT_ATTESTATION = _keccak(b"gradledger.fault.attestation")
 
 
-def get_quorum(jury_size: int) -> int:
-    """Signers a verdict needs: ceil(jury_size * 2 / 3), as `Disputes` computes it."""
-    return -(-jury_size * QUORUM_NUMERATOR // QUORUM_DENOMINATOR)
+def get_quorum(seats: int) -> int:
+    """Signers a verdict needs from a jury of `seats` drawn seats: ceil(seats * 2 / 3), as `Disputes` computes it."""
+    return -(-seats * QUORUM_NUMERATOR // QUORUM_DENOMINATOR)
+
+
+def get_appeal_jury_size(jury_size: int, appeals: int) -> int:
+    """The jury size after `appeals` replacements: the run's, then min(2 * previous + 1, MAX_JURY_SIZE)."""
+    for _ in range(appeals):
+        jury_size = min(2 * jury_size + 1, MAX_JURY_SIZE)
+    return jury_size
 
 
 def get_constants() -> dict[str, int | str]:
@@ -77,14 +91,17 @@ def get_constants() -> dict[str, int | str]:
         "MAX_VERIFIERS_PER_COMMITMENT": MAX_VERIFIERS_PER_COMMITMENT,
         "MAX_OPENED_LEAVES": MAX_OPENED_LEAVES,
         "MAX_VERIFIERS_PER_RUN": MAX_VERIFIERS_PER_RUN,
-        "MAX_JURORS": MAX_JURORS,
         "MAX_JURY_SIZE": MAX_JURY_SIZE,
+        "MIN_JURY_SIZE": MIN_JURY_SIZE,
+        "MAX_APPEALS": MAX_APPEALS,
         "JURY_PARTY_SLACK": JURY_PARTY_SLACK,
         "QUORUM_NUMERATOR": QUORUM_NUMERATOR,
         "QUORUM_DENOMINATOR": QUORUM_DENOMINATOR,
         "WINNER_REWARD_BPS": WINNER_REWARD_BPS,
         "JUROR_REWARD_BPS": JUROR_REWARD_BPS,
         "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
+        "JUROR_EXIT_DELAY": JUROR_EXIT_DELAY,
+        "UNRESOLVED_CHALLENGE_FEE_BPS": UNRESOLVED_CHALLENGE_FEE_BPS,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,

@@ -1,15 +1,17 @@
 """Juries, exactly as `Disputes.sol` draws and checks them: pure functions, no chain, no clock.
 
-A dispute's jury comes from the global juror registry (one entry per `JurorRegistered` index,
-in registration order; `JurorDeregistered` marks an entry inactive, entries never move):
+A dispute's jury comes from the JurorRegistry as it was in the dispute's own block (`openedBlock`,
+the challenge's or the last appeal's), replayed from `JurorRegistered` / `JurorDeregistered` events
+(active jurors only; a leaver's index is filled by the last entry, swap-and-pop):
 
     seed      = keccak256(abi.encode(blockhash(openedBlock + 1), disputeId))
-    offset    = uint256(seed) % registrySize
-    poolSize  = min(jurySize + JURY_PARTY_SLACK, registrySize)
-    seat s    = registry[(offset + s) % registrySize],  s < poolSize
-    eligible  = the first jurySize seats whose juror is active and is not the challenger, the
-                defendant (attester or claimer) or the solver
-    quorum    = ceil(2 * jurySize / 3) signers among the eligible seats
+    jurySize  = the run's, then min(2 * previous + 1, MAX_JURY_SIZE) after each appeal
+    poolSize  = jurySize + JURY_PARTY_SLACK;  n = registry size at openedBlock
+    seat s    = registry[s] if n <= poolSize (s < n), else registry[uint256(keccak256(abi.encode(seed, s))) % n]
+    eligible  = the first jurySize seats whose juror is not the challenger, the defendant (attester or
+                claimer) or the solver, and does not already hold an earlier seat
+    quorum    = ceil(2 * seats / 3) signers, seats = the eligible seats; fewer than MIN_JURY_SIZE
+                seats cannot decide (the dispute waits for its deadline and is appealed)
 
 `drawJury` takes every pool seat's (account, key) and stores the hash of the sum of the eligible
 keys; `submitVerdict` takes the signer bitmap, that sum and the keys of the eligible seats that
@@ -38,9 +40,10 @@ from py_ecc.optimized_bls12_381 import b as _G1_B
 from py_ecc.optimized_bls12_381 import is_on_curve
 
 from protocol import bls
-from protocol.constants import JURY_PARTY_SLACK, get_quorum
+from protocol.constants import JURY_PARTY_SLACK, MIN_JURY_SIZE, get_quorum
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, keccak256, to_hash32
+from protocol.sampling import compute_sample
 
 JUROR_KEY_DOMAIN = b"gradledger.juror-bls-key.v1"
 KIND_ATTESTATION = 1
@@ -54,12 +57,11 @@ class JuryError(GradledgerError):
 
 @dataclass(frozen=True)
 class JurorEntry:
-    """One registry entry: its index, account, key (EIP-2537 G1, 128 bytes) and whether it is active."""
+    """One registry entry: its list index, account and key (EIP-2537 G1, 128 bytes)."""
 
     index: int
     account: str
     public_key_g1: bytes
-    active: bool
 
     @property
     def public_key(self) -> bytes:
@@ -114,15 +116,25 @@ class DisputeSubject:
 class Jury:
     """A drawn jury: pool seats in seat order, the eligible bitmap and the sizes it was drawn with."""
 
-    offset: int
-    registry_size: int
+    seed: Hash32
     jury_size: int
+    pool_size: int
     pool: tuple[JurorEntry, ...]
     eligible: int
 
     @property
+    def seats(self) -> int:
+        """Seats the jury actually has (the quorum's base)."""
+        return bin(self.eligible).count("1")
+
+    @property
     def quorum(self) -> int:
-        return get_quorum(self.jury_size)
+        return get_quorum(self.seats)
+
+    @property
+    def can_decide(self) -> bool:
+        """Whether a verdict is possible: at least MIN_JURY_SIZE seats (`submitVerdict` reverts JuryTooSmall)."""
+        return self.seats >= MIN_JURY_SIZE
 
     @property
     def eligible_seats(self) -> tuple[int, ...]:
@@ -221,26 +233,32 @@ def decode_eip2537_g1(encoded: bytes) -> bytes:
 # Registry and jury drawing
 
 
-def build_juror_registry(events: Iterable[Any]) -> list[JurorEntry]:
-    """Registry entries from chain-ordered JurorRegistered / JurorDeregistered events (other events ignored)."""
-    entries: dict[int, JurorEntry] = {}
+def build_juror_registry(events: Iterable[Any], at_block: int | None = None) -> list[JurorEntry]:
+    """The active registry after chain-ordered JurorRegistered / JurorDeregistered events (others ignored),
+    counting only events of blocks <= `at_block` when it is given (the registry "as of" that block)."""
+    accounts: list[str] = []
+    keys: dict[str, bytes] = {}
     for event in events:
+        if at_block is not None and event.block_number > at_block:
+            break
         args = event.args
         if event.name == "JurorRegistered":
-            index = int(args["index"])
-            key = bytes(args["publicKey"])
-            if index in entries and entries[index].public_key_g1 != key:
-                raise JuryError(f"registry entry {index} re-registered with another key (the contract forbids it)")
-            if index not in entries and index != len(entries):
-                raise JuryError(f"registry events are incomplete: entry {index} before entry {len(entries)}")
-            entries[index] = JurorEntry(index, to_checksum_address(args["juror"]), key, True)
+            account, index, key = to_checksum_address(args["juror"]), int(args["index"]), bytes(args["publicKey"])
+            if index != len(accounts):
+                raise JuryError(f"registry events are incomplete: juror added at {index}, the list has {len(accounts)}")
+            if keys.setdefault(account, key) != key:
+                raise JuryError(f"{account} re-registered with another key (the contract forbids it)")
+            accounts.append(account)
         elif event.name == "JurorDeregistered":
-            index = int(args["index"])
-            if index not in entries:
-                raise JuryError(f"deregistration of unknown registry entry {index}")
-            entry = entries[index]
-            entries[index] = JurorEntry(entry.index, entry.account, entry.public_key_g1, False)
-    return [entries[i] for i in range(len(entries))]
+            account, index = to_checksum_address(args["juror"]), int(args["index"])
+            if index >= len(accounts) or accounts[index] != account:
+                raise JuryError(f"registry events are incomplete: {account} left index {index} it does not hold")
+            last, moved = accounts.pop(), ZERO_ADDRESS
+            if index < len(accounts):
+                accounts[index] = moved = last
+            if moved.lower() != str(args["moved"]).lower():
+                raise JuryError(f"registry events are incomplete: the entry moved into {index} is not {args['moved']}")
+    return [JurorEntry(i, a, keys[a]) for i, a in enumerate(accounts)]
 
 
 def compute_dispute_id(subject: DisputeSubject) -> Hash32:
@@ -271,45 +289,51 @@ def compute_jury_seed(seed_block_hash: bytes | str, dispute_id: bytes | str) -> 
     )
 
 
-def get_pool_size(jury_size: int, registry_size: int) -> int:
-    return min(jury_size + JURY_PARTY_SLACK, registry_size)
+def get_pool_index(seed: bytes | str, seat: int, pool_size: int, registry_size: int) -> int:
+    """Registry index of pool seat `seat` (JurorRegistry.seatOf): the seat itself when the whole registry fits
+    the pool, else an independent draw `compute_sample(seed, seat, registry_size)` (Sampling.sample)."""
+    if registry_size <= pool_size:
+        return seat
+    return compute_sample(seed, seat, registry_size)
 
 
 def draw_jury(
-    registry: Sequence[JurorEntry],
+    snapshot: Sequence[JurorEntry],
     seed: bytes | str,
     jury_size: int,
     parties: Iterable[str],
 ) -> Jury:
-    """The jury `drawJury` marks for this seed: pool seats from the offset, first `jury_size` eligible.
+    """The jury `drawJury` marks for this seed out of the registry `snapshot` (as of the dispute's block).
 
-    `parties` are the challenger, the defendant and (for an attestation) the solver; the zero address
-    stands for "none" and never matches a juror.
+    `jury_size` is the size at the dispute's appeal level (`get_appeal_jury_size`); `parties` are the
+    challenger, the defendant and (for an attestation) the solver; the zero address stands for "none".
     """
-    if not registry:
-        raise JuryError("the juror registry is empty: no jury can be drawn (NoJurors)")
+    if not snapshot:
+        raise JuryError("the juror registry was empty in the dispute's block: no jury can be drawn (NoJurors)")
     if jury_size < 1:
         raise JuryError(f"jury size must be positive, got {jury_size}")
-    size = len(registry)
-    offset = int.from_bytes(to_hash32(seed, "jury seed"), "big") % size
-    pool = tuple(registry[(offset + seat) % size] for seat in range(get_pool_size(jury_size, size)))
+    seed = to_hash32(seed, "jury seed")
+    pool_size = jury_size + JURY_PARTY_SLACK
+    n = len(snapshot)
+    pool = tuple(snapshot[get_pool_index(seed, seat, pool_size, n)] for seat in range(min(n, pool_size)))
     excluded = {p.lower() for p in parties if p and p.lower() != ZERO_ADDRESS}
-    eligible, left = 0, jury_size
+    eligible, seated = 0, set[str]()
     for seat, entry in enumerate(pool):
-        if left == 0 or not entry.active or entry.account.lower() in excluded:
+        account = entry.account.lower()
+        if len(seated) == jury_size or account in excluded or account in seated:
             continue
         eligible |= 1 << seat
-        left -= 1
-    return Jury(offset, size, jury_size, pool, eligible)
+        seated.add(account)
+    return Jury(seed, jury_size, pool_size, pool, eligible)
 
 
-def check_drawn_jury(jury: Jury, offset: int, registry_size: int, pool_size: int, eligible: int) -> None:
+def check_drawn_jury(jury: Jury, record_seed: bytes, pool_size: int, seats: int, eligible: int) -> None:
     """Raise JuryError unless the jury matches what the chain recorded at `drawJury`."""
-    recorded = (offset, registry_size, pool_size, eligible)
-    computed = (jury.offset, jury.registry_size, len(jury.pool), jury.eligible)
+    recorded = (to_hash32(record_seed, "jury seed"), pool_size, seats, eligible)
+    computed = (jury.seed, jury.pool_size, jury.seats, jury.eligible)
     if recorded != computed:
         raise JuryError(
-            f"jury on chain (offset, registry, pool, eligible) = {recorded} differs from the registry replay "
+            f"jury on chain (seed, pool, seats, eligible) = {recorded} differs from the registry replay "
             f"{computed}; the juror registry events are incomplete"
         )
 
@@ -318,7 +342,7 @@ def compute_eligible_aggregate(jury: Jury) -> bytes:
     """Sum of the eligible seats' keys, EIP-2537 encoded (what `drawJury` hashed)."""
     seats = jury.eligible_seats
     if not seats:
-        raise JuryError("the jury has no eligible seat; the dispute can only expire")
+        raise JuryError("the jury has no eligible seat; the dispute is appealed at its deadline")
     return bls.compute_eip2537_g1(bls.compute_aggregate_public_key([jury.pool[s].public_key for s in seats]))
 
 
@@ -368,12 +392,16 @@ def check_vote(vote: Vote, jury: Jury, disputes: str, chain_id: int, dispute_id:
 def assemble_verdict(jury: Jury, votes: Iterable[Vote]) -> Verdict | None:
     """The verdict of a quorum of matching (already checked) votes, or None while no outcome has a quorum.
 
-    One vote per seat counts (the first seen). Should both outcomes reach a quorum -- only possible
+    One vote per seat counts (the first seen); a jury of fewer than MIN_JURY_SIZE seats never has a
+    verdict (it is appealed at its deadline). Should both outcomes reach a quorum -- only possible
     when some juror signed both -- the one with more votes wins and ties go to "attestation right".
     """
+    if not jury.can_decide:
+        return None
     by_seat: dict[int, Vote] = {}
     for vote in votes:
-        if jury.eligible >> vote.seat & 1:
+        # a vote counts for its seat's juror only: after an appeal, seat numbers belong to a new jury
+        if jury.eligible >> vote.seat & 1 and jury.pool[vote.seat].account.lower() == vote.juror.lower():
             by_seat.setdefault(vote.seat, vote)
     best: Verdict | None = None
     for outcome in (False, True):
@@ -411,6 +439,6 @@ def get_dispute_action(status: int, now: int, deadline: int, latest_block: int, 
         if latest_block <= opened_block:
             return "wait_seed_block"  # the seed block (opened + 1) is not mined yet
         if latest_block - (opened_block + 1) >= 255:
-            return "wait"  # the seed block is out of reach of blockhash: only expiry is left
+            return "wait"  # the seed block is out of reach of blockhash: the deadline's appeal re-opens it
         return "draw_jury"
     return "wait"

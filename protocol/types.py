@@ -74,6 +74,7 @@ class AttestationState(IntEnum):
     FINALIZED = 3
     UPHELD = 4
     OVERTURNED = 5
+    VOIDED = 6  # no verdict after every appeal: earns nothing; a voided pass stops counting
 
 
 class Opening(IntEnum):
@@ -247,6 +248,20 @@ class DisputeTerms:
 
 
 @dataclass(frozen=True)
+class JurorRecord:
+    """JurorRegistry.jurors: list index + 1 while active, when a juror that left may release its stake reservation,
+    and whether it holds one."""
+
+    index_plus_one: int
+    exit_at: int
+    reserved: bool
+
+    @property
+    def active(self) -> bool:
+        return self.index_plus_one != 0
+
+
+@dataclass(frozen=True)
 class DisputeRecord:
     """Disputes.disputeOf."""
 
@@ -255,21 +270,22 @@ class DisputeRecord:
     opened_block: int
     status: DisputeStatus
     kind: int
-    jury_offset: int
-    registry_size: int
+    appeals: int
     pool_size: int
-    jury_size: int
+    seats: int
     eligible: int
     signers: int
     claimed: int
     challenger_wins: bool
-    aggregate_hash: Hash32
     reward_per_juror: int
+    aggregate_hash: Hash32
+    jury_seed: Hash32
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", DisputeStatus(self.status))
         object.__setattr__(self, "challenger_wins", bool(self.challenger_wins))
         object.__setattr__(self, "aggregate_hash", to_hash32(self.aggregate_hash, "dispute aggregate hash"))
+        object.__setattr__(self, "jury_seed", to_hash32(self.jury_seed, "jury seed"))
 
     @property
     def is_closed(self) -> bool:

@@ -32,6 +32,7 @@ from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.config import RunConfig
+from protocol.constants import JUROR_MIN_STAKE
 from protocol.data import DatasetManifest
 from protocol.errors import GradledgerError
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
@@ -154,8 +155,8 @@ def start_scripted_run(
     rpc_url = protocol.chain.rpc_url
     for index in solvers:
         _stake(protocol, get_devnet_account(index), ROLE_SOLVER, rules.solver_min_stake_wei)
-    for index in verifiers:
-        _stake(protocol, get_devnet_account(index), ROLE_VERIFIER, rules.verifier_min_stake_wei)
+    for index in verifiers:  # the run registration and the juror registration each reserve their own stake
+        _stake(protocol, get_devnet_account(index), ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE)
     creator_store = LocalArtifactStore(home / "creator" / "artifacts")
     servers = [serve_in_thread(make_node_app("creator", get_devnet_account(creator).address, creator_store))]
     dataset_manifest, shards = corpus

@@ -85,13 +85,15 @@ class SolverView:
     """This solver's commitment of the current round: opened, reported unopened, or neither yet."""
     unresolved: tuple[str, ...] = ()
     """Coordinator, past open_end: solvers whose commitment is neither opened nor reported (settle needs none)."""
+    member: bool = True
+    """Joined and not left: the run holds this solver's solverMinStake reserved."""
 
 
 @dataclass(frozen=True)
 class Action:
     kind: Literal[
         "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "report_unopened", "finalize",
-        "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "wait", "done",
+        "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -105,7 +107,8 @@ def decide_solver_action(view: SolverView) -> Action:
         return Action("withdraw_claim_bond", view.unwithdrawn_claim_bonds[0])
     times = view.times
     if times.finished:
-        return Action("done")
+        # every round has settled: leaving releases the stake the run reserved
+        return Action("leave_run") if view.member else Action("done")
     r, record = times.round, view.record
     if record is None or record.round != r:
         if view.now < times.commit_end:

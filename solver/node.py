@@ -180,6 +180,7 @@ class SolverNode(RunNode):
             seed_drawn=seed_drawn,
             opening=opening,
             unresolved=unresolved,
+            member=self.protocol.is_member(run, self.address) if times.finished else True,
         )
 
     def _unwithdrawn_claim_bonds(self, current: int) -> tuple[int, ...]:
@@ -376,6 +377,14 @@ class SolverNode(RunNode):
 
     def _do_wait(self, action: Action) -> None:
         self.stop.wait(min(action.seconds, 1.0))
+
+    def _do_leave_run(self, action: Action) -> None:
+        try:
+            self.protocol.leave_run(self.account, self.settings.run_id)
+        except ContractRevertError as exc:
+            if exc.error != "NotJoined":  # left already (a restart after leaving)
+                raise
+        log_event(self.log, "left the run: its stake reservation is released", run=self.settings.run_id)
 
     def _do_done(self, action: Action) -> None:
         self.finished = True

@@ -30,6 +30,7 @@ from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
+from protocol.constants import JUROR_MIN_STAKE
 from protocol.hashing import hash_to_hex
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.clock import DRIVEN_GENESIS, ClockDriver, NodeHandle, make_driven
@@ -133,8 +134,10 @@ def prepare_run(
         preset="tiny", run_seed="0x" + os.urandom(32).hex(), dataset_root=hash_to_hex(manifest_data.root),
         overrides=overrides,
     )  # fmt: skip
+    # a verifier's stake backs its run registration and, separately, its juror registration (StakeManager reserves
+    # each obligation's own stake)
     for index, role, needed in [(i, ROLE_SOLVER, rules.solver_min_stake_wei) for i in solvers] + [
-        (i, ROLE_VERIFIER, rules.verifier_min_stake_wei) for i in verifiers
+        (i, ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE) for i in verifiers
     ]:
         account = get_devnet_account(index)
         bonded = protocol.bonded_of(account.address, role)

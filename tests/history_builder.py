@@ -326,8 +326,8 @@ class RunEvents:
 
     # -- a dispute over a pass attestation, won by the challenger ------------------------------
 
-    def overturn_pass(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0) -> str:
-        """Challenge, jury, verdict (challenger wins, 1 signer) and execution; returns the dispute id."""
+    def challenge_pass(self, r: int, solver: str, slot: int = 0) -> str:
+        """A challenge of the pass at `slot` of `solver`'s commitment; returns the dispute id."""
         dispute = "0x" + "dd" * 32
         self.step()
         self.emit(
@@ -342,16 +342,34 @@ class RunEvents:
             attestation={"isFail": False, "sampleIndex": 0, "segmentIndex": 1},
             leaf={},
         )
+        return dispute
+
+    def leave_unresolved(self, r: int, solver: str, dispute: str, verifier: str = VERIFIER, slot: int = 0) -> None:
+        """Two appeals of silent juries, then the unresolved end: the pass voided, the challenger's fee to the pool."""
+        for appeals, jury_size in ((1, 7), (2, 15)):
+            self.step()
+            self.emit("Disputes", "DisputeAppealed", disputeId=bytes.fromhex(dispute[2:]), appeals=appeals,
+                      jurySize=jury_size, deadline=0)  # fmt: skip
+        self.step()
+        fee = self.config["challengeBond"] * 2000 // 10_000
+        self.emit("Disputes", "DisputeExpired", disputeId=bytes.fromhex(dispute[2:]), challenger=CHALLENGER,
+                  bondReturned=self.config["challengeBond"] - fee, fee=fee)  # fmt: skip
+        self.emit("Verification", "AttestationResolved", runId=self.run_id, round=r, solver=solver, slot=slot,
+                  verifier=verifier, state=6, bond=self.config["attestationBond"])  # fmt: skip
+
+    def overturn_pass(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0) -> str:
+        """Challenge, jury, verdict (challenger wins, 1 signer) and execution; returns the dispute id."""
+        dispute = self.challenge_pass(r, solver, slot)
         self.step()
         self.emit(
             "Disputes",
             "JuryDrawn",
             disputeId=bytes.fromhex(dispute[2:]),
             seed=b"\x00" * 32,
-            offset=0,
-            registrySize=1,
+            appeals=0,
+            snapshotBlock=0,
             poolSize=1,
-            jurySize=1,
+            seats=1,
             eligible=1,
         )
         self.step()

@@ -1,13 +1,14 @@
 """Jury duty of a verifier service: register a BLS key, watch disputes, vote, aggregate, get paid.
 
 At startup the node registers its juror key (derived from its account key, protocol/jury.py)
-with a proof of possession; registration is idempotent (an active entry is left alone, an
-inactive one is re-activated with the same key). Each tick, for every dispute of the watched
+in the JurorRegistry with a proof of possession bound to its address; registration is idempotent
+(an active juror is left alone, one that left returns with the same key). Each tick, for every dispute of the watched
 run (AttestationChallenged / ClaimChallenged):
 
 1. anyone's step first: draw the jury once the seed block exists, execute a decided verdict,
    expire a dispute past its deadline (node/disputes.py);
-2. when this node holds an eligible seat: decide with the shared checker -- an attestation:
+2. when this node holds an eligible seat (again after each appeal: a new jury, new seats): decide
+   with the shared checker -- an attestation:
    "was it right?" (a pass: are all sampled segments honest? a fail: is the named segment (or
    the commitment as a whole) really faulty?); a θ_(r+1) claim: "is it the hash the accepted
    pseudo-gradients give?" -- sign the verdict message and store the vote in SQLite;
@@ -76,8 +77,9 @@ class DisputeInfo:
     challenger: str
     is_fail: bool = False
     sample_index: int = 0
-    my_seat: int = -1
-    my_verdict: str = ""  # "challenger" | "defendant" once voted
+    my_seat: int = -1  # seat in the latest jury this node sat on
+    my_verdict: str = ""  # "challenger" | "defendant" once decided (kept across appeals)
+    my_appeals: int = -1  # appeal level of the jury `my_seat` belongs to
     status: str = "open"  # open -> closed (executed or expired) -> done (reward claimed or nothing to claim)
 
 
@@ -106,7 +108,7 @@ class JuryDuty:
         self.store = store
         self.on_skip = on_skip
         self.key = derive_juror_key(bytes(account.key))
-        self.registration = bls.compute_juror_registration(self.key)
+        self.registration = bls.compute_juror_registration(self.key, self.address)
         self.registry = JurorRegistryReader(self.chain)
         self.disputes_address = self.chain.contract("Disputes").address
         self.registered = False
@@ -114,16 +116,16 @@ class JuryDuty:
     # -- registration ----------------------------------------------------------------------
 
     def ensure_registered(self) -> bool:
-        """Register (or re-activate) this node's juror key; False when its verifier stake is too low."""
-        index_plus_one, active = self.protocol.juror_of(self.address)
-        if active:
+        """Register (or return with) this node's juror key; False when its verifier stake is too low."""
+        record = self.protocol.juror_of(self.address)
+        if record.active:
             self.registered = True
             return True
-        bonded = self.protocol.bonded_of(self.address, ROLE_VERIFIER)
-        if bonded < JUROR_MIN_STAKE:
+        free = self.protocol.free_stake_of(self.address, ROLE_VERIFIER)
+        if free < JUROR_MIN_STAKE and not record.reserved:
             log_event(
-                logger, "not registering as juror: verifier stake below JUROR_MIN_STAKE", level=logging.WARNING,
-                bonded_wei=bonded, required_wei=JUROR_MIN_STAKE,
+                logger, "not registering as juror: free verifier stake (not reserved by a run) below JUROR_MIN_STAKE",
+                level=logging.WARNING, free_wei=free, required_wei=JUROR_MIN_STAKE,
             )  # fmt: skip
             return False
         try:
@@ -133,7 +135,7 @@ class JuryDuty:
         except ContractRevertError as exc:
             if exc.error != "AlreadyRegistered":
                 raise
-        log_event(logger, "juror registered", juror=self.address, returning=index_plus_one != 0)
+        log_event(logger, "juror registered", juror=self.address, returning=record.reserved)
         self.registered = True
         return True
 
@@ -146,7 +148,8 @@ class JuryDuty:
         self.state.put("dispute", info["dispute_id"], info)
 
     def _votes(self, dispute_id: bytes) -> list[Vote]:
-        prefix = hash_to_hex(dispute_id)
+        """Every stored vote of a dispute, of any of its juries (`assemble_verdict` keeps the current jury's)."""
+        prefix = hash_to_hex(dispute_id) + ":"
         return [Vote.from_json(v) for k, v in self.state.list("vote") if k.startswith(prefix)]
 
     def list_votes(self, dispute_id: str) -> list[dict]:
@@ -156,8 +159,13 @@ class JuryDuty:
             raise VoteRejectedError(400, str(exc)) from None
         return [v.to_json() for v in self._votes(digest)]
 
+    @staticmethod
+    def _vote_key(vote: Vote) -> str:
+        """One vote per (dispute, seat, juror): after an appeal the same seat belongs to another juror."""
+        return f"{hash_to_hex(vote.dispute_id)}:{vote.seat}:{vote.juror.lower()}"
+
     def _store_vote(self, vote: Vote) -> None:
-        self.state.put("vote", f"{hash_to_hex(vote.dispute_id)}:{vote.seat}", vote.to_json())
+        self.state.put("vote", self._vote_key(vote), vote.to_json())
 
     def pending(self) -> bool:
         """Whether a dispute still needs this node (open, or a reward to claim)."""
@@ -171,7 +179,7 @@ class JuryDuty:
             vote = Vote.from_json(payload)
         except JuryError as exc:
             raise VoteRejectedError(400, str(exc)) from None
-        known = self.state.get("vote", f"{hash_to_hex(vote.dispute_id)}:{vote.seat}")
+        known = self.state.get("vote", self._vote_key(vote))
         if known is not None and known == vote.to_json():
             return {"accepted": True, "known": True}
         record = self.protocol.dispute_of(vote.dispute_id)
@@ -179,7 +187,7 @@ class JuryDuty:
             raise VoteRejectedError(404, f"no dispute {hash_to_hex(vote.dispute_id)} on this chain")
         if record.status == DisputeStatus.OPEN:
             raise VoteRejectedError(409, "the jury of this dispute is not drawn yet; send the vote after drawJury")
-        jury = get_drawn_jury(self.registry.read(), record)
+        jury = get_drawn_jury(self.registry, record)
         problem = check_vote(vote, jury, self.disputes_address, self.chain.chain_id, vote.dispute_id)
         if problem is not None:
             raise VoteRejectedError(403, f"vote rejected: {problem}")
@@ -247,18 +255,20 @@ class JuryDuty:
             self._after(info, subject, record)
 
     def _serve(self, info: dict, subject: DisputeSubject, record) -> None:
-        jury = get_drawn_jury(self.registry.read(), record)
+        jury = get_drawn_jury(self.registry, record)
         seat = jury.seat_of(self.address)
-        if seat is not None and info["my_seat"] < 0:
-            challenger_wins = self._decide(subject, info)
+        if seat is not None and info["my_appeals"] != record.appeals:
+            challenger_wins = info["my_verdict"] == "challenger" if info["my_verdict"] else self._decide(subject, info)
             vote = compute_vote(
                 self.key, self.disputes_address, self.chain.chain_id, subject.dispute_id, seat, self.address,
                 challenger_wins,
             )  # fmt: skip
             self._store_vote(vote)
-            info = {**info, "my_seat": seat, "my_verdict": "challenger" if challenger_wins else "defendant"}
+            verdict_name = "challenger" if challenger_wins else "defendant"
+            info = {**info, "my_seat": seat, "my_verdict": verdict_name, "my_appeals": record.appeals}
             self._save(info)
-            log_event(logger, "voted", dispute=info["dispute_id"][:18], seat=seat, challenger_wins=challenger_wins)
+            log_event(logger, "voted", dispute=info["dispute_id"][:18], seat=seat, appeals=record.appeals,
+                      challenger_wins=challenger_wins)  # fmt: skip
         self._exchange(subject.dispute_id, jury)
         verdict = assemble_verdict(jury, self._votes(subject.dispute_id))
         if verdict is None:
@@ -308,14 +318,15 @@ class JuryDuty:
                 if (vote.seat, vote.signature) in known:
                     continue
                 if check_vote(vote, jury, self.disputes_address, self.chain.chain_id, dispute_id) is None:
-                    if self.state.get("vote", f"{hash_to_hex(dispute_id)}:{vote.seat}") is None:
+                    if self.state.get("vote", self._vote_key(vote)) is None:
                         self._store_vote(vote)
                     known.add((vote.seat, vote.signature))
 
     def _after(self, info: dict, subject: DisputeSubject, record) -> None:
         """A closed dispute: claim the reward of a verdict this node signed once the round settled."""
         seat = info["my_seat"]
-        signed = record.status == DisputeStatus.EXECUTED and seat >= 0 and record.signers >> seat & 1
+        sat = seat >= 0 and info["my_appeals"] == record.appeals  # a seat in the jury that decided
+        signed = record.status == DisputeStatus.EXECUTED and sat and record.signers >> seat & 1
         if not signed or record.claimed >> seat & 1:
             self._save({**info, "status": "done"})
             return
@@ -325,7 +336,7 @@ class JuryDuty:
         if not self.protocol.is_settled(subject.run_id, subject.round):
             return
         try:
-            self.protocol.claim_juror_reward(self.account, subject, seat, self.registration.public_key_g1)
+            self.protocol.claim_juror_reward(self.account, subject, seat)
             log_event(logger, "juror reward claimed", dispute=info["dispute_id"][:18], seat=seat)
         except ContractRevertError as exc:
             if exc.error != "AlreadyClaimed":

@@ -248,7 +248,7 @@ class VerifierWorker(RunNode):
                     if exc.error not in ("WrongState", "ChallengeWindowOpen"):
                         raise
                     continue
-            if state == AttestationState.OVERTURNED:
+            if state in (AttestationState.OVERTURNED, AttestationState.VOIDED):  # nothing to claim
                 self.state.put("attestation", record["id"], {**record, "status": "done"})
             elif state in (AttestationState.FINALIZED, AttestationState.UPHELD):
                 if not self.protocol.is_settled(ref.run_id, ref.round):

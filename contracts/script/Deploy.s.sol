@@ -5,7 +5,7 @@ import {Script, console} from "forge-std/Script.sol";
 import {Protocol, ProtocolDeployer} from "./ProtocolDeployer.sol";
 
 /// @title Deploy
-/// @notice Deploys the five protocol contracts in one broadcast:
+/// @notice Deploys the six protocol contracts in one broadcast:
 ///
 ///     DEPLOYER_PRIVATE_KEY=0x... UNBONDING_DELAY=604800 \
 ///       forge script script/Deploy.s.sol --rpc-url $RPC --broadcast
@@ -25,5 +25,6 @@ contract Deploy is Script {
         console.log("Verification", address(p.verification));
         console.log("Disputes", address(p.disputes));
         console.log("ModelShares", address(p.modelShares));
+        console.log("JurorRegistry", address(p.jurorRegistry));
     }
 }

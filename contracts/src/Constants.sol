@@ -23,10 +23,12 @@ library Constants {
     uint256 internal constant MAX_OPENED_LEAVES = 64;
     /// @notice Upper bound on the verifier list of one run.
     uint256 internal constant MAX_VERIFIERS_PER_RUN = 256;
-    /// @notice Upper bound on the juror registry.
-    uint256 internal constant MAX_JURORS = 4096;
-    /// @notice Upper bound on the jury size of a run.
+    /// @notice Upper bound on the jury size of a run (and of an appeal's jury).
     uint256 internal constant MAX_JURY_SIZE = 21;
+    /// @notice Smallest jury that can decide a dispute, and the smallest jury size a run may set.
+    uint256 internal constant MIN_JURY_SIZE = 3;
+    /// @notice Juries a dispute may replace after a silent deadline, each min(2J + 1, MAX_JURY_SIZE) seats.
+    uint256 internal constant MAX_APPEALS = 2;
     /// @notice Extra seats drawn so that parties to a dispute (at most 3) can be left out of the jury.
     uint256 internal constant JURY_PARTY_SLACK = 3;
     /// @notice Quorum = ceil(jurySize * QUORUM_NUMERATOR / QUORUM_DENOMINATOR) signers.
@@ -42,6 +44,10 @@ library Constants {
     uint256 internal constant JUROR_REWARD_BPS = 2000;
     /// @notice Verifier stake a juror must hold (and keeps locked) while registered.
     uint256 internal constant JUROR_MIN_STAKE = 1 ether;
+    /// @notice Seconds a juror's stake stays locked after it leaves the registry.
+    uint256 internal constant JUROR_EXIT_DELAY = 2 days;
+    /// @notice Share of the challenge bond a challenger loses when its dispute ends without any verdict.
+    uint256 internal constant UNRESOLVED_CHALLENGE_FEE_BPS = 2000;
 
     // ---------------------------------------------------------------- sampling domains
     /// @notice Draw index (in `Sampling.sample`, from a seat's sub-seed) of the verifier-list index of a seat;

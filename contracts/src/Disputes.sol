@@ -3,32 +3,37 @@ pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
+import {IJurorRegistry} from "./interfaces/IJurorRegistry.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
-import {AttestationRef, CommitmentData, DisputeSubject, JurorKey, LeafData, NonSigner} from "./interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData, NonSigner} from "./interfaces/Types.sol";
 import {BLS} from "./libraries/BLS.sol";
 
 /// @title Disputes
-/// @notice Challenges of attestations and of theta_(r+1) claims, with bonds; a juror registry (BLS keys with
-///         proofs of possession, staked verifiers); jury drawing; jury verdicts carried by one aggregate BLS
-///         signature and a signer bitmap; resolution, slashing and exact payouts; the timeout path.
-/// @dev Dispute lifecycle: Open -(drawJury)-> JuryDrawn -(submitVerdict)-> Decided -(execute)-> Executed,
-///      or Open/JuryDrawn -(expire, after the dispute timeout)-> Expired. Every end state is final.
-///      Jury: seed = keccak256(abi.encode(blockhash(openedBlock + 1), disputeId)), fixed by the block after
-///      the challenge; the pool is the poolSize = min(jurySize + JURY_PARTY_SLACK, registrySize) consecutive
-///      registry entries from offset = uint256(seed) % registrySize. The jury is the first `jurySize` seats
-///      of the pool whose juror is active and not a party (challenger, defendant, solver); the slack seats
-///      only replace parties and inactive jurors. A verdict needs ceil(2 * jurySize / 3) signers among the
-///      jury. `drawJury` stores the hash of the sum of the jurors' keys; a verdict passes that sum and the
-///      keys of the jurors who did not sign, so the signers' aggregate key costs one G1 addition per
-///      non-signer (at most jurySize / 3).
+/// @notice Challenges of attestations and of theta_(r+1) claims, with bonds; jury drawing from the JurorRegistry's
+///         snapshot; jury verdicts carried by one aggregate BLS signature and a signer bitmap; appeals to larger
+///         juries when a jury stays silent; resolution, slashing and exact payouts.
+/// @dev Dispute lifecycle: Open -(drawJury)-> JuryDrawn -(submitVerdict)-> Decided -(execute)-> Executed.
+///      A jury that gives no verdict by the deadline is replaced (`expire`, anyone): the dispute goes back to
+///      Open with a new snapshot block, a new deadline and a larger jury, at most MAX_APPEALS times; after that
+///      it ends Expired ("unresolved"): nobody is slashed, a challenged pass stops counting (its work is not
+///      paid), a challenged fail stays blocking, a challenged claim is withdrawn with its bond returned, and
+///      the challenger gets its bond back less UNRESOLVED_CHALLENGE_FEE_BPS (to the run's pool).
+///      Jury: seed = keccak256(abi.encode(blockhash(openedBlock + 1), disputeId)); the registry snapshot is the
+///      one of `openedBlock`, fixed before the seed exists. The pool is JurorRegistry.drawPool(seed, poolSize,
+///      openedBlock) with poolSize = jurySize + JURY_PARTY_SLACK (every seat an independent draw, or the whole
+///      registry when it is no larger); the jury is the first `jurySize` seats whose juror is not a party
+///      (challenger, defendant, solver) and not already seated. A verdict needs ceil(2 * seats / 3) signers,
+///      `seats` being the jury actually drawn, and a jury of fewer than MIN_JURY_SIZE seats cannot decide.
+///      jurySize is the run's at the first draw and min(2 * previous + 1, MAX_JURY_SIZE) after each appeal.
+///      `drawJury` stores the hash of the sum of the jurors' keys; a verdict passes that sum and the keys of
+///      the jurors who did not sign, so the signers' aggregate key costs one G1 addition per non-signer.
 ///      Payout of a decided dispute: total = the loser's bond + the stake slashed for the fault(s);
 ///      WINNER_REWARD_BPS of it to the winner, JUROR_REWARD_BPS split equally among signers (claimed after
 ///      settlement), the remainder (and the division dust) to the run's reward pool. The winner's own bond
-///      is returned. Timeout: nobody is slashed, every bond is returned, the disputed item stands.
-///      ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
+///      is returned. ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
 contract Disputes is IDisputes {
     /// @notice Status of a dispute.
     enum Status {
@@ -45,27 +50,20 @@ contract Disputes is IDisputes {
         // PACKING: slot 0 is all a challenge writes; a slot per field costs +88,314 gas per challenge, +93,983 per
         //          drawJury, +49,106 per submitVerdict.
         address challenger;
-        uint40 deadline; // challenge time + the run's dispute timeout
-        uint40 openedBlock;
+        uint40 deadline; // challenge (or appeal) time + the run's dispute timeout
+        uint40 openedBlock; // the registry snapshot; the jury seed is the next block's hash
         Status status;
         uint8 kind;
-        uint32 juryOffset;
-        uint32 registrySize;
-        uint8 poolSize;
-        uint8 jurySize;
+        uint8 appeals; // juries replaced after a silent deadline
+        uint8 poolSize; // seats asked of the registry: the appeal level's jury size + JURY_PARTY_SLACK
+        uint8 seats; // seats the jury actually has (the quorum's base)
         uint32 eligible; // bitmap of the jury's seats (who may sign)
         uint32 signers; // bitmap of seats that signed
         uint32 claimed; // bitmap of signers that claimed their reward
         bool challengerWins;
+        uint96 rewardPerJuror;
         bytes32 aggregateHash; // keccak256 of the sum of the eligible seats' public keys
-        uint128 rewardPerJuror;
-    }
-
-    /// @notice A juror's registry entry: index + 1 (0 = never registered) and whether it is active.
-    struct Juror {
-        // PACKING: one slot; apart they cost +21,909 gas per registerJuror.
-        uint32 indexPlusOne;
-        bool active;
+        bytes32 jurySeed;
     }
 
     uint8 public constant KIND_ATTESTATION = 1;
@@ -75,21 +73,14 @@ contract Disputes is IDisputes {
     IRunRegistry public immutable runRegistry;
     IVerification public immutable verification;
     IModelShares public immutable modelShares;
+    IJurorRegistry public immutable jurorRegistry;
 
-    /// @notice Registry of jurors: keccak256(abi.encode(juror, publicKey)) per entry; entries never move.
-    bytes32[] public jurorKeyHashes;
-    /// @notice Registry entry of each juror.
-    mapping(address juror => Juror) public jurors;
     mapping(bytes32 disputeId => Dispute) internal _disputes;
     /// @notice Signatures of executed verdicts per round: the denominator of the jurors' share of the round.
     mapping(uint256 runId => mapping(uint64 round => uint256)) public jurorVotes;
     /// @notice Returned bonds, winner rewards and juror rewards owed (pull with `withdraw`).
     mapping(address account => uint256) public credits;
 
-    /// @notice A juror registered (or returned) with a BLS key whose proof of possession verified.
-    event JurorRegistered(address indexed juror, uint256 index, bytes publicKey);
-    /// @notice A juror left the registry (its entry stays; its seats become ineligible).
-    event JurorDeregistered(address indexed juror, uint256 index);
     /// @notice An attestation (seat `slot` of the solver's commitment; the attester is in its PassAttested or
     ///         FailAttested event) was challenged with the run's challenge bond. `attestation` says whether it
     ///         was a fail and names the disputed draw and segment; `leaf` is that segment's committed leaf,
@@ -116,16 +107,20 @@ contract Disputes is IDisputes {
         address claimer,
         address challenger
     );
-    /// @notice The jury of a dispute was drawn.
+    /// @notice The jury of a dispute was drawn from the registry of `snapshotBlock`: `seats` jurors (bitmap
+    ///         `eligible` over the `poolSize` pool seats) at appeal level `appeals`.
     event JuryDrawn(
         bytes32 indexed disputeId,
         bytes32 seed,
-        uint256 offset,
-        uint256 registrySize,
+        uint256 appeals,
+        uint256 snapshotBlock,
         uint256 poolSize,
-        uint256 jurySize,
+        uint256 seats,
         uint256 eligible
     );
+    /// @notice A jury gave no verdict by its deadline: a jury of up to `jurySize` is drawn from the registry of
+    ///         this block, to decide before `deadline`.
+    event DisputeAppealed(bytes32 indexed disputeId, uint256 appeals, uint256 jurySize, uint256 deadline);
     /// @notice A verdict carried by an aggregate BLS signature of `signerCount` seats (bitmap `signers`).
     event VerdictSubmitted(bytes32 indexed disputeId, bool challengerWins, uint256 signers, uint256 signerCount);
     /// @notice A verdict was executed: `total` (forfeited bond + slashed stake) was split into `toWinner`,
@@ -142,8 +137,9 @@ contract Disputes is IDisputes {
         uint256 signerCount,
         uint256 toPool
     );
-    /// @notice A dispute expired without verdict: the challenger's bond was returned, nobody was slashed.
-    event DisputeExpired(bytes32 indexed disputeId, address challenger, uint256 bondReturned);
+    /// @notice A dispute ended without verdict after its last appeal: nobody was slashed, the challenger got
+    ///         `bondReturned` back and `fee` of its bond went to the run's pool.
+    event DisputeExpired(bytes32 indexed disputeId, address challenger, uint256 bondReturned, uint256 fee);
     /// @notice A signing juror took its reward (ETH credit) and its shares.
     event JurorRewardClaimed(
         bytes32 indexed disputeId, address indexed juror, uint8 seat, uint256 reward, uint256 shares
@@ -151,12 +147,6 @@ contract Disputes is IDisputes {
     /// @notice Credits left the contract.
     event Withdrawn(address indexed account, uint256 amount);
 
-    error StakeTooLow(uint256 bonded, uint256 required);
-    error InvalidProofOfPossession();
-    error AlreadyRegistered(address juror);
-    error NotRegistered(address juror);
-    error KeyMismatch(address juror);
-    error RegistryFull();
     error WrongBond(uint256 sent, uint256 required);
     error DisputeExists(bytes32 disputeId);
     error WrongStatus(Status status);
@@ -168,6 +158,7 @@ contract Disputes is IDisputes {
     error WrongPoolSize(uint256 given, uint256 expected);
     error JurorKeyMismatch(uint256 seat);
     error NotEligible(uint256 signers, uint256 eligible);
+    error JuryTooSmall(uint256 seats, uint256 minimum);
     error QuorumNotReached(uint256 signers, uint256 quorum);
     error AggregateMismatch();
     error WrongNonSigners();
@@ -183,16 +174,19 @@ contract Disputes is IDisputes {
     /// @param runRegistry_ The RunRegistry.
     /// @param verification_ The Verification contract.
     /// @param modelShares_ ModelShares (mints, reward pools).
+    /// @param jurorRegistry_ The JurorRegistry (juries are drawn from its snapshots).
     constructor(
         IStakeManager stakeManager_,
         IRunRegistry runRegistry_,
         IVerification verification_,
-        IModelShares modelShares_
+        IModelShares modelShares_,
+        IJurorRegistry jurorRegistry_
     ) {
         stakeManager = stakeManager_;
         runRegistry = runRegistry_;
         verification = verification_;
         modelShares = modelShares_;
+        jurorRegistry = jurorRegistry_;
     }
 
     /// @notice Slash proceeds and forfeited bonds from the protocol contracts only.
@@ -202,47 +196,6 @@ contract Disputes is IDisputes {
             msg.sender != address(stakeManager) && msg.sender != address(verification)
                 && msg.sender != address(runRegistry)
         ) revert UnexpectedEther(msg.sender);
-    }
-
-    // ------------------------------------------------------------------ juror registry
-
-    /// @notice Register as a juror with a BLS public key and its proof of possession (py_ecc PopProve).
-    ///         Needs JUROR_MIN_STAKE of bonded verifier stake, which stays locked until `deregisterJuror`.
-    ///         A returning juror re-activates its entry with the same key.
-    /// @param publicKey G1 public key, 128-byte EIP-2537 encoding (not infinity).
-    /// @param proofOfPossession G2 signature of the compressed key under the PoP tag (256 bytes).
-    function registerJuror(bytes calldata publicKey, bytes calldata proofOfPossession) external {
-        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_VERIFIER);
-        if (bonded < Constants.JUROR_MIN_STAKE) revert StakeTooLow(bonded, Constants.JUROR_MIN_STAKE);
-        bytes32 keyHash = keccak256(abi.encode(msg.sender, publicKey));
-        Juror storage j = jurors[msg.sender];
-        uint256 index;
-        if (j.indexPlusOne == 0) {
-            if (jurorKeyHashes.length >= Constants.MAX_JURORS) revert RegistryFull();
-            if (!BLS.verifyProofOfPossession(publicKey, proofOfPossession, bytes(Constants.BLS_POP_DST))) {
-                revert InvalidProofOfPossession();
-            }
-            jurorKeyHashes.push(keyHash);
-            index = jurorKeyHashes.length - 1;
-            j.indexPlusOne = uint32(index + 1);
-        } else {
-            if (j.active) revert AlreadyRegistered(msg.sender);
-            index = j.indexPlusOne - 1;
-            if (jurorKeyHashes[index] != keyHash) revert KeyMismatch(msg.sender);
-        }
-        j.active = true;
-        emit JurorRegistered(msg.sender, index, publicKey);
-        stakeManager.lock(msg.sender, Constants.ROLE_VERIFIER);
-    }
-
-    /// @notice Leave the juror registry; seats drawn later are ineligible. Releases the stake lock.
-    function deregisterJuror() external {
-        Juror storage j = jurors[msg.sender];
-        if (!j.active) revert NotRegistered(msg.sender);
-        // INVARIANT: one lock per active juror: only an active entry is deactivated, so this unlock matches its lock.
-        j.active = false;
-        emit JurorDeregistered(msg.sender, j.indexPlusOne - 1);
-        stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
     }
 
     // ------------------------------------------------------------------ challenges
@@ -299,34 +252,20 @@ contract Disputes is IDisputes {
 
     // ------------------------------------------------------------------ jury and verdict
 
-    /// @notice Draw the jury of an open dispute (anyone) from the block after the challenge: checks the
-    ///         pool's keys against the registry, marks the eligible seats and stores the hash of the sum of
-    ///         their keys. Must happen within 256 blocks of the challenge (else the dispute can only expire).
+    /// @notice Draw the jury of an open dispute (anyone) from the block after the challenge (or appeal), out of the
+    ///         juror registry as it was in the dispute's own block: checks each pool seat's key against the
+    ///         registry, marks the jury and stores the hash of the sum of the jurors' keys. Must happen within 256
+    ///         blocks of the challenge (else the dispute waits for its deadline and is appealed).
     /// @param subject What the dispute is about.
-    /// @param pool The (account, public key) of every pool seat, in seat order (from JurorRegistered events).
-    function drawJury(DisputeSubject calldata subject, JurorKey[] calldata pool) external {
+    /// @param publicKeys The registered key of every pool seat, in seat order (protocol.jury.draw_jury).
+    function drawJury(DisputeSubject calldata subject, bytes[] calldata publicKeys) external {
         bytes32 disputeId = _id(subject);
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Open) revert WrongStatus(d.status);
         if (block.timestamp >= d.deadline) revert DeadlinePassed(d.deadline);
-        uint256 seedBlock = uint256(d.openedBlock) + 1;
-        if (block.number <= seedBlock) revert JurySeedNotReady(seedBlock);
-        bytes32 blockHash = blockhash(seedBlock);
-        if (blockHash == bytes32(0)) revert JurySeedUnavailable(seedBlock);
-        uint256 registrySize = jurorKeyHashes.length;
-        if (registrySize == 0) revert NoJurors();
-        bytes32 seed = keccak256(abi.encode(blockHash, disputeId));
-        uint256 jurySize = runRegistry.disputeTerms(subject.runId).jurySize;
-        d.juryOffset = uint32(uint256(seed) % registrySize);
-        d.registrySize = uint32(registrySize);
-        d.poolSize = uint8(_min(jurySize + Constants.JURY_PARTY_SLACK, registrySize));
-        d.jurySize = uint8(jurySize);
-        if (pool.length != d.poolSize) revert WrongPoolSize(pool.length, d.poolSize);
-        (uint256 eligible, bytes32 aggregateHash) = _eligibleSeats(subject, d, pool);
-        d.eligible = uint32(eligible);
-        d.aggregateHash = aggregateHash;
-        d.status = Status.JuryDrawn;
-        emit JuryDrawn(disputeId, seed, d.juryOffset, registrySize, d.poolSize, jurySize, eligible);
+        bytes32 seed = keccak256(abi.encode(_seedBlockHash(d.openedBlock), disputeId));
+        uint256 jurySize = _jurySizeAt(runRegistry.disputeTerms(subject.runId).jurySize, d.appeals);
+        _emitJuryDrawn(disputeId, d, _seatJury(subject, d, seed, jurySize, publicKeys));
     }
 
     /// @notice Submit the jury's verdict before the deadline: one aggregate BLS signature by the seats in
@@ -377,7 +316,7 @@ contract Disputes is IDisputes {
         uint256 rewardPerJuror = total * Constants.JUROR_REWARD_BPS / Constants.BPS_DENOMINATOR / signerCount;
         // INVARIANT: toWinner + rewardPerJuror * signerCount + toPool == total; the rounding dust goes to the pool.
         uint256 toPool = total - toWinner - rewardPerJuror * signerCount;
-        d.rewardPerJuror = uint128(rewardPerJuror);
+        d.rewardPerJuror = uint96(rewardPerJuror);
         // INVARIANT: pull payment: credits + juror rewards + toPool == held challenge bond + all this call received.
         credits[winner] += toWinner + bondReturned;
         jurorVotes[subject.runId][subject.round] += signerCount;
@@ -388,33 +327,66 @@ contract Disputes is IDisputes {
         if (toPool > 0) modelShares.fundPool{value: toPool}(subject.runId);
     }
 
-    /// @notice End a dispute that got no verdict by its deadline (anyone): the challenger's bond is returned,
-    ///         nobody is slashed and the attestation or claim stands.
+    /// @notice Replace a jury that gave no verdict by the deadline (anyone): the dispute is re-opened for a larger
+    ///         jury drawn from this block's registry, with a fresh deadline; after MAX_APPEALS replacements it
+    ///         ends unresolved instead: nobody is slashed, a challenged pass stops counting, a challenged fail
+    ///         keeps blocking, a challenged claim is withdrawn (its bond returned to the claimer), and the
+    ///         challenger's bond comes back less UNRESOLVED_CHALLENGE_FEE_BPS, which goes to the run's pool.
     /// @param subject What the dispute is about.
     function expire(DisputeSubject calldata subject) external {
         bytes32 disputeId = _id(subject);
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Open && d.status != Status.JuryDrawn) revert WrongStatus(d.status);
         if (block.timestamp < d.deadline) revert DeadlineNotReached(d.deadline);
-        // INVARIANT: final status before the calls: the challenger's bond is credited back once; nobody is slashed.
+        IRunRegistry.DisputeTerms memory terms = runRegistry.disputeTerms(subject.runId);
+        if (d.appeals < Constants.MAX_APPEALS) {
+            uint8 appeals = d.appeals + 1;
+            uint256 deadline = block.timestamp + terms.disputeTimeout;
+            // INVARIANT: a silent jury never decides by default: the dispute re-opens with a new snapshot and seed.
+            _disputes[disputeId] = Dispute({
+                challenger: d.challenger,
+                deadline: uint40(deadline),
+                openedBlock: uint40(block.number),
+                status: Status.Open,
+                kind: d.kind,
+                appeals: appeals,
+                poolSize: 0,
+                seats: 0,
+                eligible: 0,
+                signers: 0,
+                claimed: 0,
+                challengerWins: false,
+                rewardPerJuror: 0,
+                aggregateHash: bytes32(0),
+                jurySeed: bytes32(0)
+            });
+            emit DisputeAppealed(disputeId, appeals, _jurySizeAt(terms.jurySize, appeals), deadline);
+            return;
+        }
+        // INVARIANT: final status before the calls: the bond is split once (credit + fee); nobody is slashed.
         d.status = Status.Expired;
-        uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
-        credits[d.challenger] += bond;
-        emit DisputeExpired(disputeId, d.challenger, bond);
+        uint256 fee = terms.challengeBond * Constants.UNRESOLVED_CHALLENGE_FEE_BPS / Constants.BPS_DENOMINATOR;
+        uint256 returned = terms.challengeBond - fee;
+        credits[d.challenger] += returned;
+        emit DisputeExpired(disputeId, d.challenger, returned, fee);
         if (subject.kind == KIND_ATTESTATION) {
-            verification.onResolved(_ref(subject), IVerification.Resolution.Expired);
+            verification.onResolved(_ref(subject), IVerification.Resolution.Unresolved);
             runRegistry.onDisputeClosed(subject.runId);
         } else {
-            runRegistry.onClaimResolved(subject.runId, subject.round, IRunRegistry.ClaimOutcome.Expired);
+            address claimer = runRegistry.claimerOf(subject.runId, subject.round);
+            // the withdrawn claim's bond comes back here (onClaimResolved sends it) and is owed to its claimer
+            uint256 claimBond =
+                runRegistry.onClaimResolved(subject.runId, subject.round, IRunRegistry.ClaimOutcome.Unresolved);
+            credits[claimer] += claimBond;
         }
+        if (fee > 0) modelShares.fundPool{value: fee}(subject.runId);
     }
 
     /// @notice A signing juror claims its reward (ETH credit) and its shares once the round is settled:
     ///         the round's juror share divided by all signatures of the round's executed verdicts.
     /// @param subject What the dispute was about.
     /// @param seat The caller's seat (a signer).
-    /// @param publicKey The caller's registered public key (checked against the seat's registry entry).
-    function claimJurorReward(DisputeSubject calldata subject, uint8 seat, bytes calldata publicKey) external {
+    function claimJurorReward(DisputeSubject calldata subject, uint8 seat) external {
         bytes32 disputeId = _id(subject);
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Executed) revert WrongStatus(d.status);
@@ -422,9 +394,8 @@ contract Disputes is IDisputes {
         uint32 bit = uint32(1) << seat;
         if (seat >= 32 || d.signers & bit == 0) revert NotASigner(seat);
         if (d.claimed & bit != 0) revert AlreadyClaimed(seat);
-        if (keccak256(abi.encode(msg.sender, publicKey)) != jurorKeyHashes[(d.juryOffset + seat) % d.registrySize]) {
-            revert JurorKeyMismatch(seat);
-        }
+        (address juror,) = jurorRegistry.seatOf(d.jurySeed, seat, d.poolSize, d.openedBlock);
+        if (juror != msg.sender) revert NotASigner(seat);
         // INVARIANT: the signer's bit is set before the credit and the mint: each signer claims once.
         d.claimed |= bit;
         uint256 reward = d.rewardPerJuror;
@@ -471,12 +442,6 @@ contract Disputes is IDisputes {
         return _disputes[disputeId];
     }
 
-    /// @notice Number of registry entries (active or not).
-    /// @return The registry size.
-    function jurorCount() external view returns (uint256) {
-        return jurorKeyHashes.length;
-    }
-
     /// @notice The bytes jurors sign: abi.encode(address(this), block.chainid, disputeId, challengerWins).
     /// @param disputeId The dispute.
     /// @param challengerWins The verdict.
@@ -485,11 +450,11 @@ contract Disputes is IDisputes {
         return abi.encode(address(this), block.chainid, disputeId, challengerWins);
     }
 
-    /// @notice Signers a verdict needs for a jury of `jurySize`: ceil(jurySize * 2 / 3).
-    /// @param jurySize The run's jury size.
+    /// @notice Signers a verdict needs from a jury of `seats` drawn seats: ceil(seats * 2 / 3).
+    /// @param seats The seats the jury actually has.
     /// @return The quorum.
-    function quorum(uint256 jurySize) public pure returns (uint256) {
-        return (jurySize * Constants.QUORUM_NUMERATOR + Constants.QUORUM_DENOMINATOR - 1) / Constants.QUORUM_DENOMINATOR;
+    function quorum(uint256 seats) public pure returns (uint256) {
+        return (seats * Constants.QUORUM_NUMERATOR + Constants.QUORUM_DENOMINATOR - 1) / Constants.QUORUM_DENOMINATOR;
     }
 
     // ------------------------------------------------------------------ internals
@@ -567,8 +532,9 @@ contract Disputes is IDisputes {
         if (d.status != Status.JuryDrawn) revert WrongStatus(d.status);
         if (block.timestamp >= d.deadline) revert DeadlinePassed(d.deadline);
         if (signers & ~d.eligible != 0) revert NotEligible(signers, d.eligible);
+        if (d.seats < Constants.MIN_JURY_SIZE) revert JuryTooSmall(d.seats, Constants.MIN_JURY_SIZE);
         count = _popcount(signers);
-        uint256 required = quorum(d.jurySize);
+        uint256 required = quorum(d.seats);
         if (count < required) revert QuorumNotReached(count, required);
     }
 
@@ -581,49 +547,103 @@ contract Disputes is IDisputes {
         NonSigner[] calldata nonSigners
     ) internal view returns (bytes memory key) {
         key = eligibleAggregate;
-        uint256 offset = d.juryOffset;
-        uint256 registrySize = d.registrySize;
         // INVARIANT: bounded: each pass clears one bit of `expected` (<= 24 eligible seats) or reverts.
         for (uint256 i; i < nonSigners.length; ++i) {
             NonSigner calldata ns = nonSigners[i];
             uint256 bit = uint256(1) << ns.seat;
             if (expected & bit == 0) revert WrongNonSigners();
             expected &= ~bit;
-            if (keccak256(abi.encode(ns.account, ns.publicKey)) != jurorKeyHashes[(offset + ns.seat) % registrySize]) {
-                revert JurorKeyMismatch(ns.seat);
-            }
+            _checkSeat(d, ns);
             key = BLS.g1Add(key, BLS.g1Negate(ns.publicKey));
         }
         if (expected != 0) revert WrongNonSigners();
     }
 
-    /// @dev Check each pool seat's key against the registry; the jury is the first `jurySize` seats whose juror
-    ///      is active and not a party. Returns the jury bitmap and the hash of the sum of the jurors' keys.
-    function _eligibleSeats(DisputeSubject calldata subject, Dispute storage d, JurorKey[] calldata pool)
-        internal
-        view
-        returns (uint256 eligible, bytes32 aggregateHash)
-    {
+    /// @dev A non-signer's account and key are its seat's in the registry snapshot the jury was drawn from.
+    function _checkSeat(Dispute storage d, NonSigner calldata ns) internal view {
+        (address juror, bytes32 keyHash) = jurorRegistry.seatOf(d.jurySeed, ns.seat, d.poolSize, d.openedBlock);
+        if (juror != ns.account || keccak256(ns.publicKey) != keyHash) revert JurorKeyMismatch(ns.seat);
+    }
+
+    function _emitJuryDrawn(bytes32 disputeId, Dispute storage d, uint256 poolLength) internal {
+        emit JuryDrawn(disputeId, d.jurySeed, d.appeals, d.openedBlock, poolLength, d.seats, d.eligible);
+    }
+
+    /// @dev The hash of the block after `openedBlock` (the jury seed's source), once it exists and while it is readable.
+    function _seedBlockHash(uint256 openedBlock) internal view returns (bytes32 blockHash) {
+        uint256 seedBlock = openedBlock + 1;
+        if (block.number <= seedBlock) revert JurySeedNotReady(seedBlock);
+        blockHash = blockhash(seedBlock);
+        if (blockHash == bytes32(0)) revert JurySeedUnavailable(seedBlock);
+    }
+
+    /// @dev Draw the pool from the registry snapshot of `openedBlock`, seat the jury and record it; returns the
+    ///      number of pool seats.
+    function _seatJury(
+        DisputeSubject calldata subject,
+        Dispute storage d,
+        bytes32 seed,
+        uint256 jurySize,
+        bytes[] calldata publicKeys
+    ) internal returns (uint256) {
+        uint256 poolSize = jurySize + Constants.JURY_PARTY_SLACK;
+        // INVARIANT: the snapshot block is the dispute's own block, fixed before its seed (the next block's hash).
+        (address[] memory accounts, bytes32[] memory keyHashes) = jurorRegistry.drawPool(seed, poolSize, d.openedBlock);
+        if (accounts.length == 0) revert NoJurors();
+        if (publicKeys.length != accounts.length) revert WrongPoolSize(publicKeys.length, accounts.length);
+        (uint256 eligible, uint256 seats, bytes32 aggregateHash) =
+            _drawSeats(subject, d.challenger, jurySize, accounts, keyHashes, publicKeys);
+        d.jurySeed = seed;
+        d.poolSize = uint8(poolSize);
+        d.seats = uint8(seats);
+        d.eligible = uint32(eligible);
+        d.aggregateHash = aggregateHash;
+        d.status = Status.JuryDrawn;
+        return accounts.length;
+    }
+
+    /// @dev The jury: the first `jurySize` pool seats whose juror is not a party and not already seated, each
+    ///      seat's key checked against the registry. Returns the jury bitmap, its size and the hash of the sum of
+    ///      the jurors' keys.
+    function _drawSeats(
+        DisputeSubject calldata subject,
+        address challenger,
+        uint256 jurySize,
+        address[] memory accounts,
+        bytes32[] memory keyHashes,
+        bytes[] calldata publicKeys
+    ) internal view returns (uint256 eligible, uint256 seats, bytes32 aggregateHash) {
         (address defendant, address solver) = _parties(subject);
-        address challenger = d.challenger;
-        uint256 offset = d.juryOffset;
-        uint256 registrySize = d.registrySize;
-        uint256 seats = d.jurySize;
         bytes memory aggregate;
-        // INVARIANT: bounded: pool.length == poolSize <= MAX_JURY_SIZE + JURY_PARTY_SLACK = 24 (checked in drawJury).
-        for (uint256 seat; seat < pool.length; ++seat) {
-            JurorKey calldata key = pool[seat];
-            if (keccak256(abi.encode(key.account, key.publicKey)) != jurorKeyHashes[(offset + seat) % registrySize]) {
-                revert JurorKeyMismatch(seat);
-            }
-            address account = key.account;
-            if (seats == 0 || !jurors[account].active || account == challenger || account == defendant) continue;
-            if (account == solver) continue;
-            --seats;
+        // INVARIANT: bounded: accounts.length <= poolSize <= MAX_JURY_SIZE + JURY_PARTY_SLACK = 24, and the inner
+        //            duplicate scan looks only at earlier seats.
+        for (uint256 seat; seat < accounts.length && seats < jurySize; ++seat) {
+            address account = accounts[seat];
+            if (account == challenger || account == defendant || account == solver) continue;
+            if (_seatedBefore(accounts, eligible, seat)) continue;
+            if (keccak256(publicKeys[seat]) != keyHashes[seat]) revert JurorKeyMismatch(seat);
+            ++seats;
             eligible |= uint256(1) << seat;
-            aggregate = aggregate.length == 0 ? key.publicKey : BLS.g1Add(aggregate, key.publicKey);
+            aggregate = aggregate.length == 0 ? publicKeys[seat] : BLS.g1Add(aggregate, publicKeys[seat]);
         }
         aggregateHash = eligible == 0 ? bytes32(0) : keccak256(aggregate);
+    }
+
+    /// @dev Whether the juror of `seat` already holds an earlier seat of the jury (independent draws repeat).
+    function _seatedBefore(address[] memory accounts, uint256 eligible, uint256 seat) internal pure returns (bool) {
+        for (uint256 earlier; earlier < seat; ++earlier) {
+            if (eligible >> earlier & 1 == 1 && accounts[earlier] == accounts[seat]) return true;
+        }
+        return false;
+    }
+
+    /// @dev The jury size after `appeals` replacements: base, then min(2 * previous + 1, MAX_JURY_SIZE).
+    function _jurySizeAt(uint256 base, uint256 appeals) internal pure returns (uint256 size) {
+        size = base;
+        // INVARIANT: bounded: appeals <= MAX_APPEALS.
+        for (uint256 i; i < appeals; ++i) {
+            size = _min(2 * size + 1, Constants.MAX_JURY_SIZE);
+        }
     }
 
     function _parties(DisputeSubject calldata subject) internal view returns (address defendant, address solver) {

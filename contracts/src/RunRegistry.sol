@@ -91,6 +91,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     }
 
     bytes28 internal constant JOINED = bytes28(uint224(1));
+    /// @dev Commitment hash of a solver that left the run (its reservation released; it cannot commit or rejoin).
+    bytes28 internal constant LEFT = bytes28(uint224(2));
 
     IStakeManager public immutable stakeManager;
     IVerification public immutable verification;
@@ -129,6 +131,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     event RoundStarted(uint256 indexed runId, uint64 indexed round, uint256 start, bytes32 thetaHash);
     /// @notice A solver joined a run (created its commitment slot).
     event SolverJoined(uint256 indexed runId, address indexed solver);
+    /// @notice A solver left the run: its solverMinStake reservation was released; it commits here no more.
+    event SolverLeft(uint256 indexed runId, address indexed solver);
     /// @notice A solver committed for a round. Everything a verifier and an auditor need is here.
     event Committed(
         uint256 indexed runId,
@@ -148,8 +152,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         uint16 nonce,
         uint256 bond
     );
-    /// @notice A claim's dispute ended: Upheld (it stands; also after a timeout) or None (rejected by a
-    ///         jury: removed, its bond sent to the Disputes contract for payout, a new claim may be posted).
+    /// @notice A claim's dispute ended: Upheld (it stands) or None (rejected by a jury, or no verdict after every
+    ///         appeal: removed, its bond sent to the Disputes contract, a new claim may be posted).
     ///         Its challenge is recorded by Disputes' ClaimChallenged event.
     event ClaimResolved(
         uint256 indexed runId, uint64 indexed round, uint16 nonce, ClaimStatus status, uint256 bondForfeited
@@ -188,7 +192,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     error NotJoined(uint256 runId, address solver);
     error AlreadyJoined(uint256 runId, address solver);
     error AlreadyCommitted(uint256 runId, uint64 round, address solver);
-    error StakeTooLow(uint256 bonded, uint256 required);
+    error StakeNotCovered(address account);
+    error CommitmentPending(uint256 runId, uint64 round);
     error EmptyCommitment();
     error CommitmentMismatch(uint256 runId, uint64 round, address solver);
     error ChallengeWindowOpen(uint256 challengeEnd);
@@ -299,11 +304,28 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         RunState memory state = _existing(runId);
         if (state.round >= state.maxRounds) revert RunIsFinished(runId);
         if (_commitments[runId][msg.sender].hash != bytes28(0)) revert AlreadyJoined(runId, msg.sender);
-        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
-        if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
         _commitments[runId][msg.sender] = Commitment({roundPlusOne: 0, opening: Opening.None, hash: JOINED});
         emit SolverJoined(runId, msg.sender);
         verification.onSolverJoined(runId, msg.sender);
+        // INVARIANT: a member of a run has solverMinStake reserved (reverts unless that much bonded stake is free).
+        stakeManager.reserve(msg.sender, Constants.ROLE_SOLVER, state.solverMinStake);
+    }
+
+    /// @notice Leave a run (a solver of it): releases the solverMinStake reserved by `join`. Possible once the
+    ///         caller's latest commitment's round has settled (or it never committed); it cannot commit or rejoin
+    ///         here afterwards.
+    /// @param runId The run.
+    function leaveRun(uint256 runId) external {
+        RunState memory state = _existing(runId);
+        Commitment storage c = _commitments[runId][msg.sender];
+        if (c.hash == bytes28(0) || c.hash == LEFT) revert NotJoined(runId, msg.sender);
+        // INVARIANT: a commitment's reservation lasts until its round settles (rounds advance only by settle).
+        if (c.roundPlusOne == state.round + 1 && state.round < state.maxRounds) {
+            revert CommitmentPending(runId, state.round);
+        }
+        c.hash = LEFT;
+        emit SolverLeft(runId, msg.sender);
+        stakeManager.release(msg.sender, Constants.ROLE_SOLVER, state.solverMinStake);
     }
 
     /// @notice Commit to this round's training: the Merkle root of the segment leaves, the pseudo-
@@ -329,9 +351,10 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         Commitment memory previous = _commitments[runId][msg.sender];
         if (previous.hash == bytes28(0)) revert NotJoined(runId, msg.sender);
         if (previous.roundPlusOne == round + 1) revert AlreadyCommitted(runId, round, msg.sender);
-        // INVARIANT: bonded stake >= solverMinStake now; _validate's window rule keeps it slashable for every fault.
-        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_SOLVER);
-        if (bonded < state.solverMinStake) revert StakeTooLow(bonded, state.solverMinStake);
+        if (previous.hash == LEFT) revert NotJoined(runId, msg.sender);
+        // INVARIANT: the solver's stake covers all it reserved (solverMinStake per run it is in), so this commitment is
+        //            backed by its own stake; _validate's window rule keeps it slashable for every fault.
+        if (!stakeManager.isCovered(msg.sender, Constants.ROLE_SOLVER)) revert StakeNotCovered(msg.sender);
         if (state.unresolved == type(uint16).max) revert TooManyCommitments(runId, round);
         // INVARIANT: unresolved counts this round's commitments not yet opened or reported: settle waits for 0, so
         //            every commitment ends opened (checkable) or reported (slashed) before its round can close.
@@ -543,34 +566,35 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         return claim.claimer;
     }
 
-    /// @notice The dispute over the current round's claim ended (Disputes only). A rejected claim is
-    ///         removed (a new one can be posted) and its bond sent to Disputes for payout.
+    /// @notice The dispute over the current round's claim ended (Disputes only). A rejected claim is removed (a new
+    ///         one can be posted) and its bond sent to Disputes for payout; an unresolved one (no verdict after
+    ///         every appeal) is removed the same way and its bond sent to Disputes, which returns it to the claimer.
     /// @param runId The run.
     /// @param round The current round.
-    /// @param outcome Rejected, Upheld or Expired (the claim stands).
-    /// @return forfeited The claim bond sent to Disputes (0 unless rejected).
+    /// @param outcome Rejected, Upheld or Unresolved.
+    /// @return bond The claim bond sent to Disputes (0 when upheld).
     function onClaimResolved(uint256 runId, uint64 round, ClaimOutcome outcome)
         external
         onlyDisputes
-        returns (uint256 forfeited)
+        returns (uint256 bond)
     {
         RunState storage state = _state[runId];
         Claim storage claim = _claims[runId][round];
         if (round != state.round || claim.status != ClaimStatus.Challenged) revert ClaimNotChallengeable(claim.status);
         state.openDisputes -= 1;
         uint16 nonce = claim.nonce;
-        if (outcome != ClaimOutcome.Rejected) {
+        if (outcome == ClaimOutcome.Upheld) {
             claim.status = ClaimStatus.Upheld;
             emit ClaimResolved(runId, round, nonce, ClaimStatus.Upheld, 0);
             return 0;
         }
-        forfeited = _terms[runId].challengeBond;
-        // INVARIANT: the rejected claim is deleted before its bond goes to Disputes, so the bond is forfeited once.
+        bond = _terms[runId].challengeBond;
+        // INVARIANT: the claim is deleted before its bond goes to Disputes, so the bond leaves once.
         delete _claims[runId][round];
         _claims[runId][round].nonce = nonce + 1;
-        emit ClaimResolved(runId, round, nonce, ClaimStatus.None, forfeited);
-        (bool ok,) = msg.sender.call{value: forfeited}("");
-        if (!ok) revert TransferFailed(msg.sender, forfeited);
+        emit ClaimResolved(runId, round, nonce, ClaimStatus.None, bond);
+        (bool ok,) = msg.sender.call{value: bond}("");
+        if (!ok) revert TransferFailed(msg.sender, bond);
     }
 
     // ------------------------------------------------------------------ views
@@ -602,7 +626,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param solver The solver.
     /// @return round The round of the latest commitment (meaningful only if `committed`).
     /// @return committed Whether the solver ever committed in this run.
-    /// @return hash First 28 bytes of keccak256(abi.encode(root, deltaHash, tokens)); JOINED marker before.
+    /// @return hash First 28 bytes of keccak256(abi.encode(root, deltaHash, tokens)); JOINED marker before, LEFT after
+    ///         `leaveRun`.
     function commitmentOf(uint256 runId, address solver)
         external
         view
@@ -809,20 +834,24 @@ contract RunRegistry is IRunRegistry, IRunCreator {
             revert InvalidConfig("verifiersPerCommitment must be in [1, MAX_VERIFIERS_PER_COMMITMENT]");
         }
         // INVARIANT: jurySize <= 21 keeps jury pools <= 24 seats: the bound of Disputes' loops and uint32 bitmaps.
-        if (c.jurySize == 0 || c.jurySize > Constants.MAX_JURY_SIZE) {
-            revert InvalidConfig("jurySize must be in [1, MAX_JURY_SIZE]");
+        if (c.jurySize < Constants.MIN_JURY_SIZE || c.jurySize > Constants.MAX_JURY_SIZE) {
+            revert InvalidConfig("jurySize must be in [MIN_JURY_SIZE, MAX_JURY_SIZE]");
         }
         if (c.commitWindow == 0 || c.attestWindow == 0 || c.challengeWindow == 0 || c.disputeTimeout == 0) {
             revert InvalidConfig("every window must be positive");
         }
-        uint256 lifetime =
-            uint256(c.commitWindow) + c.attestWindow + 2 * (uint256(c.challengeWindow) + c.disputeTimeout);
-        // INVARIANT: windows <= unbondingDelay: stake bonded at commit stays until its faults are decided.
+        uint256 lifetime = uint256(c.commitWindow) + c.attestWindow + 2
+            * (uint256(c.challengeWindow) + (1 + Constants.MAX_APPEALS) * uint256(c.disputeTimeout));
+        // INVARIANT: windows <= unbondingDelay: stake bonded at commit stays until its faults are decided, appeals
+        //            included.
         if (lifetime > stakeManager.unbondingDelay()) {
-            revert InvalidConfig("commit + attest + 2 * (challenge + dispute) windows exceed the unbonding delay");
+            revert InvalidConfig("commit + attest + 2 * (challenge + 3 dispute timeouts) exceed the unbonding delay");
         }
-        if (c.solverMinStake == 0 || c.verifierMinStake == 0 || c.attestationBond == 0 || c.challengeBond == 0) {
-            revert InvalidConfig("stakes and bonds must be positive");
+        if (c.attestationBond == 0 || c.challengeBond == 0) revert InvalidConfig("bonds must be positive");
+        // INVARIANT: a stake is at least the bond it backs: catching a cheat (solver) or a wrong attestation
+        //            (verifier) always pays the challenger at least half of what it risked plus its bond back.
+        if (c.solverMinStake < c.challengeBond || c.verifierMinStake < c.attestationBond) {
+            revert InvalidConfig("stakes must be at least the bonds (solver >= challenge, verifier >= attestation)");
         }
         if (c.solverMinStake > type(uint88).max) revert InvalidConfig("solverMinStake must be below 2^88 wei");
         // INVARIANT: seats x samples <= MAX_OPENED_LEAVES: one `open` proves them all within a block's gas.

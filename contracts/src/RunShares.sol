@@ -12,8 +12,10 @@ import {IRunShares} from "./interfaces/IRunShares.sol";
 ///         over the run's release period into a revenue-per-share accumulator; each holder withdraws
 ///         (balance * accumulator + its correction) / REVENUE_PRECISION; withdrawing lowers the correction.
 /// @dev Stream: `remaining` wei still to release, released linearly between `lastUpdate` and `end`; a new
-///      payment adds to `remaining` and restarts the period (Synthetix StakingRewards style, integer-exact:
-///      what is released is taken out of `remaining`, so everything paid is released by `end`).
+///      payment adds to `remaining` and sets `end` to the earlier of now + period and the time that keeps the
+///      current release rate (integer-exact: what is released is taken out of `remaining`, so everything paid
+///      is released by `end`). The rate never drops, so a payment (a 1-wei one included) never delays revenue
+///      already paid in, and a payment is released within one period.
 ///      Accumulator: perShare += (released * REVENUE_PRECISION + carry) / supply, the remainder carried to
 ///      the next release, so the sum of all holders' entitlements is exactly paid-out revenue minus < 1 wei.
 ///      Corrections: before any balance change the stream is released (so the drip up to now belongs to
@@ -101,15 +103,23 @@ contract RunShares is ERC20, IRunShares {
     }
 
     /// @inheritdoc IRunShares
-    /// @dev Releases what is due, then adds `msg.value` to the stream and restarts the release period.
+    /// @dev Releases what is due, then adds `msg.value` to the stream, ending it at the earlier of now + period and
+    ///      now + (remaining + msg.value) * (end - now) / remaining (the end that keeps the current rate).
     function notifyRevenue() external payable onlyModelShares {
         if (msg.value == 0) revert ZeroAmount();
         _release();
         Stream memory s = _stream;
+        uint256 end = block.timestamp + releasePeriod;
+        if (s.remaining > 0 && s.end > block.timestamp) {
+            uint256 left = s.end - block.timestamp;
+            uint256 keepRate = block.timestamp + (uint256(s.remaining) + msg.value) * left / s.remaining;
+            // INVARIANT: the release rate never drops: revenue already paid in is never delayed by a new payment.
+            if (keepRate < end) end = keepRate;
+        }
         // INVARIANT: what was due went to current holders first (_release); all of msg.value now enters `remaining`.
         s.remaining += uint128(msg.value);
         s.lastUpdate = uint40(block.timestamp);
-        s.end = uint40(block.timestamp + releasePeriod);
+        s.end = uint40(end);
         _stream = s;
         emit RevenueNotified(msg.value, s.remaining, s.end);
     }

@@ -8,13 +8,18 @@ import {IStakeManager} from "./interfaces/IStakeManager.sol";
 /// @notice Native-ETH stake per (account, role). Stake is bonded, then unbonding for `unbondingDelay`
 ///         seconds, then withdrawable. Bonded and unbonding stake are both slashable; only the protocol's
 ///         own contracts can slash, at most once per fault key, capped at what the account still has.
-/// @dev How stake behind an open claim is kept in place (docs/contracts.md, "Locking"):
-///      - solvers: a commitment needs `bondedOf >= solverMinStake` at commit time, and RunRegistry only
-///        accepts runs whose commit + attest + 2 * (challenge + dispute timeout) windows fit inside
-///        `unbondingDelay`; unbonding stake stays slashable until it is withdrawn, so stake that backed
-///        a commitment is still here at every moment that commitment can be found faulty.
-///      - verifiers and jurors: registering (in a run, or as a juror) locks the role; a locked role
-///        cannot start unbonding, and deregistering unlocks it, after which the same delay applies.
+///         Every obligation reserves the stake that backs it: a solver's membership of a run reserves the run's
+///         `solverMinStake`, a verifier's registration in a run its `verifierMinStake`, a juror's registration
+///         JUROR_MIN_STAKE. One wei of bonded stake backs one obligation: `reserve` needs free bonded stake
+///         (bonded - reserved) for the whole amount, and unbonding cannot take reserved stake.
+/// @dev How stake behind an open claim is kept in place (docs/contracts.md, "Stake reserved per obligation"):
+///      - an obligation's stake is reserved from its start (join, register) to its release (leave, deregister,
+///        releaseJuror), and RunRegistry only accepts runs whose commit + attest + 2 * (challenge + 3 dispute
+///        timeouts) fit inside `unbondingDelay`; unbonding stake stays slashable until it is withdrawn.
+///      - a slash takes stake, never a reservation: an account whose bonded stake fell below what it has reserved
+///        is "not covered" (`isCovered`) and can take no new obligation and commit or attest nowhere until it
+///        tops up; its reservations stay, so a slash in one run leaves every other run's obligation unbacked
+///        rather than silently backed by nothing.
 ///      Every wei held is bonded or unbonding stake: ETH balance == sum(bonded + unbonding).
 contract StakeManager is IStakeManager {
     /// @notice Bonded and unbonding stake of one (account, role): one storage slot.
@@ -25,19 +30,21 @@ contract StakeManager is IStakeManager {
         uint128 unbonding;
     }
 
-    /// @notice Unbonding clock and locks of one (account, role).
+    /// @notice Unbonding clock and reserved stake of one (account, role).
     struct Meta {
-        // PACKING: one slot; apart they cost +2,053 gas per requestUnbond and save 277 per lock or unlock.
+        // PACKING: one slot; apart they cost +2,053 gas per requestUnbond and +2,100 per commit and attest (the
+        //          coverage check reads both).
         uint40 unbondingSince;
-        uint32 locks;
+        uint128 reserved;
     }
 
     /// @inheritdoc IStakeManager
     uint256 public immutable unbondingDelay;
-    /// @notice The protocol contracts allowed to lock, unlock and slash.
+    /// @notice The protocol contracts allowed to reserve, release and slash.
     address public immutable runRegistry;
     address public immutable verification;
     address public immutable disputes;
+    address public immutable jurorRegistry;
 
     mapping(address account => mapping(uint8 role => Stake)) internal _stakes;
     mapping(address account => mapping(uint8 role => Meta)) internal _meta;
@@ -54,10 +61,15 @@ contract StakeManager is IStakeManager {
     );
     /// @notice Unbonded stake left the contract to its owner.
     event StakeWithdrawn(address indexed account, uint8 indexed role, uint256 amount);
-    /// @notice A protocol contract locked (account, role) against unbonding; `locks` is the new count.
-    event StakeLocked(address indexed account, uint8 indexed role, address indexed by, uint256 locks);
-    /// @notice A protocol contract removed a lock; `locks` is the new count.
-    event StakeUnlocked(address indexed account, uint8 indexed role, address indexed by, uint256 locks);
+    /// @notice A protocol contract reserved `amount` of (account, role) stake for an obligation; `reserved` is the
+    ///         new total.
+    event StakeReserved(
+        address indexed account, uint8 indexed role, address indexed by, uint256 amount, uint256 reserved
+    );
+    /// @notice A protocol contract released `amount` of a reservation; `reserved` is the new total.
+    event StakeReleased(
+        address indexed account, uint8 indexed role, address indexed by, uint256 amount, uint256 reserved
+    );
     /// @notice Stake was slashed for `faultKey` and sent to `recipient` (the protocol contract paying it out).
     event StakeSlashed(
         address indexed account,
@@ -73,8 +85,8 @@ contract StakeManager is IStakeManager {
     error InvalidRole(uint8 role);
     error ZeroAmount();
     error InsufficientBonded(uint256 bonded, uint256 requested);
-    error RoleLocked(address account, uint8 role, uint256 locks);
-    error NotLocked(address account, uint8 role);
+    error InsufficientFreeStake(uint256 bonded, uint256 reserved, uint256 requested);
+    error NotReserved(uint256 reserved, uint256 amount);
     error UnbondingNotReady(uint256 releaseTime, uint256 now_);
     error NothingToWithdraw();
     error NotProtocol(address caller);
@@ -82,7 +94,10 @@ contract StakeManager is IStakeManager {
     error InvalidDelay(uint256 delay);
 
     modifier onlyProtocol() {
-        if (msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes) {
+        if (
+            msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes
+                && msg.sender != jurorRegistry
+        ) {
             revert NotProtocol(msg.sender);
         }
         _;
@@ -94,15 +109,25 @@ contract StakeManager is IStakeManager {
     }
 
     /// @param unbondingDelay_ Seconds from an unbonding request to the withdrawal (> 0).
-    /// @param runRegistry_ The RunRegistry (may slash, lock and unlock).
-    /// @param verification_ The Verification contract (may slash, lock and unlock).
-    /// @param disputes_ The Disputes contract (may slash, lock and unlock).
-    constructor(uint256 unbondingDelay_, address runRegistry_, address verification_, address disputes_) {
-        if (unbondingDelay_ == 0 || unbondingDelay_ > type(uint32).max) revert InvalidDelay(unbondingDelay_);
+    /// @param runRegistry_ The RunRegistry (may slash, reserve and release).
+    /// @param verification_ The Verification contract (may slash, reserve and release).
+    /// @param disputes_ The Disputes contract (may slash, reserve and release).
+    /// @param jurorRegistry_ The JurorRegistry (may reserve and release; it never slashes).
+    constructor(
+        uint256 unbondingDelay_,
+        address runRegistry_,
+        address verification_,
+        address disputes_,
+        address jurorRegistry_
+    ) {
+        if (unbondingDelay_ == 0 || unbondingDelay_ > type(uint32).max) {
+            revert InvalidDelay(unbondingDelay_);
+        }
         unbondingDelay = unbondingDelay_;
         runRegistry = runRegistry_;
         verification = verification_;
         disputes = disputes_;
+        jurorRegistry = jurorRegistry_;
     }
 
     /// @notice Add `msg.value` to the caller's bonded stake in `role`.
@@ -115,17 +140,18 @@ contract StakeManager is IStakeManager {
         emit StakeDeposited(msg.sender, role, msg.value, s.bonded);
     }
 
-    /// @notice Move `amount` of bonded stake to unbonding; withdrawable `unbondingDelay` seconds later.
-    /// @dev Restarts the clock for everything unbonding in this role. Reverts while the role is locked.
+    /// @notice Move `amount` of free bonded stake (not reserved by an obligation) to unbonding; withdrawable
+    ///         `unbondingDelay` seconds later.
+    /// @dev Restarts the clock for everything unbonding in this role.
     /// @param role The stake role.
-    /// @param amount Wei to unbond (> 0, at most the bonded stake).
+    /// @param amount Wei to unbond (> 0, at most the bonded stake minus the reserved stake).
     function requestUnbond(uint8 role, uint256 amount) external validRole(role) {
         if (amount == 0) revert ZeroAmount();
         Meta storage m = _meta[msg.sender][role];
-        // INVARIANT: a locked role (open registration) never starts unbonding, so its stake stays slashable.
-        if (m.locks != 0) revert RoleLocked(msg.sender, role, m.locks);
         Stake storage s = _stakes[msg.sender][role];
         if (s.bonded < amount) revert InsufficientBonded(s.bonded, amount);
+        // INVARIANT: unbonding never takes reserved stake: bonded - amount >= reserved after the request.
+        if (s.bonded - amount < m.reserved) revert InsufficientFreeStake(s.bonded, m.reserved, amount);
         s.bonded -= uint128(amount);
         s.unbonding += uint128(amount);
         // INVARIANT: each request restarts the one clock: no wei leaves < unbondingDelay after it started unbonding.
@@ -149,18 +175,22 @@ contract StakeManager is IStakeManager {
     }
 
     /// @inheritdoc IStakeManager
-    function lock(address account, uint8 role) external onlyProtocol validRole(role) {
+    function reserve(address account, uint8 role, uint256 amount) external onlyProtocol validRole(role) {
         Meta storage m = _meta[account][role];
-        m.locks += 1;
-        emit StakeLocked(account, role, msg.sender, m.locks);
+        uint256 bonded = _stakes[account][role].bonded;
+        // INVARIANT: reserved <= bonded after every reserve: one wei of bonded stake backs one obligation.
+        if (bonded < uint256(m.reserved) + amount) revert InsufficientFreeStake(bonded, m.reserved, amount);
+        m.reserved += uint128(amount);
+        emit StakeReserved(account, role, msg.sender, amount, m.reserved);
     }
 
     /// @inheritdoc IStakeManager
-    function unlock(address account, uint8 role) external onlyProtocol validRole(role) {
+    function release(address account, uint8 role, uint256 amount) external onlyProtocol validRole(role) {
         Meta storage m = _meta[account][role];
-        if (m.locks == 0) revert NotLocked(account, role);
-        m.locks -= 1;
-        emit StakeUnlocked(account, role, msg.sender, m.locks);
+        // INVARIANT: only what was reserved is released (callers release exactly what they reserved, once).
+        if (m.reserved < amount) revert NotReserved(m.reserved, amount);
+        m.reserved -= uint128(amount);
+        emit StakeReleased(account, role, msg.sender, amount, m.reserved);
     }
 
     /// @inheritdoc IStakeManager
@@ -197,21 +227,26 @@ contract StakeManager is IStakeManager {
         return _stakes[account][role].bonded;
     }
 
+    /// @inheritdoc IStakeManager
+    function isCovered(address account, uint8 role) external view returns (bool) {
+        return _stakes[account][role].bonded >= _meta[account][role].reserved;
+    }
+
     /// @notice Full stake record of (account, role).
     /// @param account The staker.
     /// @param role The role.
     /// @return bonded Bonded stake.
     /// @return unbonding Stake waiting out the unbonding delay (still slashable).
     /// @return releaseTime When the unbonding stake becomes withdrawable (0 if none).
-    /// @return locks Open registrations that forbid unbonding.
+    /// @return reserved Stake reserved by open obligations (cannot start unbonding).
     function stakeOf(address account, uint8 role)
         external
         view
-        returns (uint256 bonded, uint256 unbonding, uint256 releaseTime, uint256 locks)
+        returns (uint256 bonded, uint256 unbonding, uint256 releaseTime, uint256 reserved)
     {
         Stake memory s = _stakes[account][role];
         Meta memory m = _meta[account][role];
         releaseTime = s.unbonding == 0 ? 0 : uint256(m.unbondingSince) + unbondingDelay;
-        return (s.bonded, s.unbonding, releaseTime, m.locks);
+        return (s.bonded, s.unbonding, releaseTime, m.reserved);
     }
 }

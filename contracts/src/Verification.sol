@@ -35,7 +35,7 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      numSegments): seats replay independent samples, so k seats of s samples catch a solver that faked a
 ///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
 ///      q >= count is void (SeatVoid); a seat whose verifier left the list, or is the solver, cannot be attested.
-///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned.
+///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned | Voided.
 ///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
 ///      attestation or overturned pass stands. Per round, the tokens of accepted commitments and the number
 ///      of standing attestations are kept current in O(1) as attestations are made and disputes end.
@@ -103,7 +103,8 @@ contract Verification is IVerification {
         Challenged,
         Finalized,
         Upheld,
-        Overturned
+        Overturned,
+        Voided
     }
 
     IStakeManager public immutable stakeManager;
@@ -159,8 +160,9 @@ contract Verification is IVerification {
     event AttestationFinalized(
         uint256 indexed runId, uint64 indexed round, address indexed solver, uint8 slot, address verifier, uint256 bond
     );
-    /// @notice A challenged attestation's dispute ended. Upheld (also after a timeout): the bond was credited
-    ///         back. Overturned: it stopped counting and its bond went to Disputes for payout.
+    /// @notice A challenged attestation's dispute ended. Upheld: the bond was credited back. Voided (no verdict
+    ///         after every appeal): the bond was credited back and the attestation earns nothing (a pass stopped
+    ///         counting). Overturned: it stopped counting and its bond went to Disputes for payout.
     event AttestationResolved(
         uint256 indexed runId,
         uint64 indexed round,
@@ -199,7 +201,7 @@ contract Verification is IVerification {
     event Withdrawn(address indexed account, uint256 amount);
 
     error RunIsFinished(uint256 runId);
-    error StakeTooLow(uint256 bonded, uint256 required);
+    error StakeNotCovered(address account);
     error AlreadyRegistered(uint256 runId, address verifier);
     error NotRegistered(uint256 runId, address verifier);
     error VerifierListFull(uint256 runId);
@@ -253,7 +255,7 @@ contract Verification is IVerification {
     // ------------------------------------------------------------------ registration
 
     /// @notice Join a run's verifier list (or return to it). Needs bonded verifier stake of at least the
-    ///         run's minimum; locks the caller's verifier stake against unbonding until `deregister`. A new entry
+    ///         run's minimum, reserved (StakeManager.reserve) until `deregister` or an overturn. A new entry
     ///         records this block: it counts for the seats of rounds whose seed block comes after it. A return
     ///         reactivates the entry where it is (same index, same `registeredBlock`), so no snapshot changes;
     ///         it can attest the seats its index holds from then on.
@@ -261,8 +263,6 @@ contract Verification is IVerification {
     function register(uint256 runId) external {
         if (runRegistry.roundTimes(runId).finished) revert RunIsFinished(runId);
         uint256 required = runRegistry.runEconomics(runId).verifierMinStake;
-        uint256 bonded = stakeManager.bondedOf(msg.sender, Constants.ROLE_VERIFIER);
-        if (bonded < required) revert StakeTooLow(bonded, required);
         uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
         if (indexPlusOne == 0) {
             uint256 count = verifierCount[runId];
@@ -280,7 +280,8 @@ contract Verification is IVerification {
             entry.active = true;
         }
         emit VerifierRegistered(runId, msg.sender, indexPlusOne - 1);
-        stakeManager.lock(msg.sender, Constants.ROLE_VERIFIER);
+        // INVARIANT: one reservation of verifierMinStake per active entry (reverts unless that much stake is free).
+        stakeManager.reserve(msg.sender, Constants.ROLE_VERIFIER, required);
     }
 
     /// @notice Leave a run's verifier list: the caller's seats become void and one stake lock is released.
@@ -289,10 +290,11 @@ contract Verification is IVerification {
     function deregister(uint256 runId) external {
         uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
         if (indexPlusOne == 0 || !_verifiers[runId][indexPlusOne - 1].active) revert NotRegistered(runId, msg.sender);
-        // INVARIANT: one lock per active entry: only an active entry is deactivated, so this unlock matches register.
+        // INVARIANT: one reservation per active entry: only an active entry is deactivated, so this release matches
+        //            register's reservation.
         _verifiers[runId][indexPlusOne - 1].active = false;
         emit VerifierDeregistered(runId, msg.sender, indexPlusOne - 1, false);
-        stakeManager.unlock(msg.sender, Constants.ROLE_VERIFIER);
+        stakeManager.release(msg.sender, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
     }
 
     // ------------------------------------------------------------------ seed
@@ -493,7 +495,9 @@ contract Verification is IVerification {
     }
 
     /// @inheritdoc IVerification
-    /// @dev Upheld or Expired: the attestation stands (state Upheld) and its bond is credited back.
+    /// @dev Upheld: the attestation stands (state Upheld) and its bond is credited back.
+    ///      Unresolved (no verdict after every appeal): state Voided, its bond credited back, nobody slashed; it
+    ///      earns no shares, a voided pass stops counting and a voided fail keeps blocking the commitment.
     ///      Overturned: it stops counting (a pass becomes a proven fault of the commitment, a fail stops
     ///      blocking it), the verifier leaves the run's list and its bond is sent to Disputes.
     function onResolved(AttestationRef calldata ref, Resolution resolution)
@@ -507,28 +511,28 @@ contract Verification is IVerification {
         isFail = _isFail(seat);
         attester = _assigned(ref, _seeds[ref.runId][ref.round]).account;
         RoundTally memory tally = _tallies[ref.runId][ref.round];
-        if (resolution != Resolution.Overturned) {
-            st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Upheld, isFail, false, _sample(seat)));
-            _live[ref.runId][ref.solver] = st;
+        AttestationState next = resolution == Resolution.Upheld
+            ? AttestationState.Upheld
+            : resolution == Resolution.Unresolved ? AttestationState.Voided : AttestationState.Overturned;
+        if (next != AttestationState.Upheld) {
+            bool wasAccepted = st.passes > 0 && st.faults == 0;
+            if (!isFail) st.passes -= 1;
+            if (next == AttestationState.Overturned) {
+                if (isFail) st.faults -= 1;
+                else st.faults += 1;
+            }
+            _adjustTokens(tally, wasAccepted, st);
+            tally.totalChecks -= 1;
+            _tallies[ref.runId][ref.round] = tally;
+        }
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(next, isFail, false, _sample(seat)));
+        _live[ref.runId][ref.solver] = st;
+        if (next != AttestationState.Overturned) {
             // INVARIANT: pull payment: the bond is credited once, after the seat left Attested (written above).
             credits[attester] += tally.attestationBond;
-            emit AttestationResolved(
-                ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Upheld, tally.attestationBond
-            );
+            emit AttestationResolved(ref.runId, ref.round, ref.solver, ref.slot, attester, next, tally.attestationBond);
             return (attester, isFail, 0);
         }
-        bool wasAccepted = st.passes > 0 && st.faults == 0;
-        if (isFail) {
-            st.faults -= 1;
-        } else {
-            st.passes -= 1;
-            st.faults += 1;
-        }
-        _adjustTokens(tally, wasAccepted, st);
-        tally.totalChecks -= 1;
-        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Overturned, isFail, false, _sample(seat)));
-        _live[ref.runId][ref.solver] = st;
-        _tallies[ref.runId][ref.round] = tally;
         forfeitedBond = tally.attestationBond;
         emit AttestationResolved(
             ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Overturned, forfeitedBond
@@ -686,6 +690,8 @@ contract Verification is IVerification {
         if (!entry.active || entry.account != msg.sender || msg.sender == ref.solver) {
             revert NotAssignedVerifier(msg.sender, entry.account);
         }
+        // INVARIANT: a verifier slashed below its reservations (in any run) attests nowhere until it tops up.
+        if (!stakeManager.isCovered(msg.sender, Constants.ROLE_VERIFIER)) revert StakeNotCovered(msg.sender);
     }
 
     /// @dev Record a new attestation in the commitment's status and the round's totals (one write each).
@@ -812,11 +818,12 @@ contract Verification is IVerification {
     function _removeVerifier(uint256 runId, address verifier) internal {
         uint256 indexPlusOne = _indexPlusOne[runId][verifier];
         VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
-        // INVARIANT: unlock only an active entry: an overturn after deregister never frees another registration's lock.
+        // INVARIANT: release only an active entry's reservation: an overturn after deregister never frees another
+        //            registration's.
         if (!entry.active) return;
         entry.active = false;
         emit VerifierDeregistered(runId, verifier, indexPlusOne - 1, true);
-        stakeManager.unlock(verifier, Constants.ROLE_VERIFIER);
+        stakeManager.release(verifier, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
     }
 
     function _seat(uint128 seats, uint8 slot) internal pure returns (uint16) {

@@ -56,16 +56,38 @@ contract BLSVectorsTest is Test {
         uint256 n = vm.parseJsonUint(json, ".keyCount");
         for (uint256 i; i < n; ++i) {
             bytes memory pop = _bytes(string.concat(".keys[", vm.toString(i), "].pop"));
-            assertTrue(BLS.verifyProofOfPossession(_key(i), pop, bytes(Constants.BLS_POP_DST)), "py_ecc PoP rejected");
+            assertTrue(
+                BLS.verifyProofOfPossession(_key(i), _popAccount(), pop, bytes(Constants.BLS_POP_DST)),
+                "py_ecc PoP rejected"
+            );
         }
     }
 
     function test_verifyProofOfPossession_foreignPopRejected_succeeds() public view {
         bytes memory pop1 = _bytes(".keys[1].pop");
-        assertFalse(BLS.verifyProofOfPossession(_key(0), pop1, bytes(Constants.BLS_POP_DST)), "foreign PoP accepted");
+        assertFalse(
+            BLS.verifyProofOfPossession(_key(0), _popAccount(), pop1, bytes(Constants.BLS_POP_DST)),
+            "foreign PoP accepted"
+        );
         // A PoP is a signature under the PoP tag: it must not pass as an ordinary signature tag.
         bytes memory pop0 = _bytes(".keys[0].pop");
-        assertFalse(BLS.verifyProofOfPossession(_key(0), pop0, bytes(Constants.BLS_SIG_DST)), "PoP tag not bound");
+        assertFalse(
+            BLS.verifyProofOfPossession(_key(0), _popAccount(), pop0, bytes(Constants.BLS_SIG_DST)), "PoP tag not bound"
+        );
+    }
+
+    /// Finding 4 of issue 16: a proof of possession copied to another account proves nothing there.
+    function test_verifyProofOfPossession_copiedToAnotherAccount_succeeds() public view {
+        bytes memory pop0 = _bytes(".keys[0].pop");
+        assertTrue(BLS.verifyProofOfPossession(_key(0), _popAccount(), pop0, bytes(Constants.BLS_POP_DST)));
+        assertFalse(
+            BLS.verifyProofOfPossession(_key(0), address(0xBEEF), pop0, bytes(Constants.BLS_POP_DST)),
+            "PoP not bound to its account"
+        );
+    }
+
+    function _popAccount() internal view returns (address) {
+        return vm.parseJsonAddress(json, ".popAccount");
     }
 
     function test_verify_pythonSignature_succeeds() public view {

@@ -27,14 +27,19 @@ contract ConstantsTest is Test {
         );
         assertEq(_u("MAX_OPENED_LEAVES"), Constants.MAX_OPENED_LEAVES, "MAX_OPENED_LEAVES");
         assertEq(_u("MAX_VERIFIERS_PER_RUN"), Constants.MAX_VERIFIERS_PER_RUN, "MAX_VERIFIERS_PER_RUN");
-        assertEq(_u("MAX_JURORS"), Constants.MAX_JURORS, "MAX_JURORS");
         assertEq(_u("MAX_JURY_SIZE"), Constants.MAX_JURY_SIZE, "MAX_JURY_SIZE");
+        assertEq(_u("MIN_JURY_SIZE"), Constants.MIN_JURY_SIZE, "MIN_JURY_SIZE");
+        assertEq(_u("MAX_APPEALS"), Constants.MAX_APPEALS, "MAX_APPEALS");
         assertEq(_u("JURY_PARTY_SLACK"), Constants.JURY_PARTY_SLACK, "JURY_PARTY_SLACK");
         assertEq(_u("QUORUM_NUMERATOR"), Constants.QUORUM_NUMERATOR, "QUORUM_NUMERATOR");
         assertEq(_u("QUORUM_DENOMINATOR"), Constants.QUORUM_DENOMINATOR, "QUORUM_DENOMINATOR");
         assertEq(_u("WINNER_REWARD_BPS"), Constants.WINNER_REWARD_BPS, "WINNER_REWARD_BPS");
         assertEq(_u("JUROR_REWARD_BPS"), Constants.JUROR_REWARD_BPS, "JUROR_REWARD_BPS");
         assertEq(_u("JUROR_MIN_STAKE"), Constants.JUROR_MIN_STAKE, "JUROR_MIN_STAKE");
+        assertEq(_u("JUROR_EXIT_DELAY"), Constants.JUROR_EXIT_DELAY, "JUROR_EXIT_DELAY");
+        assertEq(
+            _u("UNRESOLVED_CHALLENGE_FEE_BPS"), Constants.UNRESOLVED_CHALLENGE_FEE_BPS, "UNRESOLVED_CHALLENGE_FEE_BPS"
+        );
         assertEq(_u("VERIFIER_DRAW_INDEX"), Constants.VERIFIER_DRAW_INDEX, "VERIFIER_DRAW_INDEX");
         assertEq(vm.parseJsonBytes32(json, ".SEAT_SEED_TAG"), Constants.SEAT_SEED_TAG, "SEAT_SEED_TAG");
         assertEq(_u("MIN_BLOCK_SECONDS"), Constants.MIN_BLOCK_SECONDS, "MIN_BLOCK_SECONDS");

@@ -4,20 +4,12 @@ pragma solidity ^0.8.28;
 import {stdStorage, StdStorage} from "forge-std/Test.sol";
 import {Fixture} from "./utils/Fixture.sol";
 import {Rejector} from "./utils/Rejector.sol";
-import {TestBLS} from "./utils/TestBLS.sol";
 import {Constants} from "../src/Constants.sol";
 import {Disputes} from "../src/Disputes.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {Verification} from "../src/Verification.sol";
 import {BLS} from "../src/libraries/BLS.sol";
-import {
-    AttestationRef,
-    CommitmentData,
-    DisputeSubject,
-    JurorKey,
-    LeafData,
-    NonSigner
-} from "../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData, NonSigner} from "../src/interfaces/Types.sol";
 
 contract DisputesTest is Fixture {
     using stdStorage for StdStorage;
@@ -32,7 +24,7 @@ contract DisputesTest is Fixture {
 
     function setUp() public override {
         super.setUp();
-        registerJurors(10);
+        registerJurors(8); // <= the pool of a 5-juror jury (5 + 3): every juror sits, in registry order
         runId = createRun(defaultConfig());
         joinSolvers(runId, 2);
         registerVerifiers(runId, 4);
@@ -52,80 +44,6 @@ contract DisputesTest is Fixture {
 
     function _claimSubject(uint16 nonce) internal view returns (DisputeSubject memory) {
         return DisputeSubject(2, runId, 0, address(0), 0, nonce);
-    }
-
-    // ------------------------------------------------------------------ juror registry
-
-    function test_registerJuror_validPop_succeeds() public view {
-        assertEq(dis.jurorCount(), 10);
-        (uint32 indexPlusOne, bool active) = dis.jurors(jurorAddrs[3]);
-        assertEq(indexPlusOne, 4);
-        assertTrue(active);
-        assertEq(dis.jurorKeyHashes(3), keccak256(abi.encode(jurorAddrs[3], jurorPks[3])));
-        (,,, uint256 locks) = sm.stakeOf(jurorAddrs[3], Constants.ROLE_VERIFIER);
-        assertEq(locks, 1);
-    }
-
-    function test_registerJuror_foreignPop_reverts() public {
-        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
-        bytes memory pk = TestBLS.publicKey(777);
-        bytes memory pop = TestBLS.proofOfPossession(778);
-        vm.prank(outsider);
-        vm.expectRevert(Disputes.InvalidProofOfPossession.selector);
-        dis.registerJuror(pk, pop);
-    }
-
-    function test_registerJuror_infinityKey_reverts() public {
-        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
-        bytes memory pop = TestBLS.proofOfPossession(778);
-        vm.prank(outsider);
-        vm.expectRevert(BLS.BlsPointAtInfinity.selector);
-        dis.registerJuror(new bytes(128), pop);
-    }
-
-    function test_registerJuror_lowStake_reverts() public {
-        bytes memory pk = TestBLS.publicKey(777);
-        bytes memory pop = TestBLS.proofOfPossession(777);
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.StakeTooLow.selector, 0, Constants.JUROR_MIN_STAKE));
-        dis.registerJuror(pk, pop);
-    }
-
-    function test_registerJuror_twice_reverts() public {
-        vm.prank(jurorAddrs[0]);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.AlreadyRegistered.selector, jurorAddrs[0]));
-        dis.registerJuror(jurorPks[0], "");
-    }
-
-    function test_registerJuror_registryFull_reverts() public {
-        stdstore.target(address(dis)).sig("jurorCount()").checked_write(Constants.MAX_JURORS);
-        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
-        bytes memory pk = TestBLS.publicKey(777);
-        bytes memory pop = TestBLS.proofOfPossession(777);
-        vm.prank(outsider);
-        vm.expectRevert(Disputes.RegistryFull.selector);
-        dis.registerJuror(pk, pop);
-    }
-
-    function test_deregisterJuror_thenReturn_succeeds() public {
-        vm.prank(jurorAddrs[2]);
-        dis.deregisterJuror();
-        (, bool active) = dis.jurors(jurorAddrs[2]);
-        assertFalse(active);
-        vm.prank(jurorAddrs[2]);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.KeyMismatch.selector, jurorAddrs[2]));
-        dis.registerJuror(jurorPks[3], "");
-        vm.prank(jurorAddrs[2]);
-        dis.registerJuror(jurorPks[2], "");
-        (, active) = dis.jurors(jurorAddrs[2]);
-        assertTrue(active);
-        assertEq(dis.jurorCount(), 10);
-    }
-
-    function test_deregisterJuror_notRegistered_reverts() public {
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.NotRegistered.selector, outsider));
-        dis.deregisterJuror();
     }
 
     // ------------------------------------------------------------------ challenges
@@ -199,40 +117,37 @@ contract DisputesTest is Fixture {
         drawJury(s);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         assertEq(uint8(d.status), uint8(Disputes.Status.JuryDrawn));
-        assertEq(d.poolSize, 8);
-        assertEq(d.jurySize, 5);
-        assertEq(d.registrySize, 10);
-        uint256 count;
-        for (uint256 i; i < 32; ++i) {
-            count += d.eligible >> i & 1;
-        }
-        assertEq(count, 5, "the jury is the first five eligible seats");
+        assertEq(d.poolSize, 8, "jury size 5 + 3 slack seats");
+        assertEq(d.seats, 5);
+        assertEq(d.eligible, 0x1f, "the jury is the first five seats (the whole registry fits the pool)");
+        assertEq(d.jurySeed, keccak256(abi.encode(blockhash(uint256(d.openedBlock) + 1), _id(s))));
     }
 
-    function test_drawJury_skipsPartiesAndInactive_succeeds() public {
-        // the challenger is a registered juror, and another juror left: neither may sit on the jury
+    function test_drawJury_skipsParties_succeeds() public {
+        // the challenger is a registered juror: it may not sit on the jury, a slack seat replaces it
         DisputeSubject memory s = challengeAs(jurorAddrs[0], passRef, c0, 0);
-        vm.prank(jurorAddrs[1]);
-        dis.deregisterJuror();
         drawJury(s);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
-        uint256 excludedSeen;
-        uint256 jury;
-        for (uint256 seat; seat < d.poolSize; ++seat) {
-            uint256 idx = jurorIndexAtSeat(s, seat);
-            jury += d.eligible >> seat & 1;
-            if (idx == 0 || idx == 1) {
-                assertEq(d.eligible >> seat & 1, 0, "party or inactive seat on the jury");
-                ++excludedSeen;
-            }
-        }
-        assertGt(excludedSeen, 0, "the pool holds at least one of the excluded jurors");
-        assertEq(jury, 5, "slack seats replace them");
+        assertEq(jurorIndexAtSeat(s, 0), 0);
+        assertEq(d.eligible, 0x3e, "seat 0 (the challenger) skipped, seats 1-5 sit");
+        assertEq(d.seats, 5);
+    }
+
+    function test_drawJury_leftAfterChallenge_stillSits_succeeds() public {
+        // the jury comes from the registry of the challenge's block: a juror that leaves afterwards still sits
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        vm.roll(block.number + 1);
+        vm.prank(jurorAddrs[1]);
+        jurors.deregisterJuror();
+        drawJury(s);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(jurorIndexAtSeat(s, 1), 1, "seat 1 is the juror that left, from the snapshot");
+        assertEq(d.eligible, 0x1f);
     }
 
     function test_drawJury_sameBlock_reverts() public {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
-        JurorKey[] memory pool = new JurorKey[](0);
+        bytes[] memory pool = new bytes[](0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.JurySeedNotReady.selector, block.number + 1));
         dis.drawJury(s, pool);
     }
@@ -241,7 +156,7 @@ contract DisputesTest is Fixture {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         uint256 seedBlock = block.number + 1;
         vm.roll(block.number + 300);
-        JurorKey[] memory pool = new JurorKey[](0);
+        bytes[] memory pool = new bytes[](0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.JurySeedUnavailable.selector, seedBlock));
         dis.drawJury(s, pool);
     }
@@ -251,7 +166,7 @@ contract DisputesTest is Fixture {
         uint256 deadline = block.timestamp + WINDOW;
         vm.warp(deadline);
         vm.roll(block.number + 2);
-        JurorKey[] memory pool = new JurorKey[](0);
+        bytes[] memory pool = new bytes[](0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.DeadlinePassed.selector, deadline));
         dis.drawJury(s, pool);
     }
@@ -259,7 +174,7 @@ contract DisputesTest is Fixture {
     function test_drawJury_wrongPoolSize_reverts() public {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         vm.roll(block.number + 2);
-        JurorKey[] memory pool = new JurorKey[](3);
+        bytes[] memory pool = new bytes[](3);
         vm.expectRevert(abi.encodeWithSelector(Disputes.WrongPoolSize.selector, 3, 8));
         dis.drawJury(s, pool);
     }
@@ -267,31 +182,29 @@ contract DisputesTest is Fixture {
     function test_drawJury_wrongKey_reverts() public {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         vm.roll(block.number + 2);
-        JurorKey[] memory pool = poolOf(s);
-        pool[4].publicKey = jurorPks[(jurorIndexAtSeatRaw(s, 4) + 1) % 10];
+        bytes[] memory pool = poolOf(s);
+        pool[4] = jurorPks[5]; // seat 4 is juror 4 (the whole registry sits, in order)
         vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, 4));
         dis.drawJury(s, pool);
-    }
-
-    function jurorIndexAtSeatRaw(DisputeSubject memory s, uint256 seat) internal view returns (uint256) {
-        bytes32 id = _id(s);
-        uint256 offset = uint256(keccak256(abi.encode(blockhash(dis.disputeOf(id).openedBlock + 1), id))) % 10;
-        return (offset + seat) % 10;
     }
 
     function test_drawJury_twice_reverts() public {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         drawJury(s);
-        JurorKey[] memory pool = poolOf(s);
+        bytes[] memory pool = poolOf(s);
         vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
         dis.drawJury(s, pool);
     }
 
     function test_drawJury_noJurors_reverts() public {
-        stdstore.target(address(dis)).sig("jurorCount()").checked_write(uint256(0));
+        for (uint256 i; i < jurorAddrs.length; ++i) {
+            vm.prank(jurorAddrs[i]);
+            jurors.deregisterJuror();
+        }
+        vm.roll(block.number + 1);
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         vm.roll(block.number + 2);
-        JurorKey[] memory pool = new JurorKey[](0);
+        bytes[] memory pool = new bytes[](0);
         vm.expectRevert(Disputes.NoJurors.selector);
         dis.drawJury(s, pool);
     }
@@ -299,7 +212,7 @@ contract DisputesTest is Fixture {
     function test_drawJury_unknownSubject_reverts() public {
         // a subject that was never challenged (here: an unknown kind) finds an empty record
         DisputeSubject memory s = DisputeSubject(3, runId, 0, solvers[0], 0, 0);
-        JurorKey[] memory pool = new JurorKey[](0);
+        bytes[] memory pool = new bytes[](0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.None));
         dis.drawJury(s, pool);
     }
@@ -420,7 +333,7 @@ contract DisputesTest is Fixture {
     function test_submitVerdict_nonSignerWrongKey_reverts() public {
         DisputeSubject memory s = _drawn(passRef, c0);
         VerdictInput memory v = buildVerdict(s, true, 4);
-        v.nonSigners[0].publicKey = jurorPks[(jurorIndexAtSeat(s, v.nonSigners[0].seat) + 1) % 10];
+        v.nonSigners[0].publicKey = jurorPks[(jurorIndexAtSeat(s, v.nonSigners[0].seat) + 1) % 8];
         vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, v.nonSigners[0].seat));
         dis.submitVerdict(s, true, v.signers, v.signature, v.aggregate, v.nonSigners);
     }
@@ -571,32 +484,91 @@ contract DisputesTest is Fixture {
         assertEq(paid + jurors + shares.pool(runId) - poolBefore, total, "every wei of the loser's loss is paid out");
     }
 
-    // ------------------------------------------------------------------ timeout
+    // ------------------------------------------------------------------ appeals and the unresolved end
 
-    function test_expire_noVerdict_refundsEveryone_succeeds() public {
-        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
-        vm.warp(dis.disputeOf(_id(s)).deadline);
-        vm.expectEmit(address(dis));
-        emit Disputes.DisputeExpired(_id(s), outsider, 2 ether);
-        dis.expire(s);
-        assertEq(dis.credits(outsider), 2 ether);
-        assertEq(ver.credits(passVerifier), 1 ether);
-        assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 5 ether, "nobody slashed");
-        (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
-        assertEq(uint8(state), uint8(Verification.AttestationState.Upheld), "the attestation stands");
-        assertEq(reg.runState(runId).openDisputes, 0);
+    /// @dev Let every jury of `s` stay silent: expire at each deadline until the dispute ends (2 appeals, then the end).
+    function _silence(DisputeSubject memory s) internal {
+        for (uint256 i; i <= Constants.MAX_APPEALS; ++i) {
+            vm.warp(dis.disputeOf(_id(s)).deadline);
+            dis.expire(s);
+        }
     }
 
-    function test_expire_claimStands_succeeds() public {
+    function test_expire_firstDeadline_appealsToALargerJury_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        Disputes.Dispute memory before = dis.disputeOf(_id(s));
+        vm.warp(before.deadline);
+        vm.roll(block.number + 1);
+        vm.expectEmit(address(dis));
+        emit Disputes.DisputeAppealed(_id(s), 1, 11, block.timestamp + WINDOW);
+        dis.expire(s);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(uint8(d.status), uint8(Disputes.Status.Open), "re-opened, not decided by default");
+        assertEq(d.appeals, 1);
+        assertEq(d.deadline, block.timestamp + WINDOW);
+        assertEq(d.openedBlock, block.number, "a new snapshot: this block's registry");
+        assertEq(d.eligible, 0);
+        assertEq(dis.credits(outsider), 0, "the bond stays with the dispute");
+        assertEq(ver.credits(passVerifier), 0);
+        drawJury(s);
+        d = dis.disputeOf(_id(s));
+        assertEq(d.poolSize, 14, "jury size 5 -> 2 * 5 + 1 = 11, + 3 slack seats");
+        assertEq(d.seats, 8, "the 8 registered jurors sit");
+        decide(s, true, 0);
+        dis.execute(s);
+        assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 0, "the appeal's jury decided");
+    }
+
+    function test_expire_afterLastAppeal_voidsThePassAndSlashesNobody_succeeds() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        assertEq(ver.roundTally(runId, 0).totalTokens, c0.tokens, "accepted before the dispute");
+        uint256 poolBefore = shares.pool(runId);
+        for (uint256 i; i < Constants.MAX_APPEALS; ++i) {
+            vm.warp(dis.disputeOf(_id(s)).deadline);
+            dis.expire(s);
+        }
+        vm.warp(dis.disputeOf(_id(s)).deadline);
+        vm.expectEmit(address(dis));
+        emit Disputes.DisputeExpired(_id(s), outsider, 1.6 ether, 0.4 ether);
+        dis.expire(s);
+        assertEq(uint8(dis.disputeOf(_id(s)).status), uint8(Disputes.Status.Expired));
+        assertEq(dis.credits(outsider), 1.6 ether, "the bond back less 20%");
+        assertEq(shares.pool(runId) - poolBefore, 0.4 ether, "the fee goes to the run's pool");
+        assertEq(ver.credits(passVerifier), 1 ether, "the attestation bond back");
+        assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 5 ether, "nobody slashed");
+        assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), 10 ether, "nobody slashed");
+        (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Voided), "a silent jury is no pass");
+        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "no default pass: the commitment is not paid");
+        assertEq(reg.runState(runId).openDisputes, 0);
+        assertEq(address(dis).balance, dis.credits(outsider), "every wei of the bond accounted");
+    }
+
+    function test_expire_afterLastAppeal_failKeepsBlocking_succeeds() public {
+        DisputeSubject memory s = challengeAs(outsider, failRef, c1, 1);
+        _silence(s);
+        (Verification.AttestationState state,,,) = ver.attestationOf(failRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Voided));
+        assertEq(ver.commitmentStatusOf(runId, 0, solvers[1]).faults, 1, "an unproven fail still blocks payment");
+        assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 10 ether, "but slashes nobody");
+        assertEq(ver.credits(failVerifier), 1 ether);
+    }
+
+    function test_expire_claimUnresolved_withdrawsTheClaim_succeeds() public {
         warpToClaim(runId);
         vm.prank(creator);
         reg.postClaim{value: 2 ether}(runId, 0, keccak256("theta"));
         vm.prank(outsider);
         dis.challengeClaim{value: 2 ether}(runId, 0, 0);
-        DisputeSubject memory s = _claimSubject(0);
+        _silence(_claimSubject(0));
+        assertEq(dis.credits(outsider), 1.6 ether);
+        assertEq(dis.credits(creator), 2 ether, "the withdrawn claim's bond goes back to its claimer");
+        assertEq(reg.claimOf(runId, 0).nonce, 1, "a new claim may be posted");
+        vm.expectRevert(RunRegistry.NoClaim.selector);
+        reg.settle(runId, 0);
+        vm.prank(outsider);
+        reg.postClaim{value: 2 ether}(runId, 0, keccak256("theta"));
         vm.warp(block.timestamp + WINDOW);
-        dis.expire(s);
-        assertEq(dis.credits(outsider), 2 ether);
         reg.settle(runId, 0);
     }
 
@@ -604,6 +576,13 @@ contract DisputesTest is Fixture {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         uint256 deadline = dis.disputeOf(_id(s)).deadline;
         vm.expectRevert(abi.encodeWithSelector(Disputes.DeadlineNotReached.selector, deadline));
+        dis.expire(s);
+    }
+
+    function test_expire_unresolvedTwice_reverts() public {
+        DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
+        _silence(s);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.Expired));
         dis.expire(s);
     }
 
@@ -628,12 +607,12 @@ contract DisputesTest is Fixture {
         while ((d.signers >> seat) & 1 == 0) ++seat;
         uint256 idx = jurorIndexAtSeat(s, seat);
         vm.prank(jurorAddrs[idx]);
-        dis.claimJurorReward(s, seat, jurorPks[idx]);
+        dis.claimJurorReward(s, seat);
         assertEq(dis.credits(jurorAddrs[idx]), d.rewardPerJuror);
         assertEq(tokenOf(runId).balanceOf(jurorAddrs[idx]), 100e18 / 5, "juror share split by signatures");
         vm.prank(jurorAddrs[idx]);
         vm.expectRevert(abi.encodeWithSelector(Disputes.AlreadyClaimed.selector, seat));
-        dis.claimJurorReward(s, seat, jurorPks[idx]);
+        dis.claimJurorReward(s, seat);
         uint256 before = jurorAddrs[idx].balance;
         vm.prank(jurorAddrs[idx]);
         dis.withdraw();
@@ -645,7 +624,7 @@ contract DisputesTest is Fixture {
         _decide(s, true);
         dis.execute(s);
         vm.expectRevert(abi.encodeWithSelector(Disputes.NotSettled.selector, runId, 0));
-        dis.claimJurorReward(s, 0, "");
+        dis.claimJurorReward(s, 0);
     }
 
     function test_claimJurorReward_notSigner_reverts() public {
@@ -658,7 +637,7 @@ contract DisputesTest is Fixture {
         uint8 seat = 0;
         while ((d.signers >> seat) & 1 == 1) ++seat;
         vm.expectRevert(abi.encodeWithSelector(Disputes.NotASigner.selector, seat));
-        dis.claimJurorReward(s, seat, "");
+        dis.claimJurorReward(s, seat);
     }
 
     function test_claimJurorReward_wrongClaimant_reverts() public {
@@ -669,16 +648,15 @@ contract DisputesTest is Fixture {
         claimAndSettle(runId, keccak256("theta1"));
         uint8 seat = 0;
         while ((dis.disputeOf(_id(s)).signers >> seat) & 1 == 0) ++seat;
-        uint256 idx = jurorIndexAtSeat(s, seat);
         vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.JurorKeyMismatch.selector, seat));
-        dis.claimJurorReward(s, seat, jurorPks[idx]);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotASigner.selector, seat));
+        dis.claimJurorReward(s, seat);
     }
 
     function test_claimJurorReward_notExecuted_reverts() public {
         DisputeSubject memory s = _drawn(passRef, c0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
-        dis.claimJurorReward(s, 0, "");
+        dis.claimJurorReward(s, 0);
     }
 
     // ------------------------------------------------------------------ plumbing

@@ -337,6 +337,37 @@ contract ModelSharesTest is Test {
         assertEq(_withdraw(alice), 45 ether);
     }
 
+    /// Finding 8 of issue 16: daily 1-wei payments used to restart the release period of everything unreleased
+    ///         (40 of 110 ETH were still unreleased a full period after the payment); now they delay nothing.
+    function test_notifyRevenue_dustPaymentsDoNotDelayRevenue_succeeds() public {
+        _mint(alice, 1e18);
+        uint256 start = block.timestamp;
+        _pay(110 ether);
+        for (uint256 day = 1; day < PERIOD / 1 days; ++day) {
+            vm.warp(start + day * 1 days);
+            _pay(1);
+        }
+        vm.warp(start + PERIOD);
+        (uint256 remaining,,) = token.revenueState();
+        assertLt(remaining, 1e6, "a full period after the payment, (all but dust of) it is released");
+        assertGe(_withdraw(alice), 110 ether);
+    }
+
+    function testFuzz_notifyRevenue_neverSlowsTheRelease_succeeds(uint96 first, uint96 second, uint32 wait) public {
+        _mint(alice, 1e18);
+        _pay(bound(first, 1e6, 1e24));
+        vm.warp(block.timestamp + bound(wait, 0, PERIOD - 1));
+        token.withdrawableRevenueOf(alice);
+        (uint256 remainingBefore, uint256 endBefore,) = token.revenueState();
+        uint256 rateBefore = remainingBefore * 1e18 / (endBefore - block.timestamp);
+        uint256 paid = bound(second, 1, 1e24);
+        _pay(paid);
+        (uint256 remaining, uint256 end,) = token.revenueState();
+        assertEq(remaining, remainingBefore + paid, "everything paid is in the stream");
+        assertLe(end, block.timestamp + PERIOD, "a payment is released within one period");
+        assertGe(remaining * 1e18 / (end - block.timestamp) + 1, rateBefore, "the release rate never drops");
+    }
+
     function testFuzz_revenue_neverOverpays_succeeds(
         uint96 payA,
         uint96 payB,

@@ -5,6 +5,7 @@ import {Vm} from "forge-std/Vm.sol";
 import {Fixture} from "./utils/Fixture.sol";
 import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
+import {StakeManager} from "../src/StakeManager.sol";
 import {Verification} from "../src/Verification.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {AttestationRef, CommitmentData, LeafData, RunConfig} from "../src/interfaces/Types.sol";
@@ -547,17 +548,23 @@ contract OpeningTest is Fixture {
     }
 
     /// @dev Stake beyond the minimum stays; a stake partly unbonding is still slashed up to the minimum.
-    function test_reportUnopened_unbondingStake_slashedUpToMinimum_succeeds() public {
+    function test_reportUnopened_reservedStakeCannotUnbond_slashedInFull_succeeds() public {
         stakeAs(solvers[1], Constants.ROLE_SOLVER, 5 ether);
         commitAs(runId, solvers[1]);
         vm.prank(solvers[1]);
-        sm.requestUnbond(Constants.ROLE_SOLVER, 12 ether);
+        vm.expectRevert(
+            abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 15 ether, 10 ether, 12 ether)
+        );
+        sm.requestUnbond(Constants.ROLE_SOLVER, 12 ether); // the run's 10 ether are reserved
+        vm.prank(solvers[1]);
+        sm.requestUnbond(Constants.ROLE_SOLVER, 5 ether);
         _toAttest();
         vm.warp(reg.roundTimes(runId).openEnd);
         uint256 pool = shares.pool(runId);
         reg.reportUnopened(runId, 0, solvers[1]);
         (uint256 bonded, uint256 unbonding,,) = sm.stakeOf(solvers[1], Constants.ROLE_SOLVER);
-        assertEq(bonded + unbonding, 5 ether, "15 staked, 10 slashed");
+        assertEq(bonded, 0, "the reserved 10 ether were slashed");
+        assertEq(unbonding, 5 ether, "the free 5 ether left untouched");
         assertEq(shares.pool(runId), pool + 10 ether);
     }
 

@@ -5,6 +5,7 @@ import {Fixture} from "./utils/Fixture.sol";
 import {Rejector} from "./utils/Rejector.sol";
 import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
+import {StakeManager} from "../src/StakeManager.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {CommitmentData, DisputeSubject, RunConfig} from "../src/interfaces/Types.sol";
 
@@ -76,7 +77,14 @@ contract RunRegistryTest is Fixture {
     function test_createRun_badJury_reverts() public {
         RunConfig memory c = defaultConfig();
         c.jurySize = uint8(Constants.MAX_JURY_SIZE + 1);
-        _expectInvalid(c, "jurySize must be in [1, MAX_JURY_SIZE]");
+        _expectInvalid(c, "jurySize must be in [MIN_JURY_SIZE, MAX_JURY_SIZE]");
+    }
+
+    /// Finding 9 of issue 16 (part): a jury below MIN_JURY_SIZE cannot decide anything, so no run may ask for one.
+    function test_createRun_juryBelowMinimum_reverts() public {
+        RunConfig memory c = defaultConfig();
+        c.jurySize = uint8(Constants.MIN_JURY_SIZE - 1);
+        _expectInvalid(c, "jurySize must be in [MIN_JURY_SIZE, MAX_JURY_SIZE]");
     }
 
     function test_createRun_zeroWindow_reverts() public {
@@ -88,13 +96,34 @@ contract RunRegistryTest is Fixture {
     function test_createRun_windowsBeyondUnbonding_reverts() public {
         RunConfig memory c = defaultConfig();
         c.challengeWindow = uint32(UNBONDING_DELAY);
-        _expectInvalid(c, "commit + attest + 2 * (challenge + dispute) windows exceed the unbonding delay");
+        _expectInvalid(c, "commit + attest + 2 * (challenge + 3 dispute timeouts) exceed the unbonding delay");
+    }
+
+    function test_createRun_appealsBeyondUnbonding_reverts() public {
+        // fits with one dispute timeout per challenge, not with the two appeals a dispute may take
+        RunConfig memory c = defaultConfig();
+        c.disputeTimeout = uint32((UNBONDING_DELAY - 2 * WINDOW - 2 * WINDOW) / 2);
+        _expectInvalid(c, "commit + attest + 2 * (challenge + 3 dispute timeouts) exceed the unbonding delay");
+        c.disputeTimeout = uint32((UNBONDING_DELAY - 2 * WINDOW - 2 * WINDOW) / 6);
+        vm.prank(creator);
+        reg.createRun{value: 1 ether}(c);
     }
 
     function test_createRun_zeroBond_reverts() public {
         RunConfig memory c = defaultConfig();
         c.attestationBond = 0;
-        _expectInvalid(c, "stakes and bonds must be positive");
+        _expectInvalid(c, "bonds must be positive");
+    }
+
+    /// Finding 9 of issue 16: stakes below the bonds they back were accepted (catching a cheat could cost more
+    /// than it paid).
+    function test_createRun_stakeBelowBond_reverts() public {
+        RunConfig memory c = defaultConfig();
+        c.solverMinStake = c.challengeBond - 1;
+        _expectInvalid(c, "stakes must be at least the bonds (solver >= challenge, verifier >= attestation)");
+        c = defaultConfig();
+        c.verifierMinStake = c.attestationBond - 1;
+        _expectInvalid(c, "stakes must be at least the bonds (solver >= challenge, verifier >= attestation)");
     }
 
     function test_createRun_splitNotWhole_reverts() public {
@@ -125,10 +154,11 @@ contract RunRegistryTest is Fixture {
         public
     {
         RunConfig memory c = defaultConfig();
-        c.commitWindow = uint32(bound(commitW, 1, UNBONDING_DELAY / 6));
-        c.attestWindow = uint32(bound(attestW, 1, UNBONDING_DELAY / 6));
-        c.challengeWindow = uint32(bound(challengeW, 1, UNBONDING_DELAY / 6));
-        c.disputeTimeout = uint32(bound(disputeW, 1, UNBONDING_DELAY / 6));
+        // commit + attest + 2 * (challenge + 3 * dispute) <= 10 tenths of the unbonding delay
+        c.commitWindow = uint32(bound(commitW, 1, UNBONDING_DELAY / 10));
+        c.attestWindow = uint32(bound(attestW, 1, UNBONDING_DELAY / 10));
+        c.challengeWindow = uint32(bound(challengeW, 1, UNBONDING_DELAY / 10));
+        c.disputeTimeout = uint32(bound(disputeW, 1, UNBONDING_DELAY / 10));
         uint256 id = reg.createRun(c);
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         assertEq(t.commitEnd, block.timestamp + c.commitWindow);
@@ -162,8 +192,58 @@ contract RunRegistryTest is Fixture {
     function test_join_lowStake_reverts() public {
         stakeAs(solvers[0], Constants.ROLE_SOLVER, 1 ether);
         vm.prank(solvers[0]);
-        vm.expectRevert(abi.encodeWithSelector(RunRegistry.StakeTooLow.selector, 1 ether, 10 ether));
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 1 ether, 0, 10 ether));
         reg.join(runId);
+    }
+
+    /// Finding 5 of issue 16: one solverMinStake used to back commitments in many runs (only the first slash took
+    /// anything). Joining reserves the run's stake, so the same stake cannot join a second run.
+    function test_join_stakeReservedByAnotherRun_reverts() public {
+        joinSolvers(runId, 1); // 10 ether, all reserved by this run
+        uint256 other = createRun(defaultConfig());
+        vm.prank(solvers[0]);
+        vm.expectRevert(
+            abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 10 ether, 10 ether, 10 ether)
+        );
+        reg.join(other);
+        stakeAs(solvers[0], Constants.ROLE_SOLVER, 10 ether);
+        vm.prank(solvers[0]);
+        reg.join(other); // with its own stake, it may
+        (,,, uint256 reserved) = sm.stakeOf(solvers[0], Constants.ROLE_SOLVER);
+        assertEq(reserved, 20 ether);
+    }
+
+    function test_leaveRun_afterSettle_releasesStake_succeeds() public {
+        joinSolvers(runId, 1);
+        commitAs(runId, solvers[0]);
+        vm.prank(solvers[0]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.CommitmentPending.selector, runId, 0));
+        reg.leaveRun(runId);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        vm.expectEmit(address(reg));
+        emit RunRegistry.SolverLeft(runId, solvers[0]);
+        vm.prank(solvers[0]);
+        reg.leaveRun(runId);
+        (,,, uint256 reserved) = sm.stakeOf(solvers[0], Constants.ROLE_SOLVER);
+        assertEq(reserved, 0);
+        vm.prank(solvers[0]);
+        sm.requestUnbond(Constants.ROLE_SOLVER, 10 ether); // the stake is free to leave
+        vm.prank(solvers[0]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotJoined.selector, runId, solvers[0]));
+        reg.commit(runId, 1, keccak256("r"), keccak256("d"), 1);
+        vm.prank(solvers[0]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotJoined.selector, runId, solvers[0]));
+        reg.leaveRun(runId);
+        vm.prank(solvers[0]);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.AlreadyJoined.selector, runId, solvers[0]));
+        reg.join(runId);
+    }
+
+    function test_leaveRun_notJoined_reverts() public {
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotJoined.selector, runId, outsider));
+        reg.leaveRun(runId);
     }
 
     function test_join_unknownRun_reverts() public {
@@ -228,12 +308,25 @@ contract RunRegistryTest is Fixture {
         reg.commit(runId, 0, keccak256("r"), keccak256("d"), 0);
     }
 
-    function test_commit_stakeUnbonded_reverts() public {
+    function test_requestUnbond_reservedByJoin_reverts() public {
         joinSolvers(runId, 1);
         vm.prank(solvers[0]);
+        vm.expectRevert(
+            abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 10 ether, 10 ether, 1 ether)
+        );
         sm.requestUnbond(Constants.ROLE_SOLVER, 1 ether);
+    }
+
+    /// Finding 5 of issue 16: a solver slashed elsewhere no longer commits on stake that is gone.
+    function test_commit_slashedBelowReservations_reverts() public {
+        joinSolvers(runId, 1);
+        vm.prank(address(ver));
+        sm.slash(solvers[0], Constants.ROLE_SOLVER, 1 ether, keccak256("a fault in another run"));
         vm.prank(solvers[0]);
-        vm.expectRevert(abi.encodeWithSelector(RunRegistry.StakeTooLow.selector, 9 ether, 10 ether));
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.StakeNotCovered.selector, solvers[0]));
+        reg.commit(runId, 0, keccak256("r"), keccak256("d"), 1);
+        stakeAs(solvers[0], Constants.ROLE_SOLVER, 1 ether);
+        vm.prank(solvers[0]);
         reg.commit(runId, 0, keccak256("r"), keccak256("d"), 1);
     }
 
@@ -645,12 +738,12 @@ contract RunRegistryTest is Fixture {
         vm.expectRevert(
             abi.encodeWithSelector(RunRegistry.ClaimNotChallengeable.selector, RunRegistry.ClaimStatus.None)
         );
-        reg.onClaimResolved(runId, 0, IRunRegistry.ClaimOutcome.Expired);
+        reg.onClaimResolved(runId, 0, IRunRegistry.ClaimOutcome.Unresolved);
     }
 
     function test_onClaimResolved_notDisputes_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotDisputes.selector, address(this)));
-        reg.onClaimResolved(runId, 0, IRunRegistry.ClaimOutcome.Expired);
+        reg.onClaimResolved(runId, 0, IRunRegistry.ClaimOutcome.Unresolved);
     }
 
     // ------------------------------------------------------------------ views

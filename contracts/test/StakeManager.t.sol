@@ -13,7 +13,7 @@ contract StakeManagerTest is Fixture {
 
     function test_constructor_zeroDelay_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(StakeManager.InvalidDelay.selector, 0));
-        new StakeManager(0, address(1), address(2), address(3));
+        new StakeManager(0, address(1), address(2), address(3), address(4));
     }
 
     function test_deposit_bothRoles_succeeds() public {
@@ -48,11 +48,11 @@ contract StakeManagerTest is Fixture {
         vm.expectEmit(address(sm));
         emit StakeManager.UnbondingRequested(alice, SOLVER, 2 ether, 2 ether, block.timestamp + UNBONDING_DELAY);
         sm.requestUnbond(SOLVER, 2 ether);
-        (uint256 bonded, uint256 unbonding, uint256 releaseTime, uint256 locks) = sm.stakeOf(alice, SOLVER);
+        (uint256 bonded, uint256 unbonding, uint256 releaseTime, uint256 reserved) = sm.stakeOf(alice, SOLVER);
         assertEq(bonded, 3 ether);
         assertEq(unbonding, 2 ether);
         assertEq(releaseTime, block.timestamp + UNBONDING_DELAY);
-        assertEq(locks, 0);
+        assertEq(reserved, 0);
         vm.warp(releaseTime);
         uint256 before = alice.balance;
         vm.prank(alice);
@@ -74,13 +74,15 @@ contract StakeManagerTest is Fixture {
         sm.requestUnbond(SOLVER, 2 ether);
     }
 
-    function test_requestUnbond_whileLocked_reverts() public {
-        stakeAs(alice, VERIFIER, 1 ether);
+    function test_requestUnbond_reservedStake_reverts() public {
+        stakeAs(alice, VERIFIER, 3 ether);
         vm.prank(address(ver));
-        sm.lock(alice, VERIFIER);
+        sm.reserve(alice, VERIFIER, 2 ether);
         vm.prank(alice);
-        vm.expectRevert(abi.encodeWithSelector(StakeManager.RoleLocked.selector, alice, VERIFIER, 1));
-        sm.requestUnbond(VERIFIER, 1 ether);
+        sm.requestUnbond(VERIFIER, 1 ether); // the free part may leave
+        vm.prank(alice);
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 2 ether, 2 ether, 1));
+        sm.requestUnbond(VERIFIER, 1);
     }
 
     function test_requestUnbond_invalidRole_reverts() public {
@@ -138,38 +140,67 @@ contract StakeManagerTest is Fixture {
         r.call(address(sm), abi.encodeCall(StakeManager.withdraw, (SOLVER)));
     }
 
-    function test_lock_thenUnlock_succeeds() public {
+    function test_reserve_thenRelease_succeeds() public {
+        stakeAs(alice, VERIFIER, 5 ether);
         vm.startPrank(address(dis));
         vm.expectEmit(address(sm));
-        emit StakeManager.StakeLocked(alice, VERIFIER, address(dis), 1);
-        sm.lock(alice, VERIFIER);
-        sm.lock(alice, VERIFIER);
-        sm.unlock(alice, VERIFIER);
+        emit StakeManager.StakeReserved(alice, VERIFIER, address(dis), 2 ether, 2 ether);
+        sm.reserve(alice, VERIFIER, 2 ether);
+        sm.reserve(alice, VERIFIER, 3 ether);
+        vm.expectEmit(address(sm));
+        emit StakeManager.StakeReleased(alice, VERIFIER, address(dis), 2 ether, 3 ether);
+        sm.release(alice, VERIFIER, 2 ether);
         vm.stopPrank();
-        (,,, uint256 locks) = sm.stakeOf(alice, VERIFIER);
-        assertEq(locks, 1);
+        (,,, uint256 reserved) = sm.stakeOf(alice, VERIFIER);
+        assertEq(reserved, 3 ether);
+        assertTrue(sm.isCovered(alice, VERIFIER));
     }
 
-    function test_lock_notProtocol_reverts() public {
+    /// Finding 5 of issue 16: one stake backed obligations in many runs. A reservation needs free stake now.
+    function test_reserve_moreThanFree_reverts() public {
+        stakeAs(alice, SOLVER, 10 ether);
+        vm.prank(address(reg));
+        sm.reserve(alice, SOLVER, 10 ether);
+        vm.prank(address(reg));
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 10 ether, 10 ether, 1));
+        sm.reserve(alice, SOLVER, 1);
+    }
+
+    function test_reserve_notProtocol_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(StakeManager.NotProtocol.selector, address(this)));
-        sm.lock(alice, VERIFIER);
+        sm.reserve(alice, VERIFIER, 1);
     }
 
-    function test_lock_invalidRole_reverts() public {
+    function test_reserve_invalidRole_reverts() public {
         vm.prank(address(ver));
         vm.expectRevert(abi.encodeWithSelector(StakeManager.InvalidRole.selector, 7));
-        sm.lock(alice, 7);
+        sm.reserve(alice, 7, 1);
     }
 
-    function test_unlock_notLocked_reverts() public {
+    function test_release_moreThanReserved_reverts() public {
         vm.prank(address(ver));
-        vm.expectRevert(abi.encodeWithSelector(StakeManager.NotLocked.selector, alice, VERIFIER));
-        sm.unlock(alice, VERIFIER);
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.NotReserved.selector, 0, 1));
+        sm.release(alice, VERIFIER, 1);
     }
 
-    function test_unlock_notProtocol_reverts() public {
+    function test_release_notProtocol_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(StakeManager.NotProtocol.selector, address(this)));
-        sm.unlock(alice, VERIFIER);
+        sm.release(alice, VERIFIER, 1);
+    }
+
+    function test_isCovered_afterSlash_succeeds() public {
+        stakeAs(alice, SOLVER, 20 ether);
+        vm.startPrank(address(reg));
+        sm.reserve(alice, SOLVER, 10 ether);
+        sm.reserve(alice, SOLVER, 10 ether);
+        sm.slash(alice, SOLVER, 10 ether, keccak256("fault"));
+        vm.stopPrank();
+        assertFalse(sm.isCovered(alice, SOLVER), "a slash leaves the other obligation unbacked");
+        vm.prank(address(reg));
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 10 ether, 20 ether, 1));
+        sm.reserve(alice, SOLVER, 1);
+        stakeAs(alice, SOLVER, 10 ether);
+        assertTrue(sm.isCovered(alice, SOLVER), "topping up covers it again");
     }
 
     function test_slash_bondedThenUnbonding_succeeds() public {

@@ -6,6 +6,7 @@ import {Fixture} from "./utils/Fixture.sol";
 import {Rejector} from "./utils/Rejector.sol";
 import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
+import {StakeManager} from "../src/StakeManager.sol";
 import {Verification} from "../src/Verification.sol";
 import {Sampling} from "../src/libraries/Sampling.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
@@ -45,8 +46,8 @@ contract VerificationTest is Fixture {
         assertEq(e.account, verifiers[2]);
         assertTrue(e.active);
         assertEq(e.registeredBlock, 1000, "the block of registration");
-        (,,, uint256 locks) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
-        assertEq(locks, 1, "registration locks the verifier stake");
+        (,,, uint256 reserved) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
+        assertEq(reserved, 5 ether, "registration reserves the run's verifierMinStake");
     }
 
     function test_register_twice_reverts() public {
@@ -58,8 +59,33 @@ contract VerificationTest is Fixture {
     function test_register_lowStake_reverts() public {
         stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
         vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Verification.StakeTooLow.selector, 1 ether, 5 ether));
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 1 ether, 0, 5 ether));
         ver.register(runId);
+    }
+
+    /// Finding 5 of issue 16: one verifierMinStake used to back registrations in many runs.
+    function test_register_stakeReservedByAnotherRun_reverts() public {
+        uint256 other = createRun(defaultConfig());
+        vm.prank(verifiers[0]); // 5 ether, reserved by `runId`
+        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 5 ether, 5 ether, 5 ether));
+        ver.register(other);
+    }
+
+    /// Finding 5 of issue 16: a verifier slashed to zero in one run used to stay active and attest in others. Its
+    /// stake no longer covers what it reserved here, so it attests nowhere until it tops up.
+    function test_attestPass_slashedElsewhere_reverts() public {
+        AttestationRef memory ref = _ref(0, 0);
+        (address verifier,) = ver.assignedVerifier(ref);
+        vm.prank(address(dis)); // e.g. an attestation of another run, made before it moved its stake here, overturned
+        sm.slash(verifier, Constants.ROLE_VERIFIER, 5 ether, keccak256("a wrong attestation in another run"));
+        assertFalse(sm.isCovered(verifier, Constants.ROLE_VERIFIER));
+        vm.deal(verifier, 1 ether);
+        vm.prank(verifier);
+        vm.expectRevert(abi.encodeWithSelector(Verification.StakeNotCovered.selector, verifier));
+        ver.attestPass{value: 1 ether}(ref, c0);
+        stakeAs(verifier, Constants.ROLE_VERIFIER, 5 ether);
+        vm.prank(verifier);
+        ver.attestPass{value: 1 ether}(ref, c0);
     }
 
     function test_register_listFull_reverts() public {
@@ -86,8 +112,8 @@ contract VerificationTest is Fixture {
         vm.prank(verifiers[1]);
         ver.deregister(runId);
         assertFalse(ver.verifierAt(runId, 1).active);
-        (,,, uint256 locks) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
-        assertEq(locks, 0);
+        (,,, uint256 reserved) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
+        assertEq(reserved, 0);
         vm.roll(block.number + 10);
         vm.prank(verifiers[1]);
         ver.register(runId);

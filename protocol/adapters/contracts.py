@@ -24,12 +24,16 @@ from protocol.types import (
     CommitmentStatus,
     DisputeRecord,
     DisputeTerms,
+    JurorRecord,
     LeafData,
     Opening,
     RoundTimes,
     RunTerms,
     decode_struct,
 )
+
+LEFT_MARKER = 2
+"""RunRegistry.LEFT: the commitment hash of a solver that left a run."""
 
 
 class ProtocolClient:
@@ -47,9 +51,14 @@ class ProtocolClient:
         return self.chain.call("StakeManager", "bondedOf", to_checksum_address(address), role)
 
     def stake_of(self, address: str, role: int) -> tuple[int, int, int, int]:
-        """(bonded, unbonding, release time, locks)."""
+        """(bonded, unbonding, release time, reserved by open obligations)."""
         f = self.chain.call_fields("StakeManager", "stakeOf", to_checksum_address(address), role)
-        return (f["bonded"], f["unbonding"], f["releaseTime"], f["locks"])
+        return (f["bonded"], f["unbonding"], f["releaseTime"], f["reserved"])
+
+    def free_stake_of(self, address: str, role: int) -> int:
+        """Bonded stake not reserved by an obligation: what a new join or registration can reserve."""
+        bonded, _, _, reserved = self.stake_of(address, role)
+        return max(bonded - reserved, 0)
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -62,7 +71,17 @@ class ProtocolClient:
         return self.chain.send(account, "RunRegistry", "join", run_id)
 
     def has_joined(self, run_id: int, solver: str) -> bool:
+        """Whether `solver` ever joined the run (it stays true after `leaveRun`)."""
         return self.chain.call("RunRegistry", "hasJoined", run_id, to_checksum_address(solver))
+
+    def is_member(self, run_id: int, solver: str) -> bool:
+        """Whether `solver` joined the run and has not left it (its solverMinStake is reserved)."""
+        f = self.chain.call_fields("RunRegistry", "commitmentOf", run_id, to_checksum_address(solver))
+        return int.from_bytes(bytes(f["hash"]), "big") not in (0, LEFT_MARKER)
+
+    def leave_run(self, account: LocalAccount, run_id: int) -> TxResult:
+        """Leave a run whose last commitment of this solver has settled: releases its reserved solverMinStake."""
+        return self.chain.send(account, "RunRegistry", "leaveRun", run_id)
 
     def round_times(self, run_id: int) -> RoundTimes:
         return decode_struct(RoundTimes, self.chain.call_fields("RunRegistry", "roundTimes", run_id))
@@ -235,18 +254,22 @@ class ProtocolClient:
     # -- disputes and juries ---------------------------------------------------------------
 
     def register_juror(self, account: LocalAccount, public_key_g1: bytes, proof_of_possession_g2: bytes) -> TxResult:
-        return self.chain.send(account, "Disputes", "registerJuror", public_key_g1, proof_of_possession_g2)
+        return self.chain.send(account, "JurorRegistry", "registerJuror", public_key_g1, proof_of_possession_g2)
 
     def deregister_juror(self, account: LocalAccount) -> TxResult:
-        return self.chain.send(account, "Disputes", "deregisterJuror")
+        return self.chain.send(account, "JurorRegistry", "deregisterJuror")
 
-    def juror_of(self, address: str) -> tuple[int, bool]:
-        """(registry index + 1, active); (0, False) for an account that never registered."""
-        f = self.chain.call_fields("Disputes", "jurors", to_checksum_address(address))
-        return f["indexPlusOne"], f["active"]
+    def release_juror(self, account: LocalAccount) -> TxResult:
+        return self.chain.send(account, "JurorRegistry", "releaseJuror")
+
+    def juror_of(self, address: str) -> JurorRecord:
+        """The registry record of `address` (all zero for an account that never registered)."""
+        fields = self.chain.call_fields("JurorRegistry", "jurors", to_checksum_address(address))
+        return decode_struct(JurorRecord, fields)
 
     def juror_count(self) -> int:
-        return self.chain.call("Disputes", "jurorCount")
+        """Active jurors now."""
+        return self.chain.call("JurorRegistry", "size")
 
     def attester_of(self, ref: AttestationRef) -> str:
         return self.chain.call("Verification", "attesterOf", ref.to_abi())
@@ -280,10 +303,9 @@ class ProtocolClient:
     ) -> TxResult:
         return self.chain.send(account, "Disputes", "challengeClaim", run_id, round_index, claim_nonce, value=bond_wei)
 
-    def draw_jury(self, account: LocalAccount, subject: DisputeSubject, pool: list[tuple[str, bytes]]) -> TxResult:
-        """`subject` is a protocol.jury.DisputeSubject; `pool` the (account, G1 key) of every pool seat."""
-        seats = [(to_checksum_address(a), bytes(k)) for a, k in pool]
-        return self.chain.send(account, "Disputes", "drawJury", subject.to_abi(), seats)
+    def draw_jury(self, account: LocalAccount, subject: DisputeSubject, pool_keys: list[bytes]) -> TxResult:
+        """`subject` is a protocol.jury.DisputeSubject; `pool_keys` the G1 key of every pool seat, in seat order."""
+        return self.chain.send(account, "Disputes", "drawJury", subject.to_abi(), [bytes(k) for k in pool_keys])
 
     def submit_verdict(
         self,
@@ -307,10 +329,8 @@ class ProtocolClient:
     def expire_dispute(self, account: LocalAccount, subject: DisputeSubject) -> TxResult:
         return self.chain.send(account, "Disputes", "expire", subject.to_abi())
 
-    def claim_juror_reward(
-        self, account: LocalAccount, subject: DisputeSubject, seat: int, public_key_g1: bytes
-    ) -> TxResult:
-        return self.chain.send(account, "Disputes", "claimJurorReward", subject.to_abi(), seat, public_key_g1)
+    def claim_juror_reward(self, account: LocalAccount, subject: DisputeSubject, seat: int) -> TxResult:
+        return self.chain.send(account, "Disputes", "claimJurorReward", subject.to_abi(), seat)
 
     # -- shares and revenue --------------------------------------------------------------
 

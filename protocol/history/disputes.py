@@ -71,7 +71,14 @@ def _ours(s: FoldState, a: Mapping[str, Any]) -> str | None:
 
 def on_jury_drawn(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if (d := _ours(s, a)) is not None:
-        s.disputes[d] = replace(s.disputes[d], status="jury drawn", jury_size=int(a["jurySize"]))
+        s.disputes[d] = replace(
+            s.disputes[d], status="jury drawn", jury_size=int(a["seats"]), appeals=int(a["appeals"])
+        )
+
+
+def on_dispute_appealed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if (d := _ours(s, a)) is not None:
+        s.disputes[d] = replace(s.disputes[d], status="open", jury_size=None, appeals=int(a["appeals"]))
 
 
 def on_verdict_submitted(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
@@ -104,7 +111,11 @@ def on_dispute_executed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> Non
 def on_dispute_expired(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if (d := _ours(s, a)) is not None:
         s.disputes[d] = replace(
-            s.disputes[d], status="expired", bond_returned=int(a["bondReturned"]), ended_block=e.block_number
+            s.disputes[d],
+            status="expired",
+            bond_returned=int(a["bondReturned"]),
+            to_pool=int(a["fee"]),
+            ended_block=e.block_number,
         )
 
 
@@ -135,6 +146,7 @@ HANDLERS: dict[str, Handler] = {
     "AttestationChallenged": on_attestation_challenged,
     "ClaimChallenged": on_claim_challenged,
     "JuryDrawn": on_jury_drawn,
+    "DisputeAppealed": on_dispute_appealed,
     "VerdictSubmitted": on_verdict_submitted,
     "DisputeExecuted": on_dispute_executed,
     "DisputeExpired": on_dispute_expired,

@@ -65,7 +65,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     # Disputes
     "AttestationChallenged": ("disputeId", "runId", "round", "solver", "slot", "challenger"),
     "ClaimChallenged": ("disputeId", "runId", "round", "claimNonce", "claimer", "challenger"),
-    "JuryDrawn": ("disputeId", "jurySize"),
+    "JuryDrawn": ("disputeId", "appeals", "seats"),
+    "DisputeAppealed": ("disputeId", "appeals", "jurySize", "deadline"),
     "VerdictSubmitted": ("disputeId", "challengerWins", "signerCount"),
     "DisputeExecuted": (
         "disputeId",
@@ -78,7 +79,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "signerCount",
         "toPool",
     ),
-    "DisputeExpired": ("disputeId", "bondReturned"),
+    "DisputeExpired": ("disputeId", "bondReturned", "fee"),
     "JurorRewardClaimed": ("disputeId", "juror", "seat", "reward", "shares"),
     # StakeManager
     "StakeDeposited": ("account", "role", "amount", "bonded"),
@@ -98,7 +99,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 # Enum values as the contracts number them.
-ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned")
+ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned", "voided")
 CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
 SHARE_KINDS: tuple[ShareKind, ...] = ("solver", "verifier", "juror")
 ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}

@@ -15,7 +15,7 @@ from eth_utils import to_canonical_address
 
 from protocol.types import RunTerms, is_commitment_accepted
 
-AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned"]
+AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned", "voided"]
 DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
 ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
 ShareKind = Literal["solver", "verifier", "juror"]
@@ -69,8 +69,19 @@ class Attestation:
 
     @property
     def standing(self) -> bool:
-        """Counts for the commitment and the round's checks (every state but overturned)."""
-        return self.state != "overturned"
+        """Counts in the round's checks (`totalChecks`) and earns shares: every state but overturned and voided."""
+        return self.state not in ("overturned", "voided")
+
+    @property
+    def is_pass_counted(self) -> bool:
+        """A standing pass (Verification's `passes`)."""
+        return not self.is_fail and self.standing
+
+    @property
+    def is_fault_counted(self) -> bool:
+        """A fault of the commitment (Verification's `faults`): a fail not overturned (a voided fail keeps
+        blocking) or an overturned pass (a proven fault)."""
+        return self.is_fail != (self.state == "overturned")
 
     @property
     def kind(self) -> str:
@@ -101,7 +112,8 @@ class Dispute:
     slot: int | None = None
     claim_nonce: int | None = None
     claimer: str | None = None
-    jury_size: int | None = None
+    jury_size: int | None = None  # seats of the latest jury drawn
+    appeals: int = 0  # juries replaced after a silent deadline
     challenger_wins: bool | None = None
     signer_count: int = 0
     winner: str | None = None
@@ -109,7 +121,7 @@ class Dispute:
     to_winner: int = 0
     bond_returned: int = 0
     reward_per_juror: int = 0
-    to_pool: int = 0
+    to_pool: int = 0  # of an executed verdict; of an unresolved dispute: the challenger's fee
     ended_block: int | None = None
     juror_rewards: tuple[JurorReward, ...] = ()
 
@@ -152,13 +164,10 @@ class Round:
         return tuple(a for a in self.attestations if a.solver == solver)
 
     def is_accepted(self, solver: str) -> bool:
-        """Verification's rule (`is_commitment_accepted`) over this round's seats of `solver`: standing
-        passes, and standing fails plus overturned passes as faults (an overturned pass is a proven
-        fault; an overturned fail stops counting)."""
+        """Verification's rule (`is_commitment_accepted`) over this round's seats of `solver`."""
         attestations = self.attestations_of(solver)
-        passes = sum(1 for a in attestations if not a.is_fail and a.standing)
-        faults = sum(1 for a in attestations if a.is_fail and a.standing)
-        faults += sum(1 for a in attestations if not a.is_fail and not a.standing)
+        passes = sum(1 for a in attestations if a.is_pass_counted)
+        faults = sum(1 for a in attestations if a.is_fault_counted)
         return is_commitment_accepted(passes, faults)
 
     @property
@@ -173,7 +182,7 @@ class Round:
 
     @property
     def standing_checks(self) -> int:
-        """Verification's `totalChecks`: attestations of the round that were not overturned."""
+        """Verification's `totalChecks`: attestations of the round that were not overturned or voided."""
         return sum(1 for a in self.attestations if a.standing)
 
     @property

@@ -58,7 +58,10 @@ def test_unstaked_solver_cannot_join_and_nothing_moves(deployment, corpus, tmp_p
     before = protocol.chain.get_balance(account.address)
     args = ["--home", str(setup.home), "--rpc-url", protocol.chain.rpc_url, "--devnet-account", "17"]
     result = _cli("solver", "stake", "--amount", "0", "--run", str(run_id), *args)
-    _assert_clean_error(result, "RunRegistry.join reverted with StakeTooLow(bonded=0, required=10000000000000000000)")
+    _assert_clean_error(
+        result,
+        "RunRegistry.join reverted with InsufficientFreeStake(bonded=0, reserved=0, requested=10000000000000000000)",
+    )
     assert not protocol.has_joined(run_id, account.address)
     assert protocol.bonded_of(account.address, ROLE_SOLVER) == 0
     assert protocol.chain.get_balance(account.address) == before, "a reverted estimate costs nothing"

@@ -2,7 +2,7 @@
 
 The juror registry is global to a deployment, so every scenario gets its own chain: jurors of an
 earlier scenario (whose services are gone) would otherwise sit in later pools and break quorums.
-Deploying is five transactions on a fresh anvil (the contracts are built once per session).
+Deploying is six transactions on a fresh anvil (the contracts are built once per session).
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from devnet.deploy import build_contracts
+from protocol import bls
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
+from protocol.constants import JUROR_MIN_STAKE
+from protocol.hashing import keccak256
+from protocol.jury import derive_juror_key
 from protocol.ledger import compute_ledger
+from protocol.types import ROLE_VERIFIER
 from tests.chain_fixtures import Deployment, RunSetup, driven_deployment, free_port, wait_until
 
 
@@ -117,6 +124,24 @@ def assert_balance_matches_events(protocol: ProtocolClient) -> None:
     tokens = [protocol.share_token(r) for r in range(1, chain.call("RunRegistry", "runCount") + 1)]
     balance = sum(chain.get_balance(a) for a in [*contracts, *tokens])
     assert balance == compute_ledger(events).implied_balance
+
+
+def register_and_leave_sybils(protocol: ProtocolClient, count: int) -> list[LocalAccount]:
+    """`count` fresh staked accounts (funded by devnet account 0) that register as jurors and leave again.
+
+    In an append-only registry they would leave `count` dead entries that juries drawn there could not use
+    (issue 16, finding 2); in JurorRegistry they leave nothing behind.
+    """
+    funder = get_devnet_account(0)
+    sybils = [Account.from_key(keccak256(f"sybil juror {i}".encode())) for i in range(count)]
+    for sybil in sybils:
+        protocol.chain.transfer(funder, sybil.address, JUROR_MIN_STAKE + 10**17)  # the stake and the gas
+        protocol.deposit_stake(sybil, ROLE_VERIFIER, JUROR_MIN_STAKE)
+        registration = bls.compute_juror_registration(derive_juror_key(bytes(sybil.key)), sybil.address)
+        protocol.register_juror(sybil, registration.public_key_g1, registration.proof_of_possession_g2)
+    for sybil in sybils:
+        protocol.deregister_juror(sybil)
+    return sybils
 
 
 def slashed(events: list) -> dict[tuple[str, int], int]:

@@ -1,11 +1,13 @@
 """A cheating solver and a lazy verifier on a real anvil: caught, slashed, everyone else paid.
 
 One round, 2 solvers (honest coordinator, cheater), 2 run verifiers attesting every commitment
-(honest, lazy), 2 juror-only verifiers, 1 whistleblower, jury size 3. The honest verifier fails the
+(honest, lazy), 3 juror-only verifiers (every jury has at least MIN_JURY_SIZE = 3 seats besides the
+defendant), 1 whistleblower, jury size 3. The honest verifier fails the
 cheater, the lazy one passes it; the whistleblower challenges the lazy pass; the jury (BLS votes
 exchanged over HTTP, one aggregate on-chain) overturns it: the lazy verifier loses its bond and its
 stake, the cheater its stake. The test itself then plays a dishonest challenger against an honest
-pass and loses its bond to a second jury.
+pass and loses its bond to a second jury. Before the run, 12 sybil jurors register and leave again
+(issue 16, finding 2): they leave no dead registry entries, and both disputes are still decided.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
 from protocol.commitment import decode_commitment_doc
-from protocol.constants import JUROR_REWARD_BPS, WINNER_REWARD_BPS
+from protocol.constants import JUROR_MIN_STAKE, JUROR_REWARD_BPS, WINNER_REWARD_BPS
 from protocol.jury import KIND_ATTESTATION, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
@@ -26,6 +28,7 @@ from tests.disputes.conftest import (
     assert_balance_matches_events,
     handles,
     logs,
+    register_and_leave_sybils,
     slashed,
     start,
     stop_all,
@@ -39,7 +42,7 @@ RULES = RunRules(
     attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
-HONEST, CHEATER, VERIFIER, LAZY, JUROR_A, JUROR_B, WHISTLEBLOWER, FALSE_CHALLENGER = 1, 2, 3, 4, 5, 6, 7, 8
+HONEST, CHEATER, VERIFIER, LAZY, JUROR_A, JUROR_B, WHISTLEBLOWER, FALSE_CHALLENGER, JUROR_C = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 
 def _events(protocol, name):
@@ -48,9 +51,16 @@ def _events(protocol, name):
 
 def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_bond(fresh_deployment, corpus, tmp_path):
     setup = prepare_run(
-        fresh_deployment, corpus, tmp_path / "home", [HONEST, CHEATER], [VERIFIER, LAZY, JUROR_A, JUROR_B], RULES
+        fresh_deployment,
+        corpus,
+        tmp_path / "home",
+        [HONEST, CHEATER],
+        [VERIFIER, LAZY, JUROR_A, JUROR_B, JUROR_C],
+        RULES,
     )
     protocol, run_id = setup.protocol, setup.run_id
+    sybils = register_and_leave_sybils(protocol, 12)
+    assert protocol.juror_count() == 0 and all(not protocol.juror_of(s.address).active for s in sybils)
     solver, verifier, watch = ["solver", "run", "--no-progress"], ["verifier", "serve"], ["whistleblower", "watch"]
     nodes = [
         start(setup, "honest", solver, HONEST, "--coordinator"),
@@ -59,6 +69,7 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
         start(setup, "lazy", verifier, LAZY, "--adversary", "lazy"),
         start(setup, "juror-a", verifier, JUROR_A, "--juror-only", "--exit-when-done"),
         start(setup, "juror-b", verifier, JUROR_B, "--juror-only", "--exit-when-done"),
+        start(setup, "juror-c", verifier, JUROR_C, "--juror-only", "--exit-when-done"),
         start(setup, "whistleblower", watch, WHISTLEBLOWER, "--exit-when-done"),
     ]
     try:
@@ -104,7 +115,7 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
     assert taken[(address(LAZY), ROLE_VERIFIER)] == RULES.verifier_min_stake_wei
     assert taken[(address(CHEATER), ROLE_SOLVER)] == RULES.solver_min_stake_wei
     assert set(taken) == {(address(LAZY), ROLE_VERIFIER), (address(CHEATER), ROLE_SOLVER)}, taken
-    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == 0
+    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == JUROR_MIN_STAKE  # what the run did not reserve
     assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == 0
 
     # The challenger and the jurors were paid exactly as docs/contracts.md says.
@@ -132,7 +143,7 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
     assert protocol.shares_of(run_id, address(HONEST)) == RULES.shares_per_round * RULES.solver_share_bps // 10_000
     assert protocol.shares_of(run_id, address(CHEATER)) == 0
     assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.solver_min_stake_wei
-    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei
+    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
     assert_balance_matches_events(protocol)
 
 

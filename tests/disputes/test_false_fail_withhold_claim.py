@@ -18,6 +18,7 @@ from devnet.runs import RunRules
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.runs import load_run_context
+from protocol.constants import JUROR_MIN_STAKE
 from protocol.jury import KIND_CLAIM, DisputeSubject
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import prepare_run, wait_until
@@ -104,16 +105,17 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     assert set(accepted) == {address(COORDINATOR), address(HONEST)}
     assert protocol.theta_of(run_id, 1) == expected == claims[1].args["thetaHash"] != claims[0].args["thetaHash"]
 
-    # Slashes: the false verifier (capped at its stake), the withholder; nobody honest.
+    # Slashes: the false verifier (capped at its stake: the run's part and the juror part prepare_run adds), the
+    # withholder; nobody honest.
     taken = slashed(events)
     assert taken == {
-        (address(FALSE_FAIL), ROLE_VERIFIER): RULES.verifier_min_stake_wei,
+        (address(FALSE_FAIL), ROLE_VERIFIER): RULES.verifier_min_stake_wei + JUROR_MIN_STAKE,
         (address(WITHHOLDER), ROLE_SOLVER): RULES.solver_min_stake_wei,
     }, taken
     for account in (COORDINATOR, HONEST):
         assert protocol.bonded_of(address(account), ROLE_SOLVER) == RULES.solver_min_stake_wei
         assert protocol.shares_of(run_id, address(account)) > 0
-    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei
+    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
     signers = [e for e in events if e.name == "JurorRewardClaimed"]
     assert {e.args["juror"] for e in signers} <= {address(VERIFIER), address(JUROR_A), address(JUROR_B)}
     assert len(signers) == sum(e.args["signerCount"] for e in executed.values()), detail

@@ -1,4 +1,5 @@
-"""Jury safety and liveness on a real anvil: forged votes and aggregates are rejected; no quorum -> timeout.
+"""Jury safety and liveness on a real anvil: forged votes and aggregates are rejected; no quorum -> appeals,
+then an unresolved end in which the disputed pass does not stand.
 
 A cheater's commitment is passed by a lazy verifier (the only run verifier) and challenged by the
 whistleblower. The registry holds three jurors but only one runs a service; the other two were
@@ -8,12 +9,15 @@ registered by the test, which holds their keys. The test then:
 - submits forged aggregates (one juror's signature claimed for two seats; two signatures of the
   other verdict): the contract rejects them with InvalidSignature;
 kills the whistleblower (SIGKILL) with its challenge open and restarts it, and lets the dispute
-time out: `expire` returns the challenger's bond and the attestation bond,
-slashes nobody, and the (wrong) attestation stands -- the liveness rule of docs/contracts.md.
+time out: each silent jury is replaced by a larger one (two appeals; the online juror votes again in
+each), then `expire` ends it unresolved: nobody is slashed, the attestation bond comes back, the
+challenger loses UNRESOLVED_CHALLENGE_FEE_BPS of its bond to the pool, and the disputed pass is voided,
+so the cheater's work is not paid -- a silent jury never decides by default (docs/contracts.md).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 
 import httpx
@@ -25,6 +29,7 @@ from protocol import bls
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.nodestate import NodeState
+from protocol.constants import JUROR_MIN_STAKE, UNRESOLVED_CHALLENGE_FEE_BPS
 from protocol.jury import (
     DisputeSubject,
     compute_eligible_aggregate,
@@ -67,7 +72,7 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
     protocol, run_id = setup.protocol, setup.run_id
     for offline in (OFFLINE_A, OFFLINE_B):  # registered jurors that never show up (no node, no port)
         setup.ports.pop(offline)
-        registration = bls.compute_juror_registration(_key(offline))
+        registration = bls.compute_juror_registration(_key(offline), address(offline))
         protocol.register_juror(
             get_devnet_account(offline), registration.public_key_g1, registration.proof_of_possession_g2
         )
@@ -102,7 +107,7 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
                 if e.args["disputeId"] == dispute_id
             )
             subject = DisputeSubject(1, run_id, 0, challenge.args["solver"], challenge.args["slot"], 0)
-            jury = get_drawn_jury(JurorRegistryReader(protocol.chain).read(), record)
+            jury = get_drawn_jury(JurorRegistryReader(protocol.chain), record)
             seats = {jury.pool[s].account: s for s in jury.eligible_seats}
             assert set(seats) == {address(a) for a in (ONLINE_JUROR, OFFLINE_A, OFFLINE_B)}
             disputes, chain_id = protocol.chain.contract("Disputes").address, protocol.chain.chain_id
@@ -152,18 +157,24 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
             nodes.remove(watcher)
             nodes.append(start(setup, "whistleblower", ["whistleblower", "watch"], WHISTLEBLOWER, "--exit-when-done"))
 
-            # No quorum (one juror of three online): the dispute expires after its deadline.
+            # No quorum (one juror of three online): appealed twice, then unresolved.
             gate.release()
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish after the timeout")
             wait_for_exits(nodes, ("juror", "whistleblower"), "the juror and the whistleblower to exit")
     detail = logs(setup, nodes)
     events = all_events(protocol)
+    appealed = [e for e in events if e.name == "DisputeAppealed"]
+    assert [(e.args["appeals"], e.args["jurySize"]) for e in appealed] == [(1, 7), (2, 15)], detail
+    drawn = [e.args["appeals"] for e in events if e.name == "JuryDrawn"]
+    assert drawn == [0, 1, 2], detail  # a new jury after each appeal (the registry's three eligible jurors)
+    assert set(re.findall(r"\bvoted\b.*?appeals=(\d+)", detail)) == {"0", "1", "2"}, detail  # the juror re-voted
     expired = [e for e in events if e.name == "DisputeExpired"]
     assert [(e.args["disputeId"], e.args["challenger"]) for e in expired] == [(dispute_id, address(WHISTLEBLOWER))]
-    assert expired[0].args["bondReturned"] == RULES.challenge_bond_wei
+    fee = RULES.challenge_bond_wei * UNRESOLVED_CHALLENGE_FEE_BPS // 10_000
+    assert (expired[0].args["bondReturned"], expired[0].args["fee"]) == (RULES.challenge_bond_wei - fee, fee)
     assert not [e for e in events if e.name in ("VerdictSubmitted", "DisputeExecuted", "StakeSlashed")], detail
     withdrawn = [e for e in events if e.name == "Withdrawn" and e.args["account"] == address(WHISTLEBLOWER)]
-    assert [e.args["amount"] for e in withdrawn] == [RULES.challenge_bond_wei]
+    assert [e.args["amount"] for e in withdrawn] == [RULES.challenge_bond_wei - fee]
     state = NodeState(setup.home / "whistleblowers" / address(WHISTLEBLOWER).lower() / "state.sqlite")
     records = [value for _, value in state.list("challenge")]
     assert [(r["dispute_id"], r["status"], r["outcome"]) for r in records] == [
@@ -171,10 +182,10 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
     ], records
     resolved = [e for e in events if e.name == "AttestationResolved"]
     assert [(e.args["verifier"], e.args["state"], e.args["bond"]) for e in resolved] == [
-        (address(LAZY), AttestationState.UPHELD, RULES.attestation_bond_wei)
+        (address(LAZY), AttestationState.VOIDED, RULES.attestation_bond_wei)
     ]
-    # The status quo stands: the cheater's work counts, nobody lost stake.
-    assert protocol.is_accepted(run_id, 0, address(CHEATER))
+    # No default pass: the disputed pass was the cheater's only one, so its work is not paid; nobody lost stake.
+    assert not protocol.is_accepted(run_id, 0, address(CHEATER))
     assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == RULES.solver_min_stake_wei
-    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == RULES.verifier_min_stake_wei
+    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
     assert_balance_matches_events(protocol)

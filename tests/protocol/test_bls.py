@@ -63,10 +63,16 @@ def test_aggregate_verifies_only_for_the_signer_set(keys, message):
     assert not bls.verify_aggregate_signature([k.public_key for k in keys], message, aggregate)
 
 
-def test_proof_of_possession_verifies_for_its_key_only(keys):
-    pop = bls.compute_proof_of_possession(keys[1])
-    assert bls.verify_proof_of_possession(keys[1].public_key, pop)
-    assert not bls.verify_proof_of_possession(keys[2].public_key, pop)
+ACCOUNT = "0x" + "ab" * 20
+
+
+def test_proof_of_possession_verifies_for_its_key_and_account_only(keys):
+    pop = bls.compute_proof_of_possession(keys[1], ACCOUNT)
+    assert bls.verify_proof_of_possession(keys[1].public_key, ACCOUNT, pop)
+    assert not bls.verify_proof_of_possession(keys[2].public_key, ACCOUNT, pop)
+    # a copied proof proves nothing for another account (finding 4 of issue 16)
+    assert not bls.verify_proof_of_possession(keys[1].public_key, "0x" + "cd" * 20, pop)
+    assert bls.compute_pop_message(ACCOUNT, keys[1].public_key) == bytes.fromhex("ab" * 20) + keys[1].public_key
 
 
 def test_eip2537_g1_is_x_then_y_padded_to_64_bytes(keys):
@@ -157,6 +163,7 @@ def test_dsts_are_py_ecc_ciphersuite_tags():
 
 
 def test_juror_registration_encodes_key_and_pop(keys):
-    registration = bls.compute_juror_registration(keys[2])
+    registration = bls.compute_juror_registration(keys[2], ACCOUNT)
     assert registration.public_key_g1 == bls.compute_eip2537_g1(keys[2].public_key)
-    assert registration.proof_of_possession_g2 == bls.compute_eip2537_g2(bls.compute_proof_of_possession(keys[2]))
+    pop = bls.compute_proof_of_possession(keys[2], ACCOUNT)
+    assert registration.proof_of_possession_g2 == bls.compute_eip2537_g2(pop)

@@ -120,7 +120,8 @@ def test_finalized_fail_slashes_the_solver_and_blocks_acceptance():
     assert h.revenue_total("pool funded") == 5 * ETH
 
 
-def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
+def _attested_pass() -> RunEvents:
+    """Round 0 of a run: SOLVER_A committed and VERIFIER attested a pass on it."""
     ev = RunEvents()
     ev.deposit(SOLVER_A, 1)
     ev.deposit(VERIFIER, 2)
@@ -128,6 +129,11 @@ def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
     ev.commit(0, SOLVER_A)
     ev.seed(0)
     ev.attest(0, SOLVER_A)
+    return ev
+
+
+def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
+    ev = _attested_pass()
     dispute = ev.overturn_pass(0, SOLVER_A)
     ev.claim_theta(0, claimer=SOLVER_B, value=theta(0))
     ev.settle(0, claimer=SOLVER_B)
@@ -151,6 +157,20 @@ def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
     assert (claim.kind, claim.holder, claim.dispute_id, claim.round) == ("juror", JUROR, dispute, 0)
     roles = {p.address: p.roles for p in h.participants}
     assert roles[CHALLENGER] == ("challenger",) and "juror" in roles[JUROR]
+
+
+def test_unresolved_dispute_voids_the_pass_and_slashes_nobody():
+    ev = _attested_pass()
+    dispute = ev.challenge_pass(0, SOLVER_A)
+    ev.leave_unresolved(0, SOLVER_A, dispute)
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[0]
+    (attestation,) = rnd.attestations
+    assert attestation.state == "voided" and attestation.bond_returned == ETH and not attestation.standing
+    assert not attestation.is_pass_counted and not attestation.is_fault_counted
+    assert rnd.accepted == () and rnd.standing_checks == 0 and h.slashes == ()
+    (d,) = rnd.disputes
+    assert (d.status, d.appeals, d.bond_returned, d.to_pool) == ("expired", 2, 2 * ETH * 8 // 10, 2 * ETH // 5)
 
 
 def test_other_runs_are_ignored_and_missing_run_is_an_error():

@@ -1,6 +1,7 @@
 """protocol/jury.py: registry replay, jury drawing, votes, verdict assembly and dispute actions.
 
-Property tests check the drawing rules against a direct transcription of `Disputes._eligibleSeats`;
+Property tests check the drawing rules against a direct transcription of `JurorRegistry.seatOf` and
+`Disputes._drawSeats`;
 the on-chain behaviour (drawJury accepting these pools, submitVerdict accepting these aggregates)
 is exercised on a real anvil by tests/disputes/.
 """
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import bls
-from protocol.constants import get_quorum
+from protocol.constants import MIN_JURY_SIZE, get_quorum
 from protocol.hashing import keccak256
 from protocol.jury import (
     KIND_ATTESTATION,
@@ -38,6 +39,7 @@ from protocol.jury import (
     draw_jury,
     get_dispute_action,
     get_non_signers,
+    get_pool_index,
 )
 
 DISPUTES = "0x" + "d1" * 20
@@ -48,6 +50,7 @@ CHAIN_ID = 31337
 class FakeEvent:
     name: str
     args: dict
+    block_number: int = 0
 
 
 @cache
@@ -64,14 +67,25 @@ def _account(i: int) -> str:
     return "0x" + f"{i + 1:040x}"
 
 
-def _registry(n: int, inactive: frozenset[int] = frozenset()) -> list[JurorEntry]:
-    return [JurorEntry(i, _account(i), _g1(i) if i < 8 else b"", i not in inactive) for i in range(n)]
+def _registry(n: int) -> list[JurorEntry]:
+    return [JurorEntry(i, _account(i), _g1(i) if i < 8 else b"") for i in range(n)]
+
+
+def _joined(i: int, index: int, block: int = 0) -> FakeEvent:
+    return FakeEvent("JurorRegistered", {"juror": _account(i), "index": index, "publicKey": _g1(i)}, block)
+
+
+def _left(i: int, index: int, moved: int | None, block: int = 0) -> FakeEvent:
+    moved_account = "0x" + "00" * 20 if moved is None else _account(moved)
+    return FakeEvent("JurorDeregistered", {"juror": _account(i), "index": index, "moved": moved_account}, block)
 
 
 def test_derived_juror_key_is_deterministic_and_separate_from_other_accounts():
     a, b = derive_juror_key(b"\x01" * 32), derive_juror_key(b"\x02" * 32)
     assert a.public_key == derive_juror_key(b"\x01" * 32).public_key != b.public_key
-    assert bls.verify_proof_of_possession(a.public_key, bls.compute_proof_of_possession(a))
+    pop = bls.compute_proof_of_possession(a, _account(1))
+    assert bls.verify_proof_of_possession(a.public_key, _account(1), pop)
+    assert not bls.verify_proof_of_possession(a.public_key, _account(2), pop)  # bound to the registering account
     with pytest.raises(JuryError):
         derive_juror_key(b"short")
 
@@ -87,23 +101,30 @@ def test_eip2537_g1_round_trip_and_rejections():
         decode_eip2537_g1(b"\x01" * 127)
 
 
-def test_registry_replay_keeps_order_and_activity():
+def test_registry_replay_swaps_and_pops_and_reads_past_blocks():
     events = [
-        FakeEvent("JurorRegistered", {"juror": _account(0), "index": 0, "publicKey": _g1(0)}),
-        FakeEvent("StakeDeposited", {"amount": 1}),
-        FakeEvent("JurorRegistered", {"juror": _account(1), "index": 1, "publicKey": _g1(1)}),
-        FakeEvent("JurorDeregistered", {"juror": _account(0), "index": 0}),
-        FakeEvent("JurorRegistered", {"juror": _account(2), "index": 2, "publicKey": _g1(2)}),
+        _joined(0, 0, block=1),
+        FakeEvent("StakeDeposited", {"amount": 1}, 1),
+        _joined(1, 1, block=2),
+        _joined(2, 2, block=2),
+        _left(0, 0, moved=2, block=3),  # the last entry (2) moves into the hole
+        _joined(3, 2, block=4),
+        _left(3, 2, moved=None, block=5),  # the last entry leaves: nothing moves
     ]
-    registry = build_juror_registry(events)
-    assert [(e.index, e.active) for e in registry] == [(0, False), (1, True), (2, True)]
-    back = [*events, FakeEvent("JurorRegistered", {"juror": _account(0), "index": 0, "publicKey": _g1(0)})]
-    assert build_juror_registry(back)[0].active
+    accounts = lambda entries: [e.account for e in entries]  # noqa: E731
+    assert accounts(build_juror_registry(events)) == [_account(2), _account(1)]
+    assert accounts(build_juror_registry(events, at_block=2)) == [_account(0), _account(1), _account(2)]
+    assert accounts(build_juror_registry(events, at_block=4)) == [_account(2), _account(1), _account(3)]
+    assert build_juror_registry(events, at_block=0) == []
+    back = [*events, _joined(0, 2, block=6)]
+    assert build_juror_registry(back)[2] == JurorEntry(2, _account(0), _g1(0))
     with pytest.raises(JuryError, match="another key"):
-        build_juror_registry([*events, FakeEvent("JurorRegistered", {"juror": _account(0), "index": 0,
-                                                                      "publicKey": _g1(5)})])  # fmt: skip
+        build_juror_registry([*events, FakeEvent("JurorRegistered", {"juror": _account(0), "index": 2,
+                                                                      "publicKey": _g1(5)}, 6)])  # fmt: skip
     with pytest.raises(JuryError, match="incomplete"):
-        build_juror_registry([FakeEvent("JurorRegistered", {"juror": _account(4), "index": 4, "publicKey": _g1(4)})])
+        build_juror_registry([_joined(4, 4)])
+    with pytest.raises(JuryError, match="incomplete"):
+        build_juror_registry([_joined(0, 0), _joined(1, 1), _left(0, 0, moved=None)])  # 1 must have moved
 
 
 def test_dispute_id_and_seed_are_the_solidity_encodings():
@@ -119,40 +140,78 @@ def test_dispute_id_and_seed_are_the_solidity_encodings():
     assert compute_jury_seed(block_hash, expected) == keccak256(block_hash + expected)
 
 
-def _reference_eligible(registry, offset, jury_size, parties) -> tuple[int, int]:
-    """Disputes._eligibleSeats transcribed (pool from the offset, skip inactive and parties)."""
-    size = len(registry)
-    pool_size = min(jury_size + 3, size)
-    eligible, seats = 0, jury_size
-    for seat in range(pool_size):
-        entry = registry[(offset + seat) % size]
-        if seats == 0 or not entry.active or entry.account in parties:
+def _reference_pool(registry, seed, pool_size) -> list[JurorEntry]:
+    """JurorRegistry.seatOf transcribed: the whole registry in order when it fits, else keccak(seed, s) % n."""
+    n = len(registry)
+    if n <= pool_size:
+        return list(registry)
+    return [registry[int.from_bytes(keccak256(seed + s.to_bytes(32, "big")), "big") % n] for s in range(pool_size)]
+
+
+def _reference_eligible(pool, jury_size, parties) -> int:
+    """Disputes._drawSeats transcribed: skip parties and jurors already seated, stop at jury_size."""
+    eligible, seated = 0, []
+    for seat, entry in enumerate(pool):
+        if len(seated) == jury_size or entry.account in parties or entry.account in seated:
             continue
-        seats -= 1
+        seated.append(entry.account)
         eligible |= 1 << seat
-    return pool_size, eligible
+    return eligible
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    size=st.integers(1, 30),
+    size=st.integers(1, 60),
     jury_size=st.integers(1, 21),
     seed=st.binary(min_size=32, max_size=32),
-    inactive=st.frozensets(st.integers(0, 29), max_size=10),
-    party_indexes=st.lists(st.integers(0, 29), max_size=3),
+    party_indexes=st.lists(st.integers(0, 59), max_size=3),
 )
-def test_draw_matches_the_contract_rule(size, jury_size, seed, inactive, party_indexes):
-    registry = _registry(size, inactive)
+def test_draw_matches_the_contract_rule(size, jury_size, seed, party_indexes):
+    registry = _registry(size)
     parties = [_account(i) for i in party_indexes] + ["0x" + "00" * 20]
     jury = draw_jury(registry, seed, jury_size, parties)
-    offset = int.from_bytes(seed, "big") % size
-    pool_size, eligible = _reference_eligible(registry, offset, jury_size, set(parties))
-    assert (jury.offset, jury.registry_size, len(jury.pool), jury.eligible) == (offset, size, pool_size, eligible)
-    assert bin(jury.eligible).count("1") <= jury_size
-    assert all(jury.pool[s].account not in parties and jury.pool[s].active for s in jury.eligible_seats)
-    check_drawn_jury(jury, offset, size, pool_size, eligible)
+    pool = _reference_pool(registry, seed, jury_size + 3)
+    eligible = _reference_eligible(pool, jury_size, set(parties))
+    assert (list(jury.pool), jury.eligible, jury.pool_size) == (pool, eligible, jury_size + 3)
+    assert [get_pool_index(seed, s, jury_size + 3, size) for s in range(len(pool))] == [e.index for e in pool]
+    assert jury.seats <= jury_size and jury.quorum == get_quorum(jury.seats)
+    seated = [jury.pool[s].account for s in jury.eligible_seats]
+    assert len(set(seated)) == len(seated) and not set(seated) & set(parties)
+    check_drawn_jury(jury, seed, jury_size + 3, jury.seats, eligible)
     with pytest.raises(JuryError):
-        check_drawn_jury(jury, offset, size + 1, pool_size, eligible)
+        check_drawn_jury(jury, seed, jury_size + 3, jury.seats, eligible ^ 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    honest=st.integers(3, 30),
+    sybils=st.integers(1, 40),
+    leavers=st.lists(st.integers(0, 29), max_size=10, unique=True),
+    seed=st.binary(min_size=32, max_size=32),
+)
+def test_registering_or_leaving_after_the_snapshot_moves_no_seat(honest, sybils, leavers, seed):
+    """Finding 1 of issue 16: the jury comes from the registry of the dispute's block, fixed before the seed
+    exists; sybils that join (or jurors that leave) in later blocks cannot move the draw."""
+    events = [_joined(i, i, block=1) for i in range(honest)]
+    snapshot = build_juror_registry(events, at_block=1)
+    size = honest
+    later = list(events)
+    for k in range(sybils):
+        later.append(FakeEvent("JurorRegistered", {"juror": _account(100 + k), "index": size, "publicKey": _g1(0)}, 2))
+        size += 1
+    current = build_juror_registry(later)
+    for leaver in leavers:
+        if leaver >= honest:
+            continue
+        index = next(e.index for e in current if e.account.lower() == _account(leaver))
+        moved = current[-1].account if index != len(current) - 1 else None
+        later.append(FakeEvent("JurorDeregistered", {"juror": _account(leaver), "index": index,
+                                                     "moved": moved or "0x" + "00" * 20}, 3))  # fmt: skip
+        current = build_juror_registry(later)
+    assert build_juror_registry(later, at_block=1) == snapshot
+    before = draw_jury(snapshot, seed, 5, [])
+    after = draw_jury(build_juror_registry(later, at_block=1), seed, 5, [])
+    assert after == before and all(int(e.account, 16) <= honest for e in after.pool)
 
 
 def test_draw_needs_jurors():
@@ -190,6 +249,17 @@ def test_votes_are_checked_against_the_seat_key():
     assert "another dispute" in check_vote(good, jury, DISPUTES, CHAIN_ID, keccak256(b"other"))
     with pytest.raises(JuryError):
         Vote.from_json({"seat": 1})
+
+
+def test_a_jury_below_the_minimum_never_decides_and_other_jurors_votes_do_not_count():
+    small = _jury(jury_size=3, size=4, parties=(0, 1))  # two seats left
+    assert small.seats == 2 < MIN_JURY_SIZE and not small.can_decide
+    assert assemble_verdict(small, _votes(small, small.eligible_seats)) is None
+    jury = _jury(jury_size=3)
+    # votes of another juror at the same seats (an earlier jury of an appealed dispute) do not count
+    other = draw_jury(list(reversed(_registry(6))), keccak256(b"seed"), 3, [])
+    stale = [v for v in _votes(other, other.eligible_seats) if jury.pool[v.seat].account != v.juror]
+    assert stale and assemble_verdict(jury, stale) is None
 
 
 def test_no_verdict_below_quorum_and_an_aggregate_that_verifies_at_quorum():
@@ -235,7 +305,7 @@ def test_non_signers_reject_bits_outside_the_jury():
     [
         (1, 10, 100, "wait_seed_block"),  # opened in block 100: the seed block 101 is not mined
         (1, 10, 101, "draw_jury"),
-        (1, 10, 100 + 256, "wait"),  # too late for blockhash: only expiry is left
+        (1, 10, 100 + 256, "wait"),  # too late for blockhash: appealed at the deadline
         (1, 50, 101, "expire"),
         (2, 10, 200, "wait"),
         (2, 50, 200, "expire"),

@@ -56,7 +56,8 @@ BASE = SolverView(
         ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
         ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
         ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),
-        ({"times": replace(TIMES, finished=True)}, "done"),
+        ({"times": replace(TIMES, finished=True)}, "leave_run"),  # release the stake the run reserved
+        ({"times": replace(TIMES, finished=True), "member": False}, "done"),
     ],
 )
 def test_solver_actions(changes, kind):

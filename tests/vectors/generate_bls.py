@@ -27,6 +27,7 @@ from protocol.hashing import hash_to_hex, keccak256
 from tests.vectors.generate import VECTORS_DIR
 
 KEY_COUNT = 5
+POP_ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 DISPUTES = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 CHAIN_ID = 31337
 HASH_MESSAGES = (b"", b"abc", b"gradledger verdict")
@@ -66,12 +67,13 @@ def build_bls_vectors() -> dict:
     return {
         "sigDst": _hex(BLS_SIG_DST),
         "popDst": _hex(BLS_POP_DST),
+        "popAccount": POP_ACCOUNT,
         "keyCount": KEY_COUNT,
         "keys": [
             {
                 "compressed": _hex(key.public_key),
                 "publicKey": _hex(bls.compute_eip2537_g1(key.public_key)),
-                "pop": _hex(bls.compute_eip2537_g2(bls.compute_proof_of_possession(key))),
+                "pop": _hex(bls.compute_eip2537_g2(bls.compute_proof_of_possession(key, POP_ACCOUNT))),
             }
             for key in keys
         ],

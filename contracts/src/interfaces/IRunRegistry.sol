@@ -65,7 +65,7 @@ interface IRunRegistry {
     enum ClaimOutcome {
         Rejected, // the jury found the claim wrong: the claim is removed and its bond forfeited
         Upheld, // the jury found the claim right
-        Expired // no verdict before the dispute timeout: the claim stands
+        Unresolved // no verdict after every appeal: the claim is withdrawn, its bond returned to the claimer
     }
 
     /// @notice Round parameters of a run.

@@ -9,7 +9,7 @@ interface IVerification {
     enum Resolution {
         Upheld, // the jury found the attestation right
         Overturned, // the jury found the attestation wrong
-        Expired // no verdict before the dispute timeout: the attestation stands, nobody is slashed
+        Unresolved // no verdict after every appeal: a pass stops counting, a fail keeps blocking, nobody is slashed
     }
 
     /// @notice What a challenge records about the attestation it disputes.

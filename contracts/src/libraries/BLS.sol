@@ -64,19 +64,21 @@ library BLS {
         return ok && out.length == 32 && abi.decode(out, (uint256)) == 1;
     }
 
-    /// @notice Whether `proof` is a proof of possession of the key behind `publicKey`: a signature of
-    ///         the 48-byte compressed public key with the PoP tag, exactly as py_ecc's `PopProve`.
+    /// @notice Whether `proof` proves that `account` holds the key behind `publicKey`: a signature with the
+    ///         PoP tag of abi.encodePacked(account, 48-byte compressed key) (protocol.bls.compute_pop_message),
+    ///         so a proof copied from another account proves nothing.
     /// @param publicKey G1 point (128 bytes).
+    /// @param account The registering account.
     /// @param proof G2 point (256 bytes).
     /// @param popDst The proof-of-possession domain separation tag.
     /// @return True when the proof verifies.
-    function verifyProofOfPossession(bytes memory publicKey, bytes memory proof, bytes memory popDst)
+    function verifyProofOfPossession(bytes memory publicKey, address account, bytes memory proof, bytes memory popDst)
         internal
         view
         returns (bool)
     {
         requireG1(publicKey);
-        return verify(publicKey, compressG1(publicKey), proof, popDst);
+        return verify(publicKey, abi.encodePacked(account, compressG1(publicKey)), proof, popDst);
     }
 
     /// @notice RFC 9380 hash_to_curve for G2 (random oracle variant): two field elements, each mapped

@@ -2,9 +2,11 @@
 pragma solidity ^0.8.28;
 
 import {Vm} from "forge-std/Vm.sol";
+import {Protocol} from "../../script/ProtocolDeployer.sol";
 import {Fixture} from "../utils/Fixture.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
+import {JurorRegistry} from "../../src/JurorRegistry.sol";
 import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
@@ -49,11 +51,7 @@ contract Handler is Fixture {
     mapping(string action => uint256) public calls;
 
     constructor(
-        StakeManager sm_,
-        RunRegistry reg_,
-        Verification ver_,
-        Disputes dis_,
-        ModelShares shares_,
+        Protocol memory p,
         uint256 runId_,
         address[] memory solvers_,
         address[] memory verifiers_,
@@ -61,13 +59,9 @@ contract Handler is Fixture {
         uint256[] memory jurorSks_,
         bytes[] memory jurorPks_
     ) {
-        sm = sm_;
-        reg = reg_;
-        ver = ver_;
-        dis = dis_;
-        shares = shares_;
+        usePeers(p);
         runId = runId_;
-        token = shares_.shareToken(runId_);
+        token = shares.shareToken(runId_);
         solvers = solvers_;
         verifiers = verifiers_;
         jurorAddrs = jurorAddrs_;
@@ -82,6 +76,7 @@ contract Handler is Fixture {
         }
         for (uint256 i; i < jurorAddrs_.length; ++i) {
             actors.push(jurorAddrs_[i]);
+            jurorIndexPlusOne[jurorAddrs_[i]] = i + 1;
         }
         actors.push(outsider);
         actors.push(creator);
@@ -228,12 +223,12 @@ contract Handler is Fixture {
     function requestUnbond(uint256 actorSeed, uint256 amountSeed, bool verifierRole) external {
         address who = actors[bound(actorSeed, 0, actors.length - 1)];
         uint8 role = verifierRole ? Constants.ROLE_VERIFIER : Constants.ROLE_SOLVER;
-        (uint256 bonded,,, uint256 locks) = sm.stakeOf(who, role);
+        (uint256 bonded,,, uint256 reserved) = sm.stakeOf(who, role);
         if (bonded == 0) return;
         uint256 amount = bound(amountSeed, 1, bonded);
         vm.prank(who);
         try sm.requestUnbond(role, amount) {
-            if (locks != 0) ++ghostEarlyStakeExit; // a locked role must not start unbonding
+            if (bonded - amount < reserved) ++ghostEarlyStakeExit; // reserved stake must not start unbonding
             ++calls["requestUnbond"];
         } catch {}
     }
@@ -535,8 +530,9 @@ contract Handler is Fixture {
         }
         if (d.status == Disputes.Status.JuryDrawn) {
             uint256 eligible = _popcount(d.eligible);
-            uint256 quorum = dis.quorum(d.jurySize);
-            if (eligible < quorum) return;
+            if (eligible != d.seats) ++ghostPayoutMismatch; // the recorded jury size is the drawn seats
+            if (d.seats < Constants.MIN_JURY_SIZE) return;
+            uint256 quorum = dis.quorum(d.seats);
             decide(s, challengerWins, bound(signerSeed, quorum, eligible));
             d = dis.disputeOf(id);
         }
@@ -619,11 +615,11 @@ contract Handler is Fixture {
         Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(s));
         for (uint8 seat; seat < d.poolSize; ++seat) {
             if (d.signers >> seat & 1 == 0 || d.claimed >> seat & 1 == 1) continue;
-            uint256 idx = (uint256(d.juryOffset) + seat) % d.registrySize;
+            uint256 idx = jurorIndexAtSeat(s, seat);
             vm.prank(jurorAddrs[idx]);
-            try dis.claimJurorReward(s, seat, jurorPks[idx]) {
+            try dis.claimJurorReward(s, seat) {
                 vm.prank(jurorAddrs[idx]);
-                try dis.claimJurorReward(s, seat, jurorPks[idx]) {
+                try dis.claimJurorReward(s, seat) {
                     ++ghostDoubleMint;
                 } catch {}
             } catch {}
@@ -767,9 +763,9 @@ contract Handler is Fixture {
             Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(s));
             for (uint8 seat; seat < d.poolSize; ++seat) {
                 if (d.signers >> seat & 1 == 0) continue;
-                uint256 idx = (uint256(d.juryOffset) + seat) % d.registrySize;
+                uint256 idx = jurorIndexAtSeat(s, seat);
                 vm.prank(jurorAddrs[idx]);
-                try dis.claimJurorReward(s, seat, jurorPks[idx]) {} catch {}
+                try dis.claimJurorReward(s, seat) {} catch {}
             }
         }
     }
@@ -788,7 +784,15 @@ contract Handler is Fixture {
             vm.prank(who);
             try ver.deregister(runId) {} catch {}
             vm.prank(who);
-            try dis.deregisterJuror() {} catch {}
+            try jurors.deregisterJuror() {} catch {}
+            vm.prank(who);
+            try reg.leaveRun(runId) {} catch {} // the run is finished: every solver may leave
+        }
+        vm.warp(block.timestamp + Constants.JUROR_EXIT_DELAY);
+        for (uint256 i; i < actors.length; ++i) {
+            address who = actors[i];
+            vm.prank(who);
+            try jurors.releaseJuror() {} catch {}
             for (uint8 role = 1; role <= 2; ++role) {
                 (uint256 bonded,,,) = sm.stakeOf(who, role);
                 if (bonded == 0) continue;

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Fixture} from "../utils/Fixture.sol";
+import {Protocol} from "../../script/ProtocolDeployer.sol";
 import {Handler} from "./Handler.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
@@ -37,7 +38,7 @@ contract ProtocolInvariantTest is Fixture {
             s[i] = solvers[i];
             v[i] = verifiers[i];
         }
-        handler = new Handler(sm, reg, ver, dis, shares, runId, s, v, jurorAddrs, jurorSks, jurorPks);
+        handler = new Handler(Protocol(sm, reg, ver, dis, shares, jurors), runId, s, v, jurorAddrs, jurorSks, jurorPks);
         targetContract(address(handler));
         bytes4[] memory selectors = new bytes4[](50);
         selectors[0] = Handler.warp.selector;
@@ -104,6 +105,47 @@ contract ProtocolInvariantTest is Fixture {
         checkTransfersKeepAccruedRevenue();
         checkOpeningRules();
         checkUnopenedSlashAllToPool();
+        checkReservationsMatchObligations();
+        checkVerdictsHaveAQuorumOfDrawnSeats();
+    }
+
+    // ------------------------------------------------------------------ reservations and juries (issue 16)
+
+    /// @dev Every wei reserved backs an open obligation and every obligation has its stake reserved: a solver of the
+    ///      run (joined, not left) solverMinStake; an active verifier entry verifierMinStake; a registered or exiting
+    ///      juror JUROR_MIN_STAKE. Nothing else is reserved, so a slash takes stake from an account that reserved it.
+    function checkReservationsMatchObligations() public view {
+        IRunRegistry.RunEconomics memory econ = reg.runEconomics(runId);
+        uint256 listed = ver.verifierCount(runId);
+        for (uint256 i; i < handler.actorCount(); ++i) {
+            address who = handler.actors(i);
+            (,, bytes28 hash) = reg.commitmentOf(runId, who);
+            bool member = hash != bytes28(0) && hash != bytes28(uint224(2));
+            (,,, uint256 solverReserved) = sm.stakeOf(who, Constants.ROLE_SOLVER);
+            assertEq(solverReserved, member ? reg.solverMinStake(runId) : 0, "solver reservation != membership");
+            uint256 expected;
+            for (uint256 k; k < listed; ++k) {
+                Verification.VerifierEntry memory e = ver.verifierAt(runId, k);
+                if (e.account == who && e.active) expected += econ.verifierMinStake;
+            }
+            (,, bool jurorReserved) = jurors.jurors(who);
+            if (jurorReserved) expected += Constants.JUROR_MIN_STAKE;
+            (,,, uint256 verifierReserved) = sm.stakeOf(who, Constants.ROLE_VERIFIER);
+            assertEq(verifierReserved, expected, "verifier reservation != registrations");
+        }
+    }
+
+    /// @dev A decided or executed verdict was signed by at least ceil(2/3) of the seats actually drawn, and the jury
+    ///      had at least MIN_JURY_SIZE seats.
+    function checkVerdictsHaveAQuorumOfDrawnSeats() public view {
+        for (uint256 k; k < handler.disputeCount(); ++k) {
+            Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(handler.disputeAt(k)));
+            if (d.status != Disputes.Status.Decided && d.status != Disputes.Status.Executed) continue;
+            assertGe(d.seats, Constants.MIN_JURY_SIZE, "a verdict of a jury below the minimum");
+            assertEq(_popcount(d.eligible), d.seats, "seats != the jury bitmap");
+            assertGe(_popcount(d.signers), dis.quorum(d.seats), "a verdict without a quorum of the drawn seats");
+            assertEq(d.signers & ~d.eligible, 0, "a signer outside the jury");
+        }
     }
 
     // ------------------------------------------------------------------ accounting

@@ -5,6 +5,7 @@ import {Test} from "forge-std/Test.sol";
 import {Protocol, ProtocolDeployer} from "../../script/ProtocolDeployer.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
+import {JurorRegistry} from "../../src/JurorRegistry.sol";
 import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
@@ -17,7 +18,6 @@ import {
     AttestationRef,
     CommitmentData,
     DisputeSubject,
-    JurorKey,
     LeafData,
     NonSigner,
     RunConfig
@@ -37,6 +37,7 @@ abstract contract Fixture is Test {
     Verification internal ver;
     Disputes internal dis;
     ModelShares internal shares;
+    JurorRegistry internal jurors;
 
     address internal creator = makeAddr("creator");
     address internal outsider = makeAddr("outsider");
@@ -45,6 +46,8 @@ abstract contract Fixture is Test {
     address[] internal jurorAddrs;
     uint256[] internal jurorSks;
     bytes[] internal jurorPks;
+    /// @dev Fixture index + 1 of each juror account (its key is jurorPks[index]).
+    mapping(address juror => uint256) internal jurorIndexPlusOne;
 
     mapping(bytes32 key => LeafData[]) internal _leaves;
     /// @dev On (default): the drawSeed and attest helpers open every commitment made with commitAs, and
@@ -58,12 +61,7 @@ abstract contract Fixture is Test {
     function setUp() public virtual {
         vm.warp(1_700_000_000);
         vm.roll(1000);
-        Protocol memory p = ProtocolDeployer.deploy(address(this), UNBONDING_DELAY);
-        sm = p.stakeManager;
-        reg = p.runRegistry;
-        ver = p.verification;
-        dis = p.disputes;
-        shares = p.modelShares;
+        usePeers(ProtocolDeployer.deploy(address(this), UNBONDING_DELAY));
         for (uint256 i; i < 4; ++i) {
             solvers.push(makeAddr(string.concat("solver", vm.toString(i))));
         }
@@ -72,6 +70,16 @@ abstract contract Fixture is Test {
         }
         vm.deal(creator, 1000 ether);
         vm.deal(outsider, 1000 ether);
+    }
+
+    /// @dev Point this fixture at a deployment (setUp's own, or the one an invariant handler is given).
+    function usePeers(Protocol memory p) internal {
+        sm = p.stakeManager;
+        reg = p.runRegistry;
+        ver = p.verification;
+        dis = p.disputes;
+        shares = p.modelShares;
+        jurors = p.jurorRegistry;
     }
 
     // ------------------------------------------------------------------ configuration and actors
@@ -122,9 +130,8 @@ abstract contract Fixture is Test {
 
     function registerVerifiers(uint256 runId, uint256 n) internal {
         for (uint256 i; i < n; ++i) {
-            if (sm.bondedOf(verifiers[i], Constants.ROLE_VERIFIER) < 5 ether) {
-                stakeAs(verifiers[i], Constants.ROLE_VERIFIER, 5 ether);
-            }
+            (uint256 bonded,,, uint256 reserved) = sm.stakeOf(verifiers[i], Constants.ROLE_VERIFIER);
+            if (bonded < reserved + 5 ether) stakeAs(verifiers[i], Constants.ROLE_VERIFIER, 5 ether); // per run
             vm.prank(verifiers[i]);
             ver.register(runId);
         }
@@ -135,13 +142,14 @@ abstract contract Fixture is Test {
             address juror = makeAddr(string.concat("juror", vm.toString(jurorAddrs.length)));
             uint256 sk = uint256(keccak256(abi.encode("juror key", jurorAddrs.length))) % 2 ** 250 + 1;
             bytes memory pk = TestBLS.publicKey(sk);
-            bytes memory pop = TestBLS.proofOfPossession(sk);
+            bytes memory pop = TestBLS.proofOfPossession(sk, juror);
             stakeAs(juror, Constants.ROLE_VERIFIER, Constants.JUROR_MIN_STAKE);
             vm.prank(juror);
-            dis.registerJuror(pk, pop);
+            jurors.registerJuror(pk, pop);
             jurorAddrs.push(juror);
             jurorSks.push(sk);
             jurorPks.push(pk);
+            jurorIndexPlusOne[juror] = jurorAddrs.length;
         }
     }
 
@@ -362,18 +370,26 @@ abstract contract Fixture is Test {
         subject = DisputeSubject(dis.KIND_ATTESTATION(), ref.runId, ref.round, ref.solver, ref.slot, 0);
     }
 
-    function poolOf(DisputeSubject memory subject) internal view returns (JurorKey[] memory pool) {
+    /// @dev The pool keys drawJury takes: the key of each seat the registry draws for the dispute's seed.
+    function poolOf(DisputeSubject memory subject) internal view returns (bytes[] memory pool) {
         bytes32 id = dis.disputeIdOf(subject);
         Disputes.Dispute memory d = dis.disputeOf(id);
-        uint256 n = jurorAddrs.length;
-        uint256 offset = uint256(keccak256(abi.encode(blockhash(uint256(d.openedBlock) + 1), id))) % n;
-        uint256 size = reg.runParams(subject.runId).jurySize + Constants.JURY_PARTY_SLACK;
-        if (size > n) size = n;
-        pool = new JurorKey[](size);
-        for (uint256 seat; seat < size; ++seat) {
-            uint256 idx = (offset + seat) % n;
-            pool[seat] = JurorKey({account: jurorAddrs[idx], publicKey: jurorPks[idx]});
+        bytes32 seed = keccak256(abi.encode(blockhash(uint256(d.openedBlock) + 1), id));
+        (address[] memory accounts,) = jurors.drawPool(seed, juryPoolSize(subject), d.openedBlock);
+        pool = new bytes[](accounts.length);
+        for (uint256 seat; seat < accounts.length; ++seat) {
+            pool[seat] = jurorPks[jurorIndexPlusOne[accounts[seat]] - 1];
         }
+    }
+
+    /// @dev jurySize + JURY_PARTY_SLACK at the dispute's appeal level.
+    function juryPoolSize(DisputeSubject memory subject) internal view returns (uint256 size) {
+        size = reg.runParams(subject.runId).jurySize;
+        uint256 appeals = dis.disputeOf(dis.disputeIdOf(subject)).appeals;
+        for (uint256 i; i < appeals; ++i) {
+            size = 2 * size + 1 < Constants.MAX_JURY_SIZE ? 2 * size + 1 : Constants.MAX_JURY_SIZE;
+        }
+        size += Constants.JURY_PARTY_SLACK;
     }
 
     function drawJury(DisputeSubject memory subject) internal {
@@ -392,23 +408,38 @@ abstract contract Fixture is Test {
     function buildVerdict(DisputeSubject memory subject, bool challengerWins, uint256 count)
         internal
         view
+        returns (VerdictInput memory)
+    {
+        uint32 eligible = dis.disputeOf(dis.disputeIdOf(subject)).eligible;
+        uint32 signing;
+        uint256 signed;
+        for (uint256 seat; seat < 32 && (count == 0 || signed < count); ++seat) {
+            if (eligible >> seat & 1 == 0) continue;
+            signing |= uint32(1) << seat;
+            ++signed;
+        }
+        return buildVerdictOf(subject, challengerWins, signing);
+    }
+
+    /// @dev Sign `challengerWins` with the eligible seats in the `signing` bitmap; the other eligible seats are the
+    ///      non-signers.
+    function buildVerdictOf(DisputeSubject memory subject, bool challengerWins, uint32 signing)
+        internal
+        view
         returns (VerdictInput memory v)
     {
         bytes32 id = dis.disputeIdOf(subject);
         Disputes.Dispute memory d = dis.disputeOf(id);
-        uint256 n = d.registrySize;
         bytes memory message = dis.verdictMessage(id, challengerWins);
-        uint256 signed;
         NonSigner[] memory buffer = new NonSigner[](d.poolSize);
         uint256 nonSigned;
         for (uint256 seat; seat < d.poolSize; ++seat) {
             if (d.eligible >> seat & 1 == 0) continue;
-            uint256 idx = (uint256(d.juryOffset) + seat) % n;
+            uint256 idx = jurorIndexAtSeat(subject, seat);
             v.aggregate = v.aggregate.length == 0 ? jurorPks[idx] : BLS.g1Add(v.aggregate, jurorPks[idx]);
-            if (count == 0 || signed < count) {
+            if (signing >> seat & 1 == 1) {
                 v.signers |= uint32(1) << seat;
                 v.signature = TestBLS.addG2(v.signature, TestBLS.sign(jurorSks[idx], message));
-                ++signed;
             } else {
                 buffer[nonSigned++] = NonSigner({seat: uint8(seat), account: jurorAddrs[idx], publicKey: jurorPks[idx]});
             }
@@ -426,7 +457,8 @@ abstract contract Fixture is Test {
 
     function jurorIndexAtSeat(DisputeSubject memory subject, uint256 seat) internal view returns (uint256) {
         Disputes.Dispute memory d = dis.disputeOf(dis.disputeIdOf(subject));
-        return (uint256(d.juryOffset) + seat) % d.registrySize;
+        (address juror,) = jurors.seatOf(d.jurySeed, seat, d.poolSize, d.openedBlock);
+        return jurorIndexPlusOne[juror] - 1;
     }
 
     function tokenOf(uint256 runId) internal view returns (RunShares) {

@@ -23,8 +23,8 @@ library TestBLS {
         return _call(G2MSM, abi.encodePacked(BLS.hashToG2(message, bytes(Constants.BLS_SIG_DST)), sk));
     }
 
-    function proofOfPossession(uint256 sk) internal view returns (bytes memory) {
-        bytes memory message = BLS.compressG1(publicKey(sk));
+    function proofOfPossession(uint256 sk, address account) internal view returns (bytes memory) {
+        bytes memory message = abi.encodePacked(account, BLS.compressG1(publicKey(sk)));
         return _call(G2MSM, abi.encodePacked(BLS.hashToG2(message, bytes(Constants.BLS_POP_DST)), sk));
     }
 
