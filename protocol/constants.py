@@ -35,6 +35,9 @@ JUROR_REWARD_BPS = 2000
 JUROR_MIN_STAKE = 10**18
 # Seconds a juror's stake stays locked after it leaves the registry (2 days).
 JUROR_EXIT_DELAY = 2 * 24 * 3600
+# Seconds after a dispute's deadline during which its signers may claim their juror rewards (30 days); then
+# anyone sweeps what is unclaimed to the run's reward pool.
+JUROR_REWARD_CLAIM_WINDOW = 30 * 24 * 3600
 # Share of the challenge bond a challenger loses when its dispute ends without any verdict.
 UNRESOLVED_CHALLENGE_FEE_BPS = 2000
 
@@ -102,6 +105,7 @@ def get_constants() -> dict[str, int | str]:
         "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
         "JUROR_EXIT_DELAY": JUROR_EXIT_DELAY,
         "UNRESOLVED_CHALLENGE_FEE_BPS": UNRESOLVED_CHALLENGE_FEE_BPS,
+        "JUROR_REWARD_CLAIM_WINDOW": JUROR_REWARD_CLAIM_WINDOW,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,

@@ -46,6 +46,9 @@ library Constants {
     uint256 internal constant JUROR_MIN_STAKE = 1 ether;
     /// @notice Seconds a juror's stake stays locked after it leaves the registry.
     uint256 internal constant JUROR_EXIT_DELAY = 2 days;
+    /// @notice Seconds after a dispute's deadline during which its signers may claim their juror rewards; after
+    ///         that anyone sweeps what is unclaimed to the run's reward pool.
+    uint256 internal constant JUROR_REWARD_CLAIM_WINDOW = 30 days;
     /// @notice Share of the challenge bond a challenger loses when its dispute ends without any verdict.
     uint256 internal constant UNRESOLVED_CHALLENGE_FEE_BPS = 2000;
 

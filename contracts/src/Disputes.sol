@@ -144,6 +144,9 @@ contract Disputes is IDisputes {
     event JurorRewardClaimed(
         bytes32 indexed disputeId, address indexed juror, uint8 seat, uint256 reward, uint256 shares
     );
+    /// @notice Juror rewards nobody claimed within JUROR_REWARD_CLAIM_WINDOW of the deadline (signer bitmap `seats`)
+    ///         went to the run's reward pool; those seats can claim nothing any more.
+    event JurorRewardsSwept(bytes32 indexed disputeId, uint256 seats, uint256 amount);
     /// @notice Credits left the contract.
     event Withdrawn(address indexed account, uint256 amount);
 
@@ -168,6 +171,8 @@ contract Disputes is IDisputes {
     error AlreadyClaimed(uint8 seat);
     error UnexpectedEther(address from);
     error NothingToWithdraw();
+    error ClaimWindowOpen(uint256 closesAt);
+    error NothingToSweep();
     error TransferFailed(address to, uint256 amount);
 
     /// @param stakeManager_ The StakeManager.
@@ -406,6 +411,24 @@ contract Disputes is IDisputes {
         uint256 shares = bucket / jurorVotes[subject.runId][subject.round];
         emit JurorRewardClaimed(disputeId, msg.sender, seat, reward, shares);
         modelShares.mint(subject.runId, subject.round, msg.sender, shares, IModelShares.ShareKind.Juror);
+    }
+
+    /// @notice Send the juror rewards of an executed dispute that nobody claimed within JUROR_REWARD_CLAIM_WINDOW of
+    ///         its deadline to the run's reward pool (anyone); the unclaimed seats can claim nothing afterwards.
+    /// @param subject What the dispute was about.
+    function sweepUnclaimedJurorRewards(DisputeSubject calldata subject) external {
+        bytes32 disputeId = _id(subject);
+        Dispute storage d = _disputes[disputeId];
+        if (d.status != Status.Executed) revert WrongStatus(d.status);
+        uint256 closesAt = uint256(d.deadline) + Constants.JUROR_REWARD_CLAIM_WINDOW;
+        if (block.timestamp < closesAt) revert ClaimWindowOpen(closesAt);
+        uint32 unclaimed = d.signers & ~d.claimed;
+        if (unclaimed == 0) revert NothingToSweep();
+        // INVARIANT: the seats are marked claimed before the ETH leaves, so each reward is paid (or swept) once.
+        d.claimed |= unclaimed;
+        uint256 amount = uint256(d.rewardPerJuror) * _popcount(unclaimed);
+        emit JurorRewardsSwept(disputeId, unclaimed, amount);
+        if (amount > 0) modelShares.fundPool{value: amount}(subject.runId);
     }
 
     /// @notice Withdraw the caller's credits.

@@ -659,6 +659,45 @@ contract DisputesTest is Fixture {
         dis.claimJurorReward(s, 0);
     }
 
+    /// Finding 9 of issue 16: juror rewards never claimed used to stay in the contract forever.
+    function test_sweepUnclaimedJurorRewards_afterWindow_succeeds() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        _decide(s, true);
+        dis.execute(s);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta1"));
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        uint8 seat = 0;
+        while ((d.signers >> seat) & 1 == 0) ++seat;
+        vm.prank(jurorAddrs[jurorIndexAtSeat(s, seat)]);
+        dis.claimJurorReward(s, seat); // one signer claims; four never do
+        uint256 closesAt = uint256(d.deadline) + Constants.JUROR_REWARD_CLAIM_WINDOW;
+        vm.warp(closesAt - 1);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.ClaimWindowOpen.selector, closesAt));
+        dis.sweepUnclaimedJurorRewards(s);
+        vm.warp(closesAt);
+        uint256 pool = shares.pool(runId);
+        uint32 unclaimed = d.signers & ~(uint32(1) << seat);
+        vm.expectEmit(address(dis));
+        emit Disputes.JurorRewardsSwept(_id(s), unclaimed, 4 * d.rewardPerJuror);
+        dis.sweepUnclaimedJurorRewards(s);
+        assertEq(shares.pool(runId) - pool, 4 * d.rewardPerJuror, "the unclaimed rewards went to the pool");
+        assertEq(address(dis).balance, dis.credits(outsider) + dis.credits(jurorAddrs[jurorIndexAtSeat(s, seat)]));
+        uint8 late = seat + 1;
+        while ((d.signers >> late) & 1 == 0) ++late;
+        vm.prank(jurorAddrs[jurorIndexAtSeat(s, late)]);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.AlreadyClaimed.selector, late));
+        dis.claimJurorReward(s, late);
+        vm.expectRevert(Disputes.NothingToSweep.selector);
+        dis.sweepUnclaimedJurorRewards(s);
+    }
+
+    function test_sweepUnclaimedJurorRewards_notExecuted_reverts() public {
+        DisputeSubject memory s = _drawn(passRef, c0);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.WrongStatus.selector, Disputes.Status.JuryDrawn));
+        dis.sweepUnclaimedJurorRewards(s);
+    }
+
     // ------------------------------------------------------------------ plumbing
 
     function test_receive_fromOutsider_reverts() public {
