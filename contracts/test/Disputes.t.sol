@@ -596,12 +596,17 @@ contract DisputesTest is Fixture {
 
     // ------------------------------------------------------------------ juror rewards
 
-    function test_claimJurorReward_afterSettle_succeeds() public {
-        DisputeSubject memory s = _drawn(passRef, c0);
-        _decide(s, true);
+    /// @dev A challenged pass overturned by `signing` signers (all when 0), executed, and its round settled.
+    function _settledVerdict(uint256 signing) internal returns (DisputeSubject memory s) {
+        s = _drawn(passRef, c0);
+        decide(s, true, signing);
         dis.execute(s);
         warpToClaim(runId);
         claimAndSettle(runId, keccak256("theta1"));
+    }
+
+    function test_claimJurorReward_afterSettle_succeeds() public {
+        DisputeSubject memory s = _settledVerdict(0);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         uint8 seat = 0;
         while ((d.signers >> seat) & 1 == 0) ++seat;
@@ -628,11 +633,7 @@ contract DisputesTest is Fixture {
     }
 
     function test_claimJurorReward_notSigner_reverts() public {
-        DisputeSubject memory s = _drawn(passRef, c0);
-        decide(s, true, 4);
-        dis.execute(s);
-        warpToClaim(runId);
-        claimAndSettle(runId, keccak256("theta1"));
+        DisputeSubject memory s = _settledVerdict(4);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         uint8 seat = 0;
         while ((d.signers >> seat) & 1 == 1) ++seat;
@@ -641,11 +642,7 @@ contract DisputesTest is Fixture {
     }
 
     function test_claimJurorReward_wrongClaimant_reverts() public {
-        DisputeSubject memory s = _drawn(passRef, c0);
-        _decide(s, true);
-        dis.execute(s);
-        warpToClaim(runId);
-        claimAndSettle(runId, keccak256("theta1"));
+        DisputeSubject memory s = _settledVerdict(0);
         uint8 seat = 0;
         while ((dis.disputeOf(_id(s)).signers >> seat) & 1 == 0) ++seat;
         vm.prank(outsider);
@@ -661,11 +658,7 @@ contract DisputesTest is Fixture {
 
     /// Finding 9 of issue 16: juror rewards never claimed used to stay in the contract forever.
     function test_sweepUnclaimedJurorRewards_afterWindow_succeeds() public {
-        DisputeSubject memory s = _drawn(passRef, c0);
-        _decide(s, true);
-        dis.execute(s);
-        warpToClaim(runId);
-        claimAndSettle(runId, keccak256("theta1"));
+        DisputeSubject memory s = _settledVerdict(0);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         uint8 seat = 0;
         while ((d.signers >> seat) & 1 == 0) ++seat;
