@@ -20,6 +20,8 @@ import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../../sr
 ///         Every action first checks that it applies and otherwise returns, so runs stay deep.
 contract Handler is Fixture {
     uint256 public runId;
+    /// @dev A second run the same stakers are in (never played; they leave it at the end).
+    uint256 public otherRunId;
     RunShares public token;
     address[] public actors;
 
@@ -84,6 +86,10 @@ contract Handler is Fixture {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    function setOtherRun(uint256 otherRunId_) external {
+        otherRunId = otherRunId_;
+    }
 
     function actorCount() external view returns (uint256) {
         return actors.length;
@@ -787,6 +793,10 @@ contract Handler is Fixture {
             try jurors.deregisterJuror() {} catch {}
             vm.prank(who);
             try reg.leaveRun(runId) {} catch {} // the run is finished: every solver may leave
+            vm.prank(who);
+            try reg.leaveRun(otherRunId) {} catch {} // never committed there: it may leave
+            vm.prank(who);
+            try ver.deregister(otherRunId) {} catch {}
         }
         vm.warp(block.timestamp + Constants.JUROR_EXIT_DELAY);
         for (uint256 i; i < actors.length; ++i) {

@@ -16,6 +16,9 @@ import {AttestationRef, DisputeSubject, RunConfig} from "../../src/interfaces/Ty
 contract ProtocolInvariantTest is Fixture {
     Handler internal handler;
     uint256 internal runId;
+    /// @dev A second run (no reward pool, never played) that the same solvers joined and the same verifiers
+    ///      registered in: their stake backs both runs, each with its own reservation (issue 16, finding 5).
+    uint256 internal otherRunId;
 
     function setUp() public override {
         super.setUp();
@@ -32,6 +35,10 @@ contract ProtocolInvariantTest is Fixture {
         joinSolvers(runId, 3);
         registerVerifiers(runId, 3);
         registerJurors(5);
+        vm.prank(creator);
+        otherRunId = reg.createRun(c);
+        joinSolvers(otherRunId, 3); // 10 ether more each: the first run's stake is reserved
+        registerVerifiers(otherRunId, 3); // 5 ether more each, likewise
         address[] memory s = new address[](3);
         address[] memory v = new address[](3);
         for (uint256 i; i < 3; ++i) {
@@ -39,6 +46,7 @@ contract ProtocolInvariantTest is Fixture {
             v[i] = verifiers[i];
         }
         handler = new Handler(Protocol(sm, reg, ver, dis, shares, jurors), runId, s, v, jurorAddrs, jurorSks, jurorPks);
+        handler.setOtherRun(otherRunId);
         targetContract(address(handler));
         bytes4[] memory selectors = new bytes4[](50);
         selectors[0] = Handler.warp.selector;
@@ -115,23 +123,30 @@ contract ProtocolInvariantTest is Fixture {
     ///      run (joined, not left) solverMinStake; an active verifier entry verifierMinStake; a registered or exiting
     ///      juror JUROR_MIN_STAKE. Nothing else is reserved, so a slash takes stake from an account that reserved it.
     function checkReservationsMatchObligations() public view {
-        IRunRegistry.RunEconomics memory econ = reg.runEconomics(runId);
-        uint256 listed = ver.verifierCount(runId);
+        uint256[2] memory runs = [runId, otherRunId];
         for (uint256 i; i < handler.actorCount(); ++i) {
             address who = handler.actors(i);
-            (,, bytes28 hash) = reg.commitmentOf(runId, who);
-            bool member = hash != bytes28(0) && hash != bytes28(uint224(2));
-            (,,, uint256 solverReserved) = sm.stakeOf(who, Constants.ROLE_SOLVER);
-            assertEq(solverReserved, member ? reg.solverMinStake(runId) : 0, "solver reservation != membership");
-            uint256 expected;
-            for (uint256 k; k < listed; ++k) {
-                Verification.VerifierEntry memory e = ver.verifierAt(runId, k);
-                if (e.account == who && e.active) expected += econ.verifierMinStake;
+            uint256 solverExpected;
+            uint256 verifierExpected;
+            for (uint256 r; r < 2; ++r) {
+                (,, bytes28 hash) = reg.commitmentOf(runs[r], who);
+                if (hash != bytes28(0) && hash != bytes28(uint224(2))) solverExpected += reg.solverMinStake(runs[r]);
+                verifierExpected += _activeEntries(runs[r], who) * reg.runEconomics(runs[r]).verifierMinStake;
             }
             (,, bool jurorReserved) = jurors.jurors(who);
-            if (jurorReserved) expected += Constants.JUROR_MIN_STAKE;
+            if (jurorReserved) verifierExpected += Constants.JUROR_MIN_STAKE;
+            (,,, uint256 solverReserved) = sm.stakeOf(who, Constants.ROLE_SOLVER);
             (,,, uint256 verifierReserved) = sm.stakeOf(who, Constants.ROLE_VERIFIER);
-            assertEq(verifierReserved, expected, "verifier reservation != registrations");
+            assertEq(solverReserved, solverExpected, "solver reservation != memberships of both runs");
+            assertEq(verifierReserved, verifierExpected, "verifier reservation != registrations in both runs");
+        }
+    }
+
+    function _activeEntries(uint256 run, address who) internal view returns (uint256 count) {
+        uint256 listed = ver.verifierCount(run);
+        for (uint256 k; k < listed; ++k) {
+            Verification.VerifierEntry memory e = ver.verifierAt(run, k);
+            if (e.account == who && e.active) ++count;
         }
     }
 
