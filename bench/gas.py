@@ -262,7 +262,7 @@ class Scenario:
         """Stake (if needed) and register a verifier in the run."""
         if self.b.call("StakeManager", "bondedOf", verifier, ROLE_VERIFIER) < 5 * ETHER:
             self.b.send(None, verifier, self.b.fn("StakeManager", "deposit", ROLE_VERIFIER), value=5 * ETHER)
-        self.b.send(label, verifier, self.b.fn("Verification", "register", run_id))
+        self.b.send(label, verifier, self.b.fn("VerifierRegistry", "register", run_id))
 
     def commit(self, run_id: int, solver: str, label: str | None) -> Commitment:
         """Build and commit a solver's round-0 commitment."""

@@ -22,7 +22,16 @@ from protocol.adapters.chain import ChainClient
 from protocol.adapters.manifest import ContractRecord, DeploymentManifest, compute_abis_hash, write_manifest
 from protocol.hashing import keccak256
 
-DEPLOY_ORDER = ("StakeManager", "RunRegistry", "Verification", "Disputes", "ModelShares", "JurorRegistry")
+DEPLOY_ORDER = (
+    "StakeManager",
+    "RunRegistry",
+    "Verification",
+    "Disputes",
+    "ModelShares",
+    "JurorRegistry",
+    "FaultRewards",
+    "VerifierRegistry",
+)
 TEMPLATES = ("RunShares",)
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
 DEFAULT_UNBONDING_DELAY_S = 7 * 24 * 3600
@@ -56,19 +65,35 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
     """Each contract's constructor arguments: its peers' addresses (ProtocolDeployer.sol's wiring)."""
     p = predicted
     return {
-        "StakeManager": (unbonding_delay_s, p["RunRegistry"], p["Verification"], p["Disputes"], p["JurorRegistry"]),
+        "StakeManager": (
+            unbonding_delay_s,
+            p["RunRegistry"],
+            p["Verification"],
+            p["Disputes"],
+            p["JurorRegistry"],
+            p["VerifierRegistry"],
+        ),
         "RunRegistry": (p["StakeManager"], p["Verification"], p["Disputes"], p["ModelShares"]),
-        "Verification": (p["StakeManager"], p["RunRegistry"], p["Disputes"], p["ModelShares"]),
+        "Verification": (
+            p["StakeManager"],
+            p["RunRegistry"],
+            p["Disputes"],
+            p["ModelShares"],
+            p["FaultRewards"],
+            p["VerifierRegistry"],
+        ),
         "Disputes": (p["StakeManager"], p["RunRegistry"], p["Verification"], p["ModelShares"], p["JurorRegistry"]),
-        "ModelShares": (p["RunRegistry"], p["Verification"], p["Disputes"]),
+        "ModelShares": (p["RunRegistry"], p["Verification"], p["Disputes"], p["FaultRewards"]),
         "JurorRegistry": (p["StakeManager"],),
+        "FaultRewards": (p["Verification"], p["RunRegistry"], p["StakeManager"], p["ModelShares"]),
+        "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
     }
 
 
 def deploy_protocol(
     client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
 ) -> DeploymentManifest:
-    """Deploy the six contracts with predicted peer addresses; return the manifest."""
+    """Deploy the eight contracts with predicted peer addresses; return the manifest."""
     artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
     nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
     predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}

@@ -141,10 +141,10 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
                 {"address": a["juror"], "label": labels.get(a["juror"], ""), "why": "juror reward",
                  "amount_wei": a["reward"]}
             )  # fmt: skip
-        elif e.name == "SolverFaultPaid" and a["runId"] == run_id and a["toVerifier"] > 0:
+        elif e.name == "FaultRewardClaimed" and a["runId"] == run_id and a["amount"] > 0:
             payouts.append(
-                {"address": a["verifier"], "label": labels.get(a["verifier"], ""), "why": "fail attestation upheld "
-                 "(finalized)", "amount_wei": a["toVerifier"]}
+                {"address": a["prover"], "label": labels.get(a["prover"], ""), "why": "proved a solver's fault (one "
+                 f"of {a['provers']} equal shares)", "amount_wei": a["amount"]}
             )  # fmt: skip
     return {
         "slashed": [

@@ -19,7 +19,7 @@ BPS_DENOMINATOR = 10_000
 MAX_SAMPLES = 1024
 MAX_VERIFIERS_PER_COMMITMENT = 8
 MAX_OPENED_LEAVES = 64
-MAX_VERIFIERS_PER_RUN = 256
+MAX_VERIFIERS_PER_RUN = 65_535
 MAX_JURY_SIZE = 21
 # The smallest jury that can decide (and the smallest jury size a run may set); a silent jury is replaced
 # MAX_APPEALS times by one of min(2J + 1, MAX_JURY_SIZE) seats before the dispute ends unresolved.
@@ -35,9 +35,10 @@ JUROR_REWARD_BPS = 2000
 JUROR_MIN_STAKE = 10**18
 # Seconds a juror's stake stays locked after it leaves the registry (2 days).
 JUROR_EXIT_DELAY = 2 * 24 * 3600
-# Seconds after a dispute's deadline during which its signers may claim their juror rewards (30 days); then
-# anyone sweeps what is unclaimed to the run's reward pool.
-JUROR_REWARD_CLAIM_WINDOW = 30 * 24 * 3600
+# Seconds during which rewards stay claimable (30 days) before anyone sweeps what is unclaimed to the run's
+# reward pool: juror rewards (after the dispute's deadline), fault rewards (after the unbonding delay that
+# follows the proof).
+REWARD_CLAIM_WINDOW = 30 * 24 * 3600
 # Share of the challenge bond a challenger loses when its dispute ends without any verdict.
 UNRESOLVED_CHALLENGE_FEE_BPS = 2000
 
@@ -105,7 +106,7 @@ def get_constants() -> dict[str, int | str]:
         "JUROR_MIN_STAKE": JUROR_MIN_STAKE,
         "JUROR_EXIT_DELAY": JUROR_EXIT_DELAY,
         "UNRESOLVED_CHALLENGE_FEE_BPS": UNRESOLVED_CHALLENGE_FEE_BPS,
-        "JUROR_REWARD_CLAIM_WINDOW": JUROR_REWARD_CLAIM_WINDOW,
+        "REWARD_CLAIM_WINDOW": REWARD_CLAIM_WINDOW,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,

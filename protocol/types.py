@@ -262,6 +262,18 @@ class JurorRecord:
 
 
 @dataclass(frozen=True)
+class FaultRewardRecord:
+    """FaultRewards.faultRewardOf: the provers' part of a commitment's slash (wei), what was credited of it, when
+    the fault was first proven (0: never), the bitmap of seats credited, and whether the rest went to the pool."""
+
+    amount: int
+    paid: int
+    proven_at: int
+    rewarded: int
+    swept: bool
+
+
+@dataclass(frozen=True)
 class DisputeRecord:
     """Disputes.disputeOf."""
 

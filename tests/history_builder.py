@@ -231,14 +231,13 @@ class RunEvents:
             taken = self.slash(solver, 1, key, recipient="Verification")
             self.emit(
                 "Verification",
-                "SolverFaultPaid",
+                "SolverFaultProven",
                 runId=self.run_id,
                 round=r,
                 solver=solver,
                 faultKey=bytes.fromhex(key[2:]),
                 taken=taken,
-                verifier=verifier,
-                toVerifier=taken // 2,
+                toProvers=taken // 2,
                 toPool=taken - taken // 2,
             )
             if taken - taken // 2:

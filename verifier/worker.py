@@ -160,9 +160,19 @@ class VerifierWorker(RunNode):
             self._withdraw_credits()
         return done
 
+    def _claim_fault_reward(self, ref: AttestationRef) -> None:
+        """A standing fail proves its solver's fault: take this seat's equal share of the provers' reward."""
+        try:
+            self.protocol.claim_fault_reward(self.account, ref)
+            log_event(self.log, "fault reward claimed", solver=ref.solver, round=ref.round, slot=ref.slot)
+        except ContractRevertError as exc:
+            # NoFaultReward: the solver had nothing left to slash; AlreadyRewarded: claimed before a crash
+            if exc.error not in ("NoFaultReward", "AlreadyRewarded"):
+                raise
+
     def _withdraw_credits(self) -> None:
-        """Pull returned bonds and rewards out of Verification and Disputes."""
-        for contract in ("Verification", "Disputes"):
+        """Pull returned bonds and rewards out of Verification, Disputes and FaultRewards."""
+        for contract in ("Verification", "Disputes", "FaultRewards"):
             if self.protocol.credits_of(contract, self.address) > 0:
                 self.protocol.withdraw_credits(self.account, contract)
                 log_event(self.log, "credits withdrawn", contract=contract)
@@ -259,4 +269,6 @@ class VerifierWorker(RunNode):
                 except ContractRevertError as exc:
                     if exc.error not in ("AlreadyMinted", "NotAccepted", "WrongState"):
                         raise
+                if record["kind"] == "fail":
+                    self._claim_fault_reward(ref)
                 self.state.put("attestation", record["id"], {**record, "status": "done"})

@@ -92,7 +92,8 @@ class Whistleblower(RunNode):
         return [value for _, value in self.state.list("check")]
 
     def _open_challenges(self) -> list[dict]:
-        return [c for c in self.list_challenges() if c["status"] in ("sending", "open")]
+        """Challenges not finished: being sent, in dispute, or won over a pass with the fault reward to claim."""
+        return [c for c in self.list_challenges() if c["status"] in ("sending", "open", "reward")]
 
     # -- loop ------------------------------------------------------------------------------
 
@@ -109,11 +110,14 @@ class Whistleblower(RunNode):
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
             self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
-        credits = self.protocol.credits_of("Disputes", self.address)
-        if credits > 0 and not self._open_challenges():
-            self.protocol.withdraw_credits(self.account, "Disputes")
-            log_event(self.log, "credits withdrawn", amount_wei=credits)
-            credits = 0
+        credits = 0
+        for contract in ("Disputes", "FaultRewards"):
+            owed = self.protocol.credits_of(contract, self.address)
+            if owed > 0 and not self._open_challenges():
+                self.protocol.withdraw_credits(self.account, contract)
+                log_event(self.log, "credits withdrawn", contract=contract, amount_wei=owed)
+                owed = 0
+            credits += owed
         return is_done(times.finished, len(self._open_challenges()), credits)
 
     def _isolated(self, what: str, step: Callable[..., None], *args: Any) -> None:
@@ -283,10 +287,29 @@ class Whistleblower(RunNode):
             self._confirm(challenge)
             return
         subject = DisputeSubject.from_json(challenge["subject"])
+        if challenge["status"] == "reward":
+            self._claim_fault_reward(challenge, subject)
+            return
         record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
         if not record.is_closed:
             return
         outcome = {True: "won", False: "lost"}[record.challenger_wins]
         outcome = "expired" if record.status == DisputeStatus.EXPIRED else outcome
-        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed", "outcome": outcome})
+        # an overturned pass proves its solver's fault: this challenge holds one prover's share of the reward
+        status = "reward" if outcome == "won" and challenge["kind"] == "pass attestation" else "closed"
+        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": status, "outcome": outcome})
         log_event(self.log, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)
+
+    def _claim_fault_reward(self, challenge: dict, subject: DisputeSubject) -> None:
+        """Once the round settled, take the overturned pass's share of the solver fault's reward (FaultRewards)."""
+        if not self.protocol.is_settled(subject.run_id, subject.round):
+            return
+        ref = AttestationRef(subject.run_id, subject.round, subject.solver, subject.slot)
+        try:
+            self.protocol.claim_fault_reward(self.account, ref)
+            log_event(self.log, "fault reward claimed", dispute=challenge["dispute_id"][:18])
+        except ContractRevertError as exc:
+            # NoFaultReward: the solver had nothing left to slash; AlreadyRewarded: claimed before a crash
+            if exc.error not in ("NoFaultReward", "AlreadyRewarded"):
+                raise
+        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed"})

@@ -26,5 +26,7 @@ contract Deploy is Script {
         console.log("Disputes", address(p.disputes));
         console.log("ModelShares", address(p.modelShares));
         console.log("JurorRegistry", address(p.jurorRegistry));
+        console.log("FaultRewards", address(p.faultRewards));
+        console.log("VerifierRegistry", address(p.verifierRegistry));
     }
 }

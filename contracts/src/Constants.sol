@@ -21,8 +21,9 @@ library Constants {
     uint256 internal constant MAX_VERIFIERS_PER_COMMITMENT = 8;
     /// @notice Upper bound on seats x samples of a run: the leaves one `open` proves, so opening always fits a block.
     uint256 internal constant MAX_OPENED_LEAVES = 64;
-    /// @notice Upper bound on the verifier list of one run.
-    uint256 internal constant MAX_VERIFIERS_PER_RUN = 256;
+    /// @notice Upper bound on the verifier list of one run (active verifiers only, each with its own reserved
+    ///         verifierMinStake; the snapshot count is a uint16 of RoundSeed).
+    uint256 internal constant MAX_VERIFIERS_PER_RUN = 65_535;
     /// @notice Upper bound on the jury size of a run (and of an appeal's jury).
     uint256 internal constant MAX_JURY_SIZE = 21;
     /// @notice Smallest jury that can decide a dispute, and the smallest jury size a run may set.
@@ -46,9 +47,10 @@ library Constants {
     uint256 internal constant JUROR_MIN_STAKE = 1 ether;
     /// @notice Seconds a juror's stake stays locked after it leaves the registry.
     uint256 internal constant JUROR_EXIT_DELAY = 2 days;
-    /// @notice Seconds after a dispute's deadline during which its signers may claim their juror rewards; after
-    ///         that anyone sweeps what is unclaimed to the run's reward pool.
-    uint256 internal constant JUROR_REWARD_CLAIM_WINDOW = 30 days;
+    /// @notice Seconds during which rewards stay claimable before anyone sweeps what is unclaimed to the run's
+    ///         reward pool: juror rewards (after the dispute's deadline) and fault rewards (after the unbonding
+    ///         delay that follows the proof).
+    uint256 internal constant REWARD_CLAIM_WINDOW = 30 days;
     /// @notice Share of the challenge bond a challenger loses when its dispute ends without any verdict.
     uint256 internal constant UNRESOLVED_CHALLENGE_FEE_BPS = 2000;
 

@@ -30,10 +30,12 @@ import {BLS} from "./libraries/BLS.sol";
 ///      jurySize is the run's at the first draw and min(2 * previous + 1, MAX_JURY_SIZE) after each appeal.
 ///      `drawJury` stores the hash of the sum of the jurors' keys; a verdict passes that sum and the keys of
 ///      the jurors who did not sign, so the signers' aggregate key costs one G1 addition per non-signer.
-///      Payout of a decided dispute: total = the loser's bond + the stake slashed for the fault(s);
-///      WINNER_REWARD_BPS of it to the winner, JUROR_REWARD_BPS split equally among signers (claimed after
-///      settlement), the remainder (and the division dust) to the run's reward pool. The winner's own bond
-///      is returned. ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
+///      Payout of a decided dispute: total = the loser's bond (+ the wrong attester's slashed stake when an
+///      attestation is overturned); WINNER_REWARD_BPS of it to the winner, JUROR_REWARD_BPS split equally among
+///      signers (claimed after settlement), the remainder (and the division dust) to the run's reward pool. The
+///      winner's own bond is returned. A solver fault the verdict proves (overturned pass, upheld fail) is
+///      slashed by Verification and shared by all of that fault's provers, so no party gains by being the one
+///      whose proof lands first. ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
 contract Disputes is IDisputes {
     /// @notice Status of a dispute.
     enum Status {
@@ -144,7 +146,7 @@ contract Disputes is IDisputes {
     event JurorRewardClaimed(
         bytes32 indexed disputeId, address indexed juror, uint8 seat, uint256 reward, uint256 shares
     );
-    /// @notice Juror rewards nobody claimed within JUROR_REWARD_CLAIM_WINDOW of the deadline (signer bitmap `seats`)
+    /// @notice Juror rewards nobody claimed within REWARD_CLAIM_WINDOW of the deadline (signer bitmap `seats`)
     ///         went to the run's reward pool; those seats can claim nothing any more.
     event JurorRewardsSwept(bytes32 indexed disputeId, uint256 seats, uint256 amount);
     /// @notice Credits left the contract.
@@ -413,14 +415,14 @@ contract Disputes is IDisputes {
         modelShares.mint(subject.runId, subject.round, msg.sender, shares, IModelShares.ShareKind.Juror);
     }
 
-    /// @notice Send the juror rewards of an executed dispute that nobody claimed within JUROR_REWARD_CLAIM_WINDOW of
+    /// @notice Send the juror rewards of an executed dispute that nobody claimed within REWARD_CLAIM_WINDOW of
     ///         its deadline to the run's reward pool (anyone); the unclaimed seats can claim nothing afterwards.
     /// @param subject What the dispute was about.
     function sweepUnclaimedJurorRewards(DisputeSubject calldata subject) external {
         bytes32 disputeId = _id(subject);
         Dispute storage d = _disputes[disputeId];
         if (d.status != Status.Executed) revert WrongStatus(d.status);
-        uint256 closesAt = uint256(d.deadline) + Constants.JUROR_REWARD_CLAIM_WINDOW;
+        uint256 closesAt = uint256(d.deadline) + Constants.REWARD_CLAIM_WINDOW;
         if (block.timestamp < closesAt) revert ClaimWindowOpen(closesAt);
         uint32 unclaimed = d.signers & ~d.claimed;
         if (unclaimed == 0) revert NothingToSweep();
@@ -456,6 +458,12 @@ contract Disputes is IDisputes {
         Status status =
         _disputes[_id(DisputeSubject(KIND_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot, 0))].status;
         return status == Status.Open || status == Status.JuryDrawn || status == Status.Decided;
+    }
+
+    /// @inheritdoc IDisputes
+    function challengerOf(AttestationRef calldata ref) external view returns (address) {
+        return
+            _disputes[_id(DisputeSubject(KIND_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot, 0))].challenger;
     }
 
     /// @notice A dispute's full record.
@@ -505,17 +513,14 @@ contract Disputes is IDisputes {
         returns (address winner, uint256 total, uint256 bondReturned)
     {
         AttestationRef memory ref = _ref(subject);
+        // The solver's slash for a fault this proves (an overturned pass, an upheld fail) is taken by Verification
+        // inside onResolved and shared there by every prover of the fault (Verification.claimFaultReward).
         if (d.challengerWins) {
-            (address attester, bool isFail, uint256 forfeited) =
-                verification.onResolved(ref, IVerification.Resolution.Overturned);
-            total = forfeited + _slashAttester(subject, attester);
-            if (!isFail) total += _slashSolver(subject);
-            return (d.challenger, total, challengeBond);
+            (address attester,, uint256 forfeited) = verification.onResolved(ref, IVerification.Resolution.Overturned);
+            return (d.challenger, forfeited + _slashAttester(subject, attester), challengeBond);
         }
-        (address upheldAttester, bool upheldFail,) = verification.onResolved(ref, IVerification.Resolution.Upheld);
-        total = challengeBond;
-        if (upheldFail) total += _slashSolver(subject);
-        return (upheldAttester, total, 0);
+        (address upheldAttester,,) = verification.onResolved(ref, IVerification.Resolution.Upheld);
+        return (upheldAttester, challengeBond, 0);
     }
 
     function _resolveClaim(DisputeSubject calldata subject, Dispute storage d, uint256 challengeBond)
@@ -539,15 +544,6 @@ contract Disputes is IDisputes {
         return stakeManager.slash(
             attester, Constants.ROLE_VERIFIER, runRegistry.runEconomics(subject.runId).verifierMinStake, faultKey
         );
-    }
-
-    function _slashSolver(DisputeSubject calldata subject) internal returns (uint256) {
-        // INVARIANT: the same key as Verification._slashSolver: a commitment's solver is slashed at most once.
-        bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, subject.runId, subject.round, subject.solver));
-        return
-            stakeManager.slash(
-                subject.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(subject.runId), faultKey
-            );
     }
 
     /// @dev Status, deadline, eligibility and quorum of a verdict's signer bitmap; returns the signer count.

@@ -5,6 +5,7 @@ import {Constants} from "./Constants.sol";
 import {IJurorRegistry} from "./interfaces/IJurorRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {BLS} from "./libraries/BLS.sol";
+import {Checkpoints} from "./libraries/Checkpoints.sol";
 import {Sampling} from "./libraries/Sampling.sol";
 
 /// @title JurorRegistry
@@ -14,8 +15,8 @@ import {Sampling} from "./libraries/Sampling.sol";
 ///         jury seed (the next block's hash) existed: registering or leaving after the seed is public moves no
 ///         seat.
 /// @dev History: each list index keeps checkpoints (block, juror) and the list size keeps checkpoints (block,
-///      size); a read "at block B" takes the last checkpoint written in a block <= B, by binary search over that
-///      index's own history (a few entries per index in practice; O(log n) always).
+///      size) (libraries/Checkpoints.sol); a read "at block B" takes the last checkpoint written in a block <= B:
+///      one SLOAD when the index did not change since B, else a binary search over that index's own history.
 ///      Seats: with n jurors at the snapshot and a pool of `count` seats, seat s is index s when n <= count (the
 ///      whole registry sits), else index Sampling.sample(seed, s, n) = uint256(keccak256(abi.encode(seed, s))) % n:
 ///      every seat an
@@ -26,18 +27,14 @@ import {Sampling} from "./libraries/Sampling.sol";
 ///      `releaseJuror` once JUROR_EXIT_DELAY has passed, so a juror's stake outlives every jury it could have
 ///      been drawn into.
 contract JurorRegistry is IJurorRegistry {
+    using Checkpoints for Checkpoints.Trace;
+
     /// @notice A juror's record.
     struct Juror {
         // PACKING: one slot besides the key hash; apart they cost +20,000 gas per first registration.
         uint32 indexPlusOne; // list index + 1 while active, 0 otherwise
         uint40 exitAt; // when a left juror may release its stake reservation (0: no exit pending)
         bool reserved; // whether the juror holds its stake reservation (active or exiting)
-    }
-
-    /// @notice A value from `fromBlock` on: the juror at a list index (as uint160), or the list size.
-    struct Checkpoint {
-        uint64 fromBlock;
-        uint192 value;
     }
 
     IStakeManager public immutable stakeManager;
@@ -48,8 +45,9 @@ contract JurorRegistry is IJurorRegistry {
     mapping(bytes32 keyHash => bool) public keyTaken;
     /// @notice Each account's juror record.
     mapping(address account => Juror) public jurors;
-    mapping(uint256 index => Checkpoint[]) internal _indexHistory;
-    Checkpoint[] internal _sizeHistory;
+    /// @dev The juror at each list index (as uint160) and the list size, by block.
+    mapping(uint256 index => Checkpoints.Trace) internal _indexHistory;
+    Checkpoints.Trace internal _sizeHistory;
 
     /// @notice A juror joined (or returned) at list index `index` with `publicKey`.
     event JurorRegistered(address indexed juror, uint256 index, bytes publicKey);
@@ -99,8 +97,8 @@ contract JurorRegistry is IJurorRegistry {
         // INVARIANT: one reservation per juror from registration until releaseJuror: a return during the exit
         //            delay keeps the reservation it still holds.
         jurors[msg.sender] = Juror({indexPlusOne: uint32(index + 1), exitAt: 0, reserved: true});
-        _write(_indexHistory[index], uint160(msg.sender));
-        _write(_sizeHistory, index + 1);
+        _indexHistory[index].push(uint160(msg.sender));
+        _sizeHistory.push(index + 1);
         emit JurorRegistered(msg.sender, index, publicKey);
         if (reserveNeeded) stakeManager.reserve(msg.sender, Constants.ROLE_VERIFIER, Constants.JUROR_MIN_STAKE);
     }
@@ -114,12 +112,11 @@ contract JurorRegistry is IJurorRegistry {
         uint256 last = size() - 1;
         address moved;
         if (index != last) {
-            Checkpoint[] storage h = _indexHistory[last];
-            moved = address(uint160(h[h.length - 1].value));
+            moved = address(uint160(_indexHistory[last].latestValue()));
             jurors[moved].indexPlusOne = uint32(index + 1);
-            _write(_indexHistory[index], uint160(moved));
+            _indexHistory[index].push(uint160(moved));
         }
-        _write(_sizeHistory, last);
+        _sizeHistory.push(last);
         uint256 exitAt = block.timestamp + Constants.JUROR_EXIT_DELAY;
         jurors[msg.sender] = Juror({indexPlusOne: 0, exitAt: uint40(exitAt), reserved: true});
         emit JurorDeregistered(msg.sender, index, moved, exitAt);
@@ -141,13 +138,12 @@ contract JurorRegistry is IJurorRegistry {
     /// @notice Active jurors now.
     /// @return The list size.
     function size() public view returns (uint256) {
-        uint256 n = _sizeHistory.length;
-        return n == 0 ? 0 : _sizeHistory[n - 1].value;
+        return _sizeHistory.latestValue();
     }
 
     /// @inheritdoc IJurorRegistry
     function sizeAt(uint256 blockNumber) public view returns (uint256) {
-        return _valueAt(_sizeHistory, blockNumber);
+        return _sizeHistory.valueAt(blockNumber);
     }
 
     /// @notice The juror at list index `index` in block `blockNumber` (zero address if none was written by then).
@@ -155,7 +151,7 @@ contract JurorRegistry is IJurorRegistry {
     /// @param blockNumber The snapshot block.
     /// @return The juror.
     function jurorAt(uint256 index, uint256 blockNumber) public view returns (address) {
-        return address(uint160(_valueAt(_indexHistory[index], blockNumber)));
+        return address(uint160(_indexHistory[index].valueAt(blockNumber)));
     }
 
     /// @inheritdoc IJurorRegistry
@@ -186,29 +182,5 @@ contract JurorRegistry is IJurorRegistry {
         for (uint256 s; s < seats; ++s) {
             (accounts[s], keyHashes[s]) = seatOf(seed, s, count, snapshotBlock);
         }
-    }
-
-    // ------------------------------------------------------------------ internals
-
-    /// @dev The value of the last checkpoint written in a block <= `blockNumber` (0 before the first).
-    function _valueAt(Checkpoint[] storage h, uint256 blockNumber) internal view returns (uint256) {
-        uint256 hi = h.length;
-        if (hi == 0 || h[0].fromBlock > blockNumber) return 0;
-        if (h[hi - 1].fromBlock <= blockNumber) return h[hi - 1].value;
-        uint256 lo;
-        // INVARIANT: bounded: binary search, log2(history length) passes; h[lo].fromBlock <= blockNumber < h[hi].
-        while (hi - lo > 1) {
-            uint256 mid = (lo + hi) / 2;
-            if (h[mid].fromBlock <= blockNumber) lo = mid;
-            else hi = mid;
-        }
-        return h[lo].value;
-    }
-
-    /// @dev One checkpoint per history and block: a second write in the same block overwrites the first.
-    function _write(Checkpoint[] storage h, uint256 value) internal {
-        uint256 n = h.length;
-        if (n != 0 && h[n - 1].fromBlock == block.number) h[n - 1].value = uint192(value);
-        else h.push(Checkpoint({fromBlock: uint64(block.number), value: uint192(value)}));
     }
 }

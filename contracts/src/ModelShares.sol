@@ -18,6 +18,7 @@ contract ModelShares is IModelShares {
     address public immutable runRegistry;
     address public immutable verification;
     address public immutable disputes;
+    address public immutable faultRewards;
 
     /// @notice A run's share token, its reward pool not yet released, and whether its last round was
     ///         settled (the pool is empty from then on) — one slot.
@@ -66,10 +67,12 @@ contract ModelShares is IModelShares {
     /// @param runRegistry_ The RunRegistry (creates runs, releases pools).
     /// @param verification_ Verification (mints solver and verifier shares, funds pools).
     /// @param disputes_ Disputes (mints juror shares, funds pools).
-    constructor(address runRegistry_, address verification_, address disputes_) {
+    /// @param faultRewards_ FaultRewards (funds pools with fault rewards nobody claimed).
+    constructor(address runRegistry_, address verification_, address disputes_, address faultRewards_) {
         runRegistry = runRegistry_;
         verification = verification_;
         disputes = disputes_;
+        faultRewards = faultRewards_;
     }
 
     /// @inheritdoc IModelShares
@@ -89,7 +92,10 @@ contract ModelShares is IModelShares {
     /// @dev Protocol contracts only (slash proceeds and dispute remainders). For a finished run the ETH goes
     ///      straight into the revenue stream.
     function fundPool(uint256 runId) external payable {
-        if (msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes) {
+        if (
+            msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes
+                && msg.sender != faultRewards
+        ) {
             revert NotProtocol(msg.sender);
         }
         IRunShares token = _token(runId);

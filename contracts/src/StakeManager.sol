@@ -21,21 +21,22 @@ import {IStakeManager} from "./interfaces/IStakeManager.sol";
 ///        tops up; its reservations stay, so a slash in one run leaves every other run's obligation unbacked
 ///        rather than silently backed by nothing.
 ///      Every wei held is bonded or unbonding stake: ETH balance == sum(bonded + unbonding).
+///      Storage: (bonded, reserved) in one slot, (unbonding clock, unbonding) in another, so the coverage check of
+///      every commit and attest is one SLOAD.
 contract StakeManager is IStakeManager {
-    /// @notice Bonded and unbonding stake of one (account, role): one storage slot.
+    /// @notice Bonded and reserved stake of one (account, role): one storage slot.
     struct Stake {
-        // PACKING: one slot; apart they cost +21,309 gas on a first requestUnbond and +2,890 per slash, and save
-        //          4,948 per withdraw (the refund for clearing a slot).
+        // PACKING: bonded and reserved share a slot because the coverage check (every commit and attest),
+        //          reserve and release read both: in two slots (bonded with unbonding, as before issue 16's
+        //          finding 6) the check cost +2,100 gas per commit and per attest.
         uint128 bonded;
-        uint128 unbonding;
+        uint128 reserved;
     }
 
-    /// @notice Unbonding clock and reserved stake of one (account, role).
+    /// @notice Unbonding stake and its clock of one (account, role): one slot (requestUnbond and withdraw read both).
     struct Meta {
-        // PACKING: one slot; apart they cost +2,053 gas per requestUnbond and +2,100 per commit and attest (the
-        //          coverage check reads both).
         uint40 unbondingSince;
-        uint128 reserved;
+        uint128 unbonding;
     }
 
     /// @inheritdoc IStakeManager
@@ -45,6 +46,7 @@ contract StakeManager is IStakeManager {
     address public immutable verification;
     address public immutable disputes;
     address public immutable jurorRegistry;
+    address public immutable verifierRegistry;
 
     mapping(address account => mapping(uint8 role => Stake)) internal _stakes;
     mapping(address account => mapping(uint8 role => Meta)) internal _meta;
@@ -96,7 +98,7 @@ contract StakeManager is IStakeManager {
     modifier onlyProtocol() {
         if (
             msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes
-                && msg.sender != jurorRegistry
+                && msg.sender != jurorRegistry && msg.sender != verifierRegistry
         ) {
             revert NotProtocol(msg.sender);
         }
@@ -113,12 +115,14 @@ contract StakeManager is IStakeManager {
     /// @param verification_ The Verification contract (may slash, reserve and release).
     /// @param disputes_ The Disputes contract (may slash, reserve and release).
     /// @param jurorRegistry_ The JurorRegistry (may reserve and release; it never slashes).
+    /// @param verifierRegistry_ The VerifierRegistry (may reserve and release; it never slashes).
     constructor(
         uint256 unbondingDelay_,
         address runRegistry_,
         address verification_,
         address disputes_,
-        address jurorRegistry_
+        address jurorRegistry_,
+        address verifierRegistry_
     ) {
         if (unbondingDelay_ == 0 || unbondingDelay_ > type(uint32).max) {
             revert InvalidDelay(unbondingDelay_);
@@ -128,6 +132,7 @@ contract StakeManager is IStakeManager {
         verification = verification_;
         disputes = disputes_;
         jurorRegistry = jurorRegistry_;
+        verifierRegistry = verifierRegistry_;
     }
 
     /// @notice Add `msg.value` to the caller's bonded stake in `role`.
@@ -151,24 +156,24 @@ contract StakeManager is IStakeManager {
         Stake storage s = _stakes[msg.sender][role];
         if (s.bonded < amount) revert InsufficientBonded(s.bonded, amount);
         // INVARIANT: unbonding never takes reserved stake: bonded - amount >= reserved after the request.
-        if (s.bonded - amount < m.reserved) revert InsufficientFreeStake(s.bonded, m.reserved, amount);
+        if (s.bonded - amount < s.reserved) revert InsufficientFreeStake(s.bonded, s.reserved, amount);
         s.bonded -= uint128(amount);
-        s.unbonding += uint128(amount);
+        m.unbonding += uint128(amount);
         // INVARIANT: each request restarts the one clock: no wei leaves < unbondingDelay after it started unbonding.
         m.unbondingSince = uint40(block.timestamp);
-        emit UnbondingRequested(msg.sender, role, amount, s.unbonding, block.timestamp + unbondingDelay);
+        emit UnbondingRequested(msg.sender, role, amount, m.unbonding, block.timestamp + unbondingDelay);
     }
 
     /// @notice Withdraw all unbonding stake of `role` once its delay has passed.
     /// @param role The stake role.
     function withdraw(uint8 role) external validRole(role) {
-        Stake storage s = _stakes[msg.sender][role];
-        uint256 amount = s.unbonding;
+        Meta storage m = _meta[msg.sender][role];
+        uint256 amount = m.unbonding;
         if (amount == 0) revert NothingToWithdraw();
-        uint256 releaseTime = uint256(_meta[msg.sender][role].unbondingSince) + unbondingDelay;
+        uint256 releaseTime = uint256(m.unbondingSince) + unbondingDelay;
         if (block.timestamp < releaseTime) revert UnbondingNotReady(releaseTime, block.timestamp);
         // INVARIANT: checks-effects-interactions: the stake is zeroed before the ETH leaves, so it is paid once.
-        s.unbonding = 0;
+        m.unbonding = 0;
         emit StakeWithdrawn(msg.sender, role, amount);
         (bool ok,) = msg.sender.call{value: amount}("");
         if (!ok) revert TransferFailed(msg.sender, amount);
@@ -176,21 +181,20 @@ contract StakeManager is IStakeManager {
 
     /// @inheritdoc IStakeManager
     function reserve(address account, uint8 role, uint256 amount) external onlyProtocol validRole(role) {
-        Meta storage m = _meta[account][role];
-        uint256 bonded = _stakes[account][role].bonded;
+        Stake storage s = _stakes[account][role];
         // INVARIANT: reserved <= bonded after every reserve: one wei of bonded stake backs one obligation.
-        if (bonded < uint256(m.reserved) + amount) revert InsufficientFreeStake(bonded, m.reserved, amount);
-        m.reserved += uint128(amount);
-        emit StakeReserved(account, role, msg.sender, amount, m.reserved);
+        if (s.bonded < uint256(s.reserved) + amount) revert InsufficientFreeStake(s.bonded, s.reserved, amount);
+        s.reserved += uint128(amount);
+        emit StakeReserved(account, role, msg.sender, amount, s.reserved);
     }
 
     /// @inheritdoc IStakeManager
     function release(address account, uint8 role, uint256 amount) external onlyProtocol validRole(role) {
-        Meta storage m = _meta[account][role];
+        Stake storage s = _stakes[account][role];
         // INVARIANT: only what was reserved is released (callers release exactly what they reserved, once).
-        if (m.reserved < amount) revert NotReserved(m.reserved, amount);
-        m.reserved -= uint128(amount);
-        emit StakeReleased(account, role, msg.sender, amount, m.reserved);
+        if (s.reserved < amount) revert NotReserved(s.reserved, amount);
+        s.reserved -= uint128(amount);
+        emit StakeReleased(account, role, msg.sender, amount, s.reserved);
     }
 
     /// @inheritdoc IStakeManager
@@ -205,21 +209,35 @@ contract StakeManager is IStakeManager {
         // INVARIANT: one slash per fault key: the key is marked before anything is taken, so a repeat takes 0.
         if (faultSlashed[faultKey]) return 0;
         faultSlashed[faultKey] = true;
-        Stake storage s = _stakes[account][role];
-        uint256 fromBonded = amount < s.bonded ? amount : s.bonded;
-        uint256 rest = amount - fromBonded;
-        uint256 fromUnbonding = rest < s.unbonding ? rest : s.unbonding;
-        // INVARIANT: taken <= bonded + unbonding (each part capped): a slash never takes more than is held.
-        taken = fromBonded + fromUnbonding;
-        s.bonded -= uint128(fromBonded);
-        s.unbonding -= uint128(fromUnbonding);
+        uint256 bondedAfter;
+        uint256 unbondingAfter;
+        (taken, bondedAfter, unbondingAfter) = _take(account, role, amount);
         slashedAmount[faultKey] = taken;
-        emit StakeSlashed(account, role, faultKey, amount, taken, msg.sender, s.bonded, s.unbonding);
+        emit StakeSlashed(account, role, faultKey, amount, taken, msg.sender, bondedAfter, unbondingAfter);
         // INVARIANT: checks-effects-interactions: stake and slashedAmount are written before the ETH is sent.
         if (taken > 0) {
             (bool ok,) = msg.sender.call{value: taken}("");
             if (!ok) revert TransferFailed(msg.sender, taken);
         }
+    }
+
+    /// @dev Take up to `amount` of (account, role) stake, bonded first, then unbonding; returns what was taken and
+    ///      what is left of each.
+    function _take(address account, uint8 role, uint256 amount)
+        internal
+        returns (uint256 taken, uint256 bondedAfter, uint256 unbondingAfter)
+    {
+        Stake storage s = _stakes[account][role];
+        Meta storage m = _meta[account][role];
+        uint256 fromBonded = amount < s.bonded ? amount : s.bonded;
+        uint256 rest = amount - fromBonded;
+        uint256 unbonding = m.unbonding;
+        uint256 fromUnbonding = rest < unbonding ? rest : unbonding;
+        // INVARIANT: taken <= bonded + unbonding (each part capped): a slash never takes more than is held.
+        taken = fromBonded + fromUnbonding;
+        s.bonded -= uint128(fromBonded);
+        if (fromUnbonding > 0) m.unbonding = uint128(unbonding - fromUnbonding);
+        return (taken, s.bonded, unbonding - fromUnbonding);
     }
 
     /// @inheritdoc IStakeManager
@@ -229,7 +247,8 @@ contract StakeManager is IStakeManager {
 
     /// @inheritdoc IStakeManager
     function isCovered(address account, uint8 role) external view returns (bool) {
-        return _stakes[account][role].bonded >= _meta[account][role].reserved;
+        Stake memory s = _stakes[account][role];
+        return s.bonded >= s.reserved;
     }
 
     /// @notice Full stake record of (account, role).
@@ -246,7 +265,7 @@ contract StakeManager is IStakeManager {
     {
         Stake memory s = _stakes[account][role];
         Meta memory m = _meta[account][role];
-        releaseTime = s.unbonding == 0 ? 0 : uint256(m.unbondingSince) + unbondingDelay;
-        return (s.bonded, s.unbonding, releaseTime, m.reserved);
+        releaseTime = m.unbonding == 0 ? 0 : uint256(m.unbondingSince) + unbondingDelay;
+        return (s.bonded, m.unbonding, releaseTime, s.reserved);
     }
 }

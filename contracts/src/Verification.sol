@@ -3,16 +3,18 @@ pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
+import {IFaultRewards} from "./interfaces/IFaultRewards.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
+import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 import {AttestationRef, CommitmentData, LeafData} from "./interfaces/Types.sol";
 import {Sampling} from "./libraries/Sampling.sol";
 import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
 /// @title Verification
-/// @notice Verifier registration per run, the sampling seed of each round, verifier assignment and segment
+/// @notice The sampling seed of each round, verifier assignment (from the VerifierRegistry's snapshot) and segment
 ///         sampling, attestations with bonds, their finalization, and the per-round totals that shares are
 ///         minted against.
 /// @dev Seed: nobody chooses it. RunRegistry fixes the round's seed block when the round starts
@@ -25,16 +27,17 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
 ///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
 ///      is list[Sampling.seatIndex(seed, q, count)] -- the r_q-th index not held by seats 0 .. q-1, with
-///      r_q = Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count - q) -- over the prefix of the run's verifier list
-///      registered before the seed block (count = the number of entries whose `registeredBlock` < seedBlock; the
-///      list is append-only, so they are a prefix): it does not depend on when the seed is drawn, and a verifier
-///      that registers after seeing the seed block's hash gets no seat. Each seat draws from its own sub-seed,
+///      r_q = Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count - q) -- over the run's verifier list as it was at the
+///      end of block seedBlock - 1 (count = its size then): it does not depend on when the seed is drawn, and a
+///      verifier that registers or leaves after seeing the seed block's hash moves no seat. The list
+///      (VerifierRegistry) holds active verifiers only, so register-and-leave sybils leave no dead entries, and a
+///      verifier that leaves keeps its stake reserved while it can still hold a seat. Each seat draws from its own sub-seed,
 ///      without replacement, so the seats of one commitment go to distinct verifiers, and a block of sybils
 ///      holding a fraction p of the list gets all k seats with probability about p^k, not about p as a window
 ///      of consecutive entries would give. Sampled segment j of seat q = Sampling.sample(s_q, j,
 ///      numSegments): seats replay independent samples, so k seats of s samples catch a solver that faked a
 ///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
-///      q >= count is void (SeatVoid); a seat whose verifier left the list, or is the solver, cannot be attested.
+///      q >= count is void (SeatVoid); a seat held by the solver cannot be attested.
 ///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned | Voided.
 ///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
 ///      attestation or overturned pass stands. Per round, the tokens of accepted commitments and the number
@@ -46,25 +49,14 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      the share claims find it; nothing is ever dropped.
 ///      ETH held: bonds of attestations in Attested or Challenged state + credits.
 contract Verification is IVerification {
-    /// @notice One entry of a run's verifier list; entries never move (assignment indexes into the list).
-    ///         `registeredBlock` is the block of the entry's first registration (a return after `deregister`
-    ///         only sets `active` again), so it never decreases along the list.
-    struct VerifierEntry {
-        // PACKING: one slot (160 + 8 + 64 bits, so the registration block costs register no extra SSTORE); a slot per
-        //          field costs +44,290 gas per register and +4,330 per attest and finalize (only an overturn would be
-        //          cheaper: clearing the flag's own slot earns a refund).
-        address account;
-        bool active;
-        uint64 registeredBlock;
-    }
-
     /// @notice Per (run, round), fixed by `drawSeed` (one slot, read by every attestation and challenge).
     struct RoundSeed {
         // PACKING: one slot (hence the 12-byte seed); a slot per field costs +12,361 gas per attest, +12,401 per
         //          challenge, +12,389 per finalize, +130,551 per drawSeed.
         bytes12 seed;
-        uint40 attestEnd;
-        uint40 challengeEnd;
+        uint32 attestEnd; // timestamps fit uint32 until 2106
+        uint32 challengeEnd;
+        uint40 seedBlock; // the verifier list is read as it was at the end of seedBlock - 1
         uint16 verifierCount;
         uint8 verifiers;
         uint16 samples;
@@ -82,7 +74,7 @@ contract Verification is IVerification {
 
     /// @notice A commitment's status: its round + 1, tokens, standing passes and faults, whether the solver's
     ///         shares were minted, and the 16-bit state of each verifier seat (bits 0-2 state, 3 fail,
-    ///         4 shares minted, 5-15 the sample a fail named). `live` keeps the slot non-zero.
+    ///         4 shares minted, 5-14 the sample a fail named). `live` keeps the slot non-zero.
     struct CommitmentStatus {
         // PACKING: one slot; a slot per field costs +87,389 gas on a round's first attestation of a commitment (+13,408
         //          on later ones), +30,490 per attestFail, +11,393 per execute.
@@ -107,26 +99,23 @@ contract Verification is IVerification {
         Voided
     }
 
+    uint16 internal constant MINTED_BIT = 1 << 4;
+    uint16 internal constant SAMPLE_MASK = 0x3ff;
+
     IStakeManager public immutable stakeManager;
     IRunRegistry public immutable runRegistry;
     address public immutable disputes;
     IModelShares public immutable modelShares;
+    IFaultRewards public immutable faultRewards;
+    IVerifierRegistry public immutable verifierRegistry;
 
-    mapping(uint256 runId => mapping(uint256 index => VerifierEntry)) internal _verifiers;
-    /// @notice Length of each run's verifier list (entries are never removed, only deactivated).
-    mapping(uint256 runId => uint256) public verifierCount;
-    mapping(uint256 runId => mapping(address verifier => uint256)) internal _indexPlusOne;
     mapping(uint256 runId => mapping(uint64 round => RoundSeed)) internal _seeds;
     mapping(uint256 runId => mapping(uint64 round => RoundTally)) internal _tallies;
     mapping(uint256 runId => mapping(address solver => CommitmentStatus)) internal _live;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => CommitmentStatus))) internal _archive;
-    /// @notice Returned bonds and fault rewards owed (pull with `withdraw`).
+    /// @notice Returned bonds owed (pull with `withdraw`).
     mapping(address account => uint256) public credits;
 
-    /// @notice A verifier registered in (or returned to) a run's list at `index`; its stake is locked.
-    event VerifierRegistered(uint256 indexed runId, address indexed verifier, uint256 index);
-    /// @notice A verifier left a run's list (`slashed`: removed after an overturned attestation).
-    event VerifierDeregistered(uint256 indexed runId, address indexed verifier, uint256 index, bool slashed);
     /// @notice The seed of a round was fixed from the hash of block `blockNumber` (the round's seed block, fixed
     ///         when the round started); `seedBase` is its first 12 bytes, the input of every sampling seed of the
     ///         round. `verifierCount` is the list snapshot: the entries registered before the seed block.
@@ -172,16 +161,16 @@ contract Verification is IVerification {
         AttestationState state,
         uint256 bond
     );
-    /// @notice A finalized fail attestation slashed the solver; `taken` was split between the verifier
-    ///         (`toVerifier`, credited) and the run's reward pool (`toPool`).
-    event SolverFaultPaid(
+    /// @notice A commitment's fault was proven (first by a finalized or upheld fail, or an overturned pass) and
+    ///         the solver slashed: `taken` was split between the fault's provers (`toProvers`, sent to FaultRewards,
+    ///         shared equally by every prover after settlement) and the run's reward pool (`toPool`).
+    event SolverFaultProven(
         uint256 indexed runId,
         uint64 indexed round,
         address indexed solver,
         bytes32 faultKey,
         uint256 taken,
-        address verifier,
-        uint256 toVerifier,
+        uint256 toProvers,
         uint256 toPool
     );
     /// @notice A finished round's commitment status still owed something and moved to the archive.
@@ -202,9 +191,6 @@ contract Verification is IVerification {
 
     error RunIsFinished(uint256 runId);
     error StakeNotCovered(address account);
-    error AlreadyRegistered(uint256 runId, address verifier);
-    error NotRegistered(uint256 runId, address verifier);
-    error VerifierListFull(uint256 runId);
     error WrongRound(uint64 given, uint64 current);
     error OutsideAttestWindow(uint256 opensAt, uint256 closesAt);
     error SeedAlreadyDrawn(uint256 runId, uint64 round);
@@ -224,6 +210,7 @@ contract Verification is IVerification {
     error NotSettled(uint256 runId, uint64 round);
     error NotAccepted(uint256 runId, uint64 round, address solver);
     error AlreadyMinted();
+    error NotAProver(uint8 slot);
     error NotDisputes(address caller);
     error NotRunRegistry(address caller);
     error UnexpectedEther(address from);
@@ -239,11 +226,22 @@ contract Verification is IVerification {
     /// @param runRegistry_ The RunRegistry.
     /// @param disputes_ The Disputes contract (the only caller of the dispute hooks).
     /// @param modelShares_ ModelShares (mints, reward pools).
-    constructor(IStakeManager stakeManager_, IRunRegistry runRegistry_, address disputes_, IModelShares modelShares_) {
+    /// @param faultRewards_ FaultRewards (holds the provers' part of each solver slash).
+    /// @param verifierRegistry_ The VerifierRegistry (each run's verifier list, by block).
+    constructor(
+        IStakeManager stakeManager_,
+        IRunRegistry runRegistry_,
+        address disputes_,
+        IModelShares modelShares_,
+        IFaultRewards faultRewards_,
+        IVerifierRegistry verifierRegistry_
+    ) {
         stakeManager = stakeManager_;
         runRegistry = runRegistry_;
         disputes = disputes_;
         modelShares = modelShares_;
+        faultRewards = faultRewards_;
+        verifierRegistry = verifierRegistry_;
     }
 
     /// @notice Slash proceeds from the StakeManager; nothing else may send ETH without a function.
@@ -252,60 +250,15 @@ contract Verification is IVerification {
         if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
     }
 
-    // ------------------------------------------------------------------ registration
-
-    /// @notice Join a run's verifier list (or return to it). Needs bonded verifier stake of at least the
-    ///         run's minimum, reserved (StakeManager.reserve) until `deregister` or an overturn. A new entry
-    ///         records this block: it counts for the seats of rounds whose seed block comes after it. A return
-    ///         reactivates the entry where it is (same index, same `registeredBlock`), so no snapshot changes;
-    ///         it can attest the seats its index holds from then on.
-    /// @param runId The run.
-    function register(uint256 runId) external {
-        if (runRegistry.roundTimes(runId).finished) revert RunIsFinished(runId);
-        uint256 required = runRegistry.runEconomics(runId).verifierMinStake;
-        uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
-        if (indexPlusOne == 0) {
-            uint256 count = verifierCount[runId];
-            if (count >= Constants.MAX_VERIFIERS_PER_RUN) revert VerifierListFull(runId);
-            // INVARIANT: entries are appended with the current block, so registeredBlock never decreases along the
-            //            list (a return below keeps it): the seed-block snapshot is a prefix, found by binary search.
-            _verifiers[runId][count] =
-                VerifierEntry({account: msg.sender, active: true, registeredBlock: uint64(block.number)});
-            verifierCount[runId] = count + 1;
-            indexPlusOne = count + 1;
-            _indexPlusOne[runId][msg.sender] = indexPlusOne;
-        } else {
-            VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
-            if (entry.active) revert AlreadyRegistered(runId, msg.sender);
-            entry.active = true;
-        }
-        emit VerifierRegistered(runId, msg.sender, indexPlusOne - 1);
-        // INVARIANT: one reservation of verifierMinStake per active entry (reverts unless that much stake is free).
-        stakeManager.reserve(msg.sender, Constants.ROLE_VERIFIER, required);
-    }
-
-    /// @notice Leave a run's verifier list: the caller's seats become void and one stake lock is released.
-    ///         Attestations already made stay slashable (the unbonding delay outlasts their disputes).
-    /// @param runId The run.
-    function deregister(uint256 runId) external {
-        uint256 indexPlusOne = _indexPlusOne[runId][msg.sender];
-        if (indexPlusOne == 0 || !_verifiers[runId][indexPlusOne - 1].active) revert NotRegistered(runId, msg.sender);
-        // INVARIANT: one reservation per active entry: only an active entry is deactivated, so this release matches
-        //            register's reservation.
-        _verifiers[runId][indexPlusOne - 1].active = false;
-        emit VerifierDeregistered(runId, msg.sender, indexPlusOne - 1, false);
-        stakeManager.release(msg.sender, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
-    }
-
     // ------------------------------------------------------------------ seed
 
     /// @notice Fix the current round's seed (anyone, once, from commitEnd until the opening deadline `openEnd` =
     ///         commitEnd + attestWindow / 2, so that whoever holds the seed can still open) from the hash of the
     ///         round's seed block (`roundTimes(run).seedBlock`, fixed when the round started; every commitment of
     ///         the round landed before it). The result does not depend on the block this call lands in: the seed,
-    ///         every sample and every seat are the same for every caller. Also snapshots the verifier list as the
-    ///         entries registered before the seed block (so no registration after it, e.g. a sybil that saw the
-    ///         seed block's hash, changes a seat), and the round's parameters.
+    ///         every sample and every seat are the same for every caller. Also fixes the verifier-list snapshot (the
+    ///         VerifierRegistry's list at the end of seedBlock - 1, so no registration or exit after it, e.g. by a
+    ///         sybil that saw the seed block's hash, changes a seat), and the round's parameters.
     ///         Callable in blocks seedBlock + 1 .. seedBlock + SEED_HORIZON_BLOCKS only: before, the hash does not
     ///         exist yet (SeedBlockNotMined); after, the EVM no longer serves it (SeedBlockExpired). If nobody
     ///         draws in those 256 blocks before openEnd, the round cannot be verified: nothing can be opened or
@@ -331,11 +284,13 @@ contract Verification is IVerification {
         if (block.number > seedBlock + Constants.SEED_HORIZON_BLOCKS) revert SeedBlockExpired(seedBlock);
         IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
         bytes32 blockHash = blockhash(seedBlock);
-        uint256 count = _countBefore(runId, seedBlock);
+        // INVARIANT: the list as it was before the seed block: nobody who saw the seed block's hash changed it.
+        uint256 count = verifierRegistry.sizeAt(runId, seedBlock - 1);
         _seeds[runId][round] = RoundSeed({
             seed: bytes12(blockHash),
-            attestEnd: uint40(t.attestEnd),
-            challengeEnd: uint40(t.challengeEnd),
+            attestEnd: uint32(t.attestEnd),
+            challengeEnd: uint32(t.challengeEnd),
+            seedBlock: uint40(seedBlock),
             verifierCount: uint16(count),
             verifiers: p.verifiers,
             samples: p.samples,
@@ -384,8 +339,9 @@ contract Verification is IVerification {
     }
 
     /// @notice Finalize an unchallenged attestation once the challenge window has closed (anyone): the bond is
-    ///         credited back to the verifier; a fail attestation also slashes the solver's stake (at most once
-    ///         per commitment), paying WINNER_REWARD_BPS of it to the verifier and the rest to the pool.
+    ///         credited back to the verifier; a fail attestation also proves the solver's fault, slashing its
+    ///         stake at most once per commitment (WINNER_REWARD_BPS of it for the fault's provers, whichever
+    ///         finalizes first; the rest to the pool).
     /// @param ref The seat.
     function finalize(AttestationRef calldata ref) external {
         RoundSeed memory rs = _drawn(ref.runId, ref.round);
@@ -398,11 +354,11 @@ contract Verification is IVerification {
         bool isFail = _isFail(seat);
         // INVARIANT: the seat leaves Attested before the bond credit and the slash calls (checks-effects-interactions).
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Finalized, isFail, false, _sample(seat)));
-        address verifier = _assigned(ref, rs).account;
+        address verifier = _assigned(ref, rs);
         uint256 bond = _tallies[ref.runId][ref.round].attestationBond;
         credits[verifier] += bond;
         emit AttestationFinalized(ref.runId, ref.round, ref.solver, ref.slot, verifier, bond);
-        if (isFail) _slashSolver(ref, verifier);
+        if (isFail) _slashSolver(ref);
     }
 
     /// @notice Mint the shares of a standing attestation (Finalized or Upheld) once its round is settled
@@ -417,12 +373,12 @@ contract Verification is IVerification {
         if (state != AttestationState.Finalized && state != AttestationState.Upheld) revert WrongState(state);
         if (_minted(seat)) revert AlreadyMinted();
         // INVARIANT: the minted bit is set before the mint call, so each standing attestation mints once.
-        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(state, _isFail(seat), true, _sample(seat)));
+        st.seats = _withSeat(st.seats, ref.slot, seat | MINTED_BIT);
         uint256 bucket = runRegistry.sharesPerRound(ref.runId) * runRegistry.runEconomics(ref.runId).verifierShareBps
             / Constants.BPS_DENOMINATOR;
         // INVARIANT: <= totalChecks seats stand, each minting floor(bucket / totalChecks): verifier mints <= bucket.
         uint256 shares = bucket / _tallies[ref.runId][ref.round].totalChecks;
-        address verifier = _assigned(ref, _seeds[ref.runId][ref.round]).account;
+        address verifier = _assigned(ref, _seeds[ref.runId][ref.round]);
         emit VerifierSharesClaimed(ref.runId, ref.round, ref.solver, ref.slot, verifier, shares);
         modelShares.mint(ref.runId, ref.round, verifier, shares, IModelShares.ShareKind.Verifier);
     }
@@ -447,7 +403,7 @@ contract Verification is IVerification {
         modelShares.mint(runId, round, solver, shares, IModelShares.ShareKind.Solver);
     }
 
-    /// @notice Withdraw the caller's credits (returned bonds, fault rewards).
+    /// @notice Withdraw the caller's credits (returned bonds).
     function withdraw() external {
         uint256 amount = credits[msg.sender];
         if (amount == 0) revert NothingToWithdraw();
@@ -500,6 +456,8 @@ contract Verification is IVerification {
     ///      earns no shares, a voided pass stops counting and a voided fail keeps blocking the commitment.
     ///      Overturned: it stops counting (a pass becomes a proven fault of the commitment, a fail stops
     ///      blocking it), the verifier leaves the run's list and its bond is sent to Disputes.
+    ///      An upheld fail or an overturned pass proves the solver's fault: the solver is slashed here (once per
+    ///      commitment), for all of the fault's provers to share (`claimFaultReward`).
     function onResolved(AttestationRef calldata ref, Resolution resolution)
         external
         onlyDisputes
@@ -509,7 +467,7 @@ contract Verification is IVerification {
         uint16 seat = st.roundPlusOne == ref.round + 1 ? _seat(st.seats, ref.slot) : 0;
         if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
         isFail = _isFail(seat);
-        attester = _assigned(ref, _seeds[ref.runId][ref.round]).account;
+        attester = _assigned(ref, _seeds[ref.runId][ref.round]);
         RoundTally memory tally = _tallies[ref.runId][ref.round];
         AttestationState next = resolution == Resolution.Upheld
             ? AttestationState.Upheld
@@ -531,23 +489,25 @@ contract Verification is IVerification {
             // INVARIANT: pull payment: the bond is credited once, after the seat left Attested (written above).
             credits[attester] += tally.attestationBond;
             emit AttestationResolved(ref.runId, ref.round, ref.solver, ref.slot, attester, next, tally.attestationBond);
+            if (next == AttestationState.Upheld && isFail) _slashSolver(ref);
             return (attester, isFail, 0);
         }
         forfeitedBond = tally.attestationBond;
         emit AttestationResolved(
             ref.runId, ref.round, ref.solver, ref.slot, attester, AttestationState.Overturned, forfeitedBond
         );
-        _removeVerifier(ref.runId, attester);
+        verifierRegistry.onOverturned(ref.runId, attester);
         // INVARIANT: checks-effects-interactions: seat, tally and verifier list are written before the bond leaves.
         (bool ok,) = msg.sender.call{value: forfeitedBond}("");
         if (!ok) revert TransferFailed(msg.sender, forfeitedBond);
+        if (!isFail) _slashSolver(ref);
     }
 
     // ------------------------------------------------------------------ views
 
     /// @inheritdoc IVerification
     function attesterOf(AttestationRef calldata ref) external view returns (address) {
-        return _assigned(ref, _drawn(ref.runId, ref.round)).account;
+        return _assigned(ref, _drawn(ref.runId, ref.round));
     }
 
     /// @notice The verifier assigned to a seat (drawn from the seat's sub-seed without replacement: the seats of
@@ -556,8 +516,8 @@ contract Verification is IVerification {
     /// @return verifier The assigned account.
     /// @return eligible Whether that account can attest this seat now.
     function assignedVerifier(AttestationRef calldata ref) external view returns (address verifier, bool eligible) {
-        VerifierEntry memory entry = _assigned(ref, _drawn(ref.runId, ref.round));
-        return (entry.account, entry.active && entry.account != ref.solver);
+        verifier = _assigned(ref, _drawn(ref.runId, ref.round));
+        return (verifier, verifier != ref.solver);
     }
 
     /// @inheritdoc IVerification
@@ -646,34 +606,20 @@ contract Verification is IVerification {
         return _tallies[runId][round];
     }
 
-    /// @notice Entry `index` of a run's verifier list.
-    /// @param runId The run.
-    /// @param index The index (< verifierCount).
-    /// @return The entry.
-    function verifierAt(uint256 runId, uint256 index) external view returns (VerifierEntry memory) {
-        return _verifiers[runId][index];
+    /// @inheritdoc IVerification
+    /// @dev Final once the round is settled (no dispute can open or stay open then): the provers are the fail seats
+    ///      that stand (Finalized, Upheld; an Attested fail must be finalized first, it counts meanwhile) and the
+    ///      overturned pass seats, whose prover is the dispute's challenger.
+    function proverOf(AttestationRef calldata ref) external view returns (address prover, uint256 provers) {
+        uint128 seats = _statusOf(ref.runId, ref.round, ref.solver).seats;
+        uint16 seat = _seat(seats, ref.slot);
+        AttestationState state = _state(seat);
+        if (!_isProver(seat) || state == AttestationState.Attested) revert NotAProver(ref.slot);
+        prover = _isFail(seat) ? _assigned(ref, _seeds[ref.runId][ref.round]) : IDisputes(disputes).challengerOf(ref);
+        provers = _countProvers(seats);
     }
 
     // ------------------------------------------------------------------ internals
-
-    /// @dev Number of verifier-list entries registered before block `seedBlock`: the index of the first entry
-    ///      registered at or after it (registeredBlock never decreases along the list), or the list length.
-    function _countBefore(uint256 runId, uint256 seedBlock) internal view returns (uint256) {
-        uint256 n = verifierCount[runId];
-        // Usual case, one read: nobody registered from the seed block on, so the snapshot is the whole list.
-        if (n == 0 || _verifiers[runId][n - 1].registeredBlock < seedBlock) return n;
-        // Entries [0, lo) are registered before seedBlock, [hi, n) at or after it; entry n - 1 is in the latter.
-        uint256 lo;
-        uint256 hi = n - 1;
-        // INVARIANT: bounded: hi - lo <= MAX_VERIFIERS_PER_RUN - 1 = 255 at the start and at least halves each
-        //            iteration, so at most log2(MAX_VERIFIERS_PER_RUN) = 8 iterations.
-        while (lo < hi) {
-            uint256 mid = (lo + hi) / 2;
-            if (_verifiers[runId][mid].registeredBlock < seedBlock) lo = mid + 1;
-            else hi = mid;
-        }
-        return lo;
-    }
 
     function _drawn(uint256 runId, uint64 round) internal view returns (RoundSeed memory rs) {
         rs = _seeds[runId][round];
@@ -686,10 +632,8 @@ contract Verification is IVerification {
         rs = _drawn(ref.runId, ref.round);
         if (block.timestamp >= rs.attestEnd) revert OutsideAttestWindow(0, rs.attestEnd);
         seatSeed = _seatSeed(ref, rs);
-        VerifierEntry memory entry = _assigned(ref, rs);
-        if (!entry.active || entry.account != msg.sender || msg.sender == ref.solver) {
-            revert NotAssignedVerifier(msg.sender, entry.account);
-        }
+        address assigned = _assigned(ref, rs);
+        if (assigned != msg.sender || msg.sender == ref.solver) revert NotAssignedVerifier(msg.sender, assigned);
         // INVARIANT: a verifier slashed below its reservations (in any run) attests nowhere until it tops up.
         if (!stakeManager.isCovered(msg.sender, Constants.ROLE_VERIFIER)) revert StakeNotCovered(msg.sender);
     }
@@ -742,6 +686,8 @@ contract Verification is IVerification {
             if ((state == AttestationState.Finalized || state == AttestationState.Upheld) && !_minted(seat)) {
                 return true;
             }
+            // a proof of the commitment's fault: FaultRewards reads it (proverOf) when its share is claimed
+            if (_isProver(seat)) return true;
         }
         return false;
     }
@@ -768,13 +714,14 @@ contract Verification is IVerification {
         return Sampling.seatSeed(Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver), ref.slot);
     }
 
-    /// @dev The list entry of a seat: list[Sampling.seatIndex(seed, slot, count)] over the round's snapshot count
-    ///      (entries registered before the seed block). Each seat draws from its own sub-seed, without replacement,
-    ///      so the seats of one commitment go to distinct verifiers.
-    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (VerifierEntry memory) {
+    /// @dev The verifier of a seat: list[Sampling.seatIndex(seed, slot, count)] over the round's snapshot (the list
+    ///      at the end of seedBlock - 1, of `verifierCount` entries). Each seat draws from its own sub-seed, without
+    ///      replacement, so the seats of one commitment go to distinct verifiers.
+    function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (address) {
         if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
         bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
-        return _verifiers[ref.runId][Sampling.seatIndex(seed, ref.slot, rs.verifierCount)];
+        uint256 index = Sampling.seatIndex(seed, ref.slot, rs.verifierCount);
+        return verifierRegistry.verifierAt(ref.runId, index, rs.seedBlock - 1);
     }
 
     /// @dev The segment of the seat's draw `sampleIndex` (from the seat's sub-seed `seatSeed`), with the leaf proven
@@ -802,28 +749,37 @@ contract Verification is IVerification {
         if (!SegmentLeaf.verify(proof, root, full)) revert InvalidLeafProof();
     }
 
-    function _slashSolver(AttestationRef calldata ref, address verifier) internal {
-        // INVARIANT: the same key as Disputes._slashSolver: a commitment's solver is slashed at most once.
+    /// @dev The commitment's fault is proven: slash the solver (StakeManager takes a fault key once, so a later
+    ///      proof takes nothing) and send the provers' part to FaultRewards, where every prover of the fault gets
+    ///      an equal share whoever's proof came first.
+    function _slashSolver(AttestationRef calldata ref) internal {
+        // INVARIANT: one fault key per commitment: a commitment's solver is slashed at most once, by any path.
         bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, ref.runId, ref.round, ref.solver));
         uint256 taken =
             stakeManager.slash(ref.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(ref.runId), faultKey);
-        uint256 toVerifier = taken * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
-        // INVARIANT: toVerifier + toPool == taken, credited before the pool call: every slashed wei is accounted for.
-        uint256 toPool = taken - toVerifier;
-        credits[verifier] += toVerifier;
-        emit SolverFaultPaid(ref.runId, ref.round, ref.solver, faultKey, taken, verifier, toVerifier, toPool);
+        if (taken == 0) return;
+        uint256 toProvers = taken * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
+        // INVARIANT: toProvers + toPool == taken, both sent on in this call: every slashed wei is accounted for.
+        uint256 toPool = taken - toProvers;
+        emit SolverFaultProven(ref.runId, ref.round, ref.solver, faultKey, taken, toProvers, toPool);
+        if (toProvers > 0) faultRewards.onFaultProven{value: toProvers}(ref.runId, ref.round, ref.solver);
         if (toPool > 0) modelShares.fundPool{value: toPool}(ref.runId);
     }
 
-    function _removeVerifier(uint256 runId, address verifier) internal {
-        uint256 indexPlusOne = _indexPlusOne[runId][verifier];
-        VerifierEntry storage entry = _verifiers[runId][indexPlusOne - 1];
-        // INVARIANT: release only an active entry's reservation: an overturn after deregister never frees another
-        //            registration's.
-        if (!entry.active) return;
-        entry.active = false;
-        emit VerifierDeregistered(runId, verifier, indexPlusOne - 1, true);
-        stakeManager.release(verifier, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
+    /// @dev Seats that prove the commitment's fault: fails not overturned or voided, and overturned passes.
+    function _countProvers(uint128 seats) internal pure returns (uint256 count) {
+        // INVARIANT: bounded: 8 iterations, one per seat of the uint128 seat map.
+        for (uint8 slot; slot < Constants.MAX_VERIFIERS_PER_COMMITMENT; ++slot) {
+            if (_isProver(_seat(seats, slot))) ++count;
+        }
+    }
+
+    function _isProver(uint16 seat) internal pure returns (bool) {
+        AttestationState state = _state(seat);
+        if (!_isFail(seat)) return state == AttestationState.Overturned;
+        return
+            state == AttestationState.Attested || state == AttestationState.Finalized
+                || state == AttestationState.Upheld;
     }
 
     function _seat(uint128 seats, uint8 slot) internal pure returns (uint16) {
@@ -852,10 +808,10 @@ contract Verification is IVerification {
     }
 
     function _minted(uint16 seat) internal pure returns (bool) {
-        return seat & (1 << 4) != 0;
+        return seat & MINTED_BIT != 0;
     }
 
     function _sample(uint16 seat) internal pure returns (uint16) {
-        return seat >> 5;
+        return (seat >> 5) & SAMPLE_MASK;
     }
 }

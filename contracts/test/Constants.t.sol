@@ -37,7 +37,7 @@ contract ConstantsTest is Test {
         assertEq(_u("JUROR_REWARD_BPS"), Constants.JUROR_REWARD_BPS, "JUROR_REWARD_BPS");
         assertEq(_u("JUROR_MIN_STAKE"), Constants.JUROR_MIN_STAKE, "JUROR_MIN_STAKE");
         assertEq(_u("JUROR_EXIT_DELAY"), Constants.JUROR_EXIT_DELAY, "JUROR_EXIT_DELAY");
-        assertEq(_u("JUROR_REWARD_CLAIM_WINDOW"), Constants.JUROR_REWARD_CLAIM_WINDOW, "JUROR_REWARD_CLAIM_WINDOW");
+        assertEq(_u("REWARD_CLAIM_WINDOW"), Constants.REWARD_CLAIM_WINDOW, "REWARD_CLAIM_WINDOW");
         assertEq(
             _u("UNRESOLVED_CHALLENGE_FEE_BPS"), Constants.UNRESOLVED_CHALLENGE_FEE_BPS, "UNRESOLVED_CHALLENGE_FEE_BPS"
         );

@@ -365,30 +365,27 @@ contract DisputesTest is Fixture {
         _decide(s, true);
         uint256 poolBefore = shares.pool(runId);
         dis.execute(s);
-        // total = attestation bond 1 + verifier stake 5 + solver stake 10 = 16 ether
-        uint256 total = 16 ether;
+        // total = attestation bond 1 + verifier stake 5 = 6 ether; the solver's 10 ether is Verification's: half
+        // to the pool, half to FaultRewards for every prover of the fault
+        uint256 total = 6 ether;
         uint256 toWinner = total / 2;
         uint256 perJuror = total / 5 / 5;
         assertEq(dis.credits(outsider), 2 ether + toWinner, "challenger: bond back + half");
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         assertEq(d.rewardPerJuror, perJuror);
-        assertEq(shares.pool(runId) - poolBefore, total - toWinner - 5 * perJuror);
+        assertEq(shares.pool(runId) - poolBefore, total - toWinner - 5 * perJuror + 5 ether);
+        assertEq(faults.faultRewardOf(runId, 0, solvers[0]).amount, 5 ether, "the provers' half of the slash");
         assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 0);
         assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), 0);
         (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
         assertEq(uint8(state), uint8(Verification.AttestationState.Overturned));
-        assertFalse(ver.verifierAt(runId, _index(passVerifier)).active, "a wrong attester leaves the run");
+        (uint32 indexPlusOne,, bool reserved) = vreg.records(runId, passVerifier);
+        assertEq(indexPlusOne, 0, "a wrong attester leaves the run's list");
+        assertFalse(reserved, "and its reservation for the run is released");
         assertEq(reg.runState(runId).openDisputes, 0);
         assertEq(dis.jurorVotes(runId, 0), 5);
         assertEq(ver.roundTally(runId, 0).totalTokens, 0, "the commitment is rejected");
         assertEq(address(dis).balance, dis.credits(outsider) + 5 * perJuror);
-    }
-
-    function _index(address verifier) internal view returns (uint256) {
-        for (uint256 i; i < ver.verifierCount(runId); ++i) {
-            if (ver.verifierAt(runId, i).account == verifier) return i;
-        }
-        revert("not found");
     }
 
     function test_execute_passUpheld_succeeds() public {
@@ -419,8 +416,9 @@ contract DisputesTest is Fixture {
         _decide(s, false);
         dis.execute(s);
         assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 0);
-        assertEq(dis.credits(failVerifier), 6 ether, "half of challenger bond 2 + solver stake 10");
+        assertEq(dis.credits(failVerifier), 1 ether, "half of the challenger's bond");
         assertEq(ver.credits(failVerifier), 1 ether);
+        assertEq(faults.faultRewardOf(runId, 0, solvers[1]).amount, 5 ether, "half of the solver's stake, to share");
     }
 
     function test_execute_claimRejected_thenNewClaim_succeeds() public {
@@ -477,7 +475,8 @@ contract DisputesTest is Fixture {
         uint256 poolBefore = shares.pool(runId);
         uint256 credited = dis.credits(outsider) + dis.credits(passVerifier);
         dis.execute(s);
-        uint256 total = challengerWins ? 16 ether : 2 ether;
+        uint256 total = challengerWins ? 6 ether : 2 ether; // + the solver's slash, which Verification splits
+        if (challengerWins) poolBefore += 5 ether;
         uint256 bondBack = challengerWins ? 2 ether : 0;
         uint256 paid = dis.credits(outsider) + dis.credits(passVerifier) - credited - bondBack;
         uint256 jurors = dis.disputeOf(_id(s)).rewardPerJuror * count;
@@ -664,7 +663,7 @@ contract DisputesTest is Fixture {
         while ((d.signers >> seat) & 1 == 0) ++seat;
         vm.prank(jurorAddrs[jurorIndexAtSeat(s, seat)]);
         dis.claimJurorReward(s, seat); // one signer claims; four never do
-        uint256 closesAt = uint256(d.deadline) + Constants.JUROR_REWARD_CLAIM_WINDOW;
+        uint256 closesAt = uint256(d.deadline) + Constants.REWARD_CLAIM_WINDOW;
         vm.warp(closesAt - 1);
         vm.expectRevert(abi.encodeWithSelector(Disputes.ClaimWindowOpen.selector, closesAt));
         dis.sweepUnclaimedJurorRewards(s);

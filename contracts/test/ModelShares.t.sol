@@ -22,7 +22,7 @@ contract ModelSharesTest is Test {
 
     function setUp() public {
         vm.warp(1_700_000_000);
-        shares = new ModelShares(address(this), address(this), address(this));
+        shares = new ModelShares(address(this), address(this), address(this), address(this));
         vm.deal(address(this), 1_000_000 ether);
         vm.deal(payer, 1e30);
         token = RunShares(shares.createRunShares{value: 100 ether}(RUN, uint32(PERIOD)));

@@ -38,38 +38,7 @@ contract VerificationTest is Fixture {
         return AttestationRef({runId: runId, round: 0, solver: solvers[solver], slot: slot});
     }
 
-    // ------------------------------------------------------------------ registration
-
-    function test_register_staked_succeeds() public {
-        assertEq(ver.verifierCount(runId), 4);
-        Verification.VerifierEntry memory e = ver.verifierAt(runId, 2);
-        assertEq(e.account, verifiers[2]);
-        assertTrue(e.active);
-        assertEq(e.registeredBlock, 1000, "the block of registration");
-        (,,, uint256 reserved) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
-        assertEq(reserved, 5 ether, "registration reserves the run's verifierMinStake");
-    }
-
-    function test_register_twice_reverts() public {
-        vm.prank(verifiers[0]);
-        vm.expectRevert(abi.encodeWithSelector(Verification.AlreadyRegistered.selector, runId, verifiers[0]));
-        ver.register(runId);
-    }
-
-    function test_register_lowStake_reverts() public {
-        stakeAs(outsider, Constants.ROLE_VERIFIER, 1 ether);
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 1 ether, 0, 5 ether));
-        ver.register(runId);
-    }
-
-    /// Finding 5 of issue 16: one verifierMinStake used to back registrations in many runs.
-    function test_register_stakeReservedByAnotherRun_reverts() public {
-        uint256 other = createRun(defaultConfig());
-        vm.prank(verifiers[0]); // 5 ether, reserved by `runId`
-        vm.expectRevert(abi.encodeWithSelector(StakeManager.InsufficientFreeStake.selector, 5 ether, 5 ether, 5 ether));
-        ver.register(other);
-    }
+    // ------------------------------------------------------------------ stake coverage
 
     /// Finding 5 of issue 16: a verifier slashed to zero in one run used to stay active and attest in others. Its
     /// stake no longer covers what it reserved here, so it attests nowhere until it tops up.
@@ -86,46 +55,6 @@ contract VerificationTest is Fixture {
         stakeAs(verifier, Constants.ROLE_VERIFIER, 5 ether);
         vm.prank(verifier);
         ver.attestPass{value: 1 ether}(ref, c0);
-    }
-
-    function test_register_listFull_reverts() public {
-        stdstore.target(address(ver)).sig("verifierCount(uint256)").with_key(runId)
-            .checked_write(Constants.MAX_VERIFIERS_PER_RUN);
-        stakeAs(outsider, Constants.ROLE_VERIFIER, 5 ether);
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Verification.VerifierListFull.selector, runId));
-        ver.register(runId);
-    }
-
-    function test_register_finishedRun_reverts() public {
-        vm.mockCall(
-            address(reg),
-            abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
-            abi.encode(0, 0, 0, 0, 0, true, 0, 0)
-        );
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
-        ver.register(runId);
-    }
-
-    function test_deregister_thenReregister_succeeds() public {
-        vm.prank(verifiers[1]);
-        ver.deregister(runId);
-        assertFalse(ver.verifierAt(runId, 1).active);
-        (,,, uint256 reserved) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
-        assertEq(reserved, 0);
-        vm.roll(block.number + 10);
-        vm.prank(verifiers[1]);
-        ver.register(runId);
-        assertTrue(ver.verifierAt(runId, 1).active);
-        assertEq(ver.verifierAt(runId, 1).registeredBlock, 1000, "a return keeps the first registration's block");
-        assertEq(ver.verifierCount(runId), 4, "a returning verifier keeps its entry");
-    }
-
-    function test_deregister_notRegistered_reverts() public {
-        vm.prank(outsider);
-        vm.expectRevert(abi.encodeWithSelector(Verification.NotRegistered.selector, runId, outsider));
-        ver.deregister(runId);
     }
 
     // ------------------------------------------------------------------ seed
@@ -332,11 +261,11 @@ contract VerificationTest is Fixture {
             _sybil[sybil] = true;
             stakeAs(sybil, Constants.ROLE_VERIFIER, 5 ether);
             vm.prank(sybil);
-            ver.register(id);
+            vreg.register(id);
         }
         vm.roll(seedBlock + 30);
         ver.drawSeed(id, 0);
-        assertEq(ver.verifierCount(id), 24, "the sybils are in the list");
+        assertEq(vreg.size(id), 24, "the sybils are in the list");
         assertEq(ver.roundSeed(id, 0).verifierCount, 4, "but not in the round's snapshot");
         (bytes32 seedS, uint256[] memory samplesS, address[] memory seatsS) = _outcome(id);
         assertEq(seedS, seed);
@@ -371,36 +300,53 @@ contract VerificationTest is Fixture {
         }
     }
 
-    /// @dev The snapshot is the prefix of entries registered before the seed block, found by binary search:
-    ///      `before` entries in blocks before the seed block, `after_` entries in it and after it.
-    function testFuzz_drawSeed_snapshotIsPrefixBeforeSeedBlock_succeeds(uint256 before, uint256 after_, uint256 gap)
-        public
-    {
-        before = bound(before, 0, 40);
-        after_ = bound(after_, 0, 40);
-        gap = bound(gap, 0, 3);
+    /// @dev The snapshot is the list at the end of the block before the seed block: `before` verifiers register
+    ///      in blocks before the seed block and `leave` of them leave there too; `after_` register from the seed
+    ///      block on and `leaveAfter` of the early ones leave from the seed block on. Only the first two moves count.
+    function testFuzz_drawSeed_snapshotIsListBeforeSeedBlock_succeeds(
+        uint256 before,
+        uint256 leave,
+        uint256 after_,
+        uint256 leaveAfter
+    ) public {
+        before = bound(before, 0, 30);
+        leave = bound(leave, 0, before);
+        after_ = bound(after_, 0, 30);
+        leaveAfter = bound(leaveAfter, 0, before - leave);
         uint256 id = createRun(defaultConfig());
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
-        for (uint256 i; i < before + after_; ++i) {
-            // before: blocks start .. seedBlock - 1; after: seedBlock, seedBlock + gap, ...
-            vm.roll(i < before ? t.seedBlock - WINDOW + i * gap : t.seedBlock + (i - before) * gap);
+        vm.roll(t.seedBlock - 2);
+        for (uint256 i; i < before; ++i) {
             _registerFresh(id, i);
+        }
+        for (uint256 i; i < leave; ++i) {
+            vm.prank(_fresh(i));
+            vreg.deregister(id);
+        }
+        vm.roll(t.seedBlock);
+        for (uint256 i; i < after_; ++i) {
+            _registerFresh(id, before + i);
+        }
+        for (uint256 i; i < leaveAfter; ++i) {
+            vm.prank(_fresh(leave + i));
+            vreg.deregister(id);
         }
         vm.warp(t.commitEnd);
         vm.roll(t.seedBlock + 200);
         ver.drawSeed(id, 0);
-        assertEq(ver.roundSeed(id, 0).verifierCount, before);
+        assertEq(ver.roundSeed(id, 0).verifierCount, before - leave);
+        assertEq(vreg.size(id), before - leave + after_ - leaveAfter);
     }
 
-    /// @dev A full list (MAX_VERIFIERS_PER_RUN entries) cut at every interesting place.
-    function test_drawSeed_fullListSnapshot_succeeds() public {
+    /// @dev A list of 256 entries cut at every interesting place.
+    function test_drawSeed_longListSnapshot_succeeds() public {
         uint256 id = createRun(defaultConfig());
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         uint256[7] memory cuts = [uint256(0), 1, 2, 127, 128, 255, 256];
         uint256 snap = vm.snapshotState();
         for (uint256 c; c < cuts.length; ++c) {
             vm.revertToState(snap);
-            for (uint256 i; i < Constants.MAX_VERIFIERS_PER_RUN; ++i) {
+            for (uint256 i; i < 256; ++i) {
                 vm.roll(i < cuts[c] ? t.seedBlock - 1 : t.seedBlock + 1);
                 _registerFresh(id, i);
             }
@@ -411,30 +357,36 @@ contract VerificationTest is Fixture {
         }
     }
 
-    function _registerFresh(uint256 id, uint256 i) internal {
-        address v = makeAddr(string.concat("list verifier ", vm.toString(i)));
-        stakeAs(v, Constants.ROLE_VERIFIER, 5 ether);
-        vm.prank(v);
-        ver.register(id);
+    function _fresh(uint256 i) internal returns (address) {
+        return makeAddr(string.concat("list verifier ", vm.toString(i)));
     }
 
-    /// @dev A verifier that left before the seed block and returns after it keeps its entry, its index and its
-    ///      registration block: the snapshot does not change, and it may attest the seats its index holds again.
-    function test_register_returnAfterSeedBlock_keepsSnapshot_succeeds() public {
+    function _registerFresh(uint256 id, uint256 i) internal {
+        address v = _fresh(i);
+        stakeAs(v, Constants.ROLE_VERIFIER, 5 ether);
+        vm.prank(v);
+        vreg.register(id);
+    }
+
+    /// @dev A verifier that left before the seed block is out of the snapshot (the last entry took its index) and
+    ///      holds no seat even if it returns after the seed block (at the end of the list).
+    function test_register_leaveBeforeSeedReturnAfter_noSeat_succeeds() public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
-        uint64 registered = ver.verifierAt(id, 1).registeredBlock;
+        vm.roll(seedBlock - 1);
         vm.prank(verifiers[1]);
-        ver.deregister(id);
+        vreg.deregister(id);
+        assertEq(vreg.verifierAt(id, 1, block.number), verifiers[3], "the last entry moved into the hole");
         vm.roll(seedBlock + 5);
         vm.prank(verifiers[1]);
-        ver.register(id);
-        Verification.VerifierEntry memory e = ver.verifierAt(id, 1);
-        assertEq(e.account, verifiers[1]);
-        assertTrue(e.active);
-        assertEq(e.registeredBlock, registered);
+        vreg.register(id);
+        assertEq(vreg.verifierAt(id, 3, block.number), verifiers[1], "a return appends");
         ver.drawSeed(id, 0);
-        assertEq(ver.roundSeed(id, 0).verifierCount, 4, "the returning entry stays in the snapshot");
+        assertEq(ver.roundSeed(id, 0).verifierCount, 3, "the snapshot is the list before the seed block");
+        address[] memory many = _manySeats(id);
+        for (uint256 i; i < many.length; ++i) {
+            assertTrue(many[i] != verifiers[1], "the returning verifier holds a seat");
+        }
     }
 
     function test_drawSeed_wrongRound_reverts() public {
@@ -533,7 +485,7 @@ contract VerificationTest is Fixture {
             address v = makeAddr(string.concat("pool verifier ", vm.toString(i)));
             stakeAs(v, Constants.ROLE_VERIFIER, 5 ether);
             vm.prank(v);
-            ver.register(id);
+            vreg.register(id);
             if (i >= 10 && i < 20) _sybil[v] = true;
         }
         warpToAttest(id);
@@ -694,15 +646,21 @@ contract VerificationTest is Fixture {
         ver.attestPass{value: 1 ether}(ref, c0);
     }
 
-    function test_attestPass_deregisteredVerifier_reverts() public {
+    /// @dev A verifier that leaves after the seed block keeps the seats of the snapshot (its reservation is held
+    ///      through the exit delay) and attests them; the seat does not pass to anyone else.
+    function test_attestPass_leftAfterSeedBlock_stillItsSeat_succeeds() public {
         AttestationRef memory ref = _ref(0, 0);
         (address verifier,) = ver.assignedVerifier(ref);
         vm.prank(verifier);
-        ver.deregister(runId);
+        vreg.deregister(runId);
+        (address still, bool eligible) = ver.assignedVerifier(ref);
+        assertEq(still, verifier);
+        assertTrue(eligible);
         vm.deal(verifier, 1 ether);
         vm.prank(verifier);
-        vm.expectRevert(abi.encodeWithSelector(Verification.NotAssignedVerifier.selector, verifier, verifier));
         ver.attestPass{value: 1 ether}(ref, c0);
+        (,,, uint256 reserved) = sm.stakeOf(verifier, Constants.ROLE_VERIFIER);
+        assertEq(reserved, 5 ether, "the reservation is held until releaseVerifier");
     }
 
     function test_attestPass_wrongBond_reverts() public {
@@ -841,9 +799,20 @@ contract VerificationTest is Fixture {
         address verifier = attestFailAs(ref, c1, 0);
         warpToClaim(runId);
         uint256 poolBefore = shares.pool(runId);
+        vm.expectEmit(address(ver));
+        emit Verification.SolverFaultProven(
+            runId,
+            0,
+            solvers[1],
+            keccak256(abi.encode(Constants.FAULT_SOLVER, runId, uint64(0), solvers[1])),
+            10 ether,
+            5 ether,
+            5 ether
+        );
         ver.finalize(ref);
         assertEq(sm.bondedOf(solvers[1], Constants.ROLE_SOLVER), 0, "solver lost its min stake");
-        assertEq(ver.credits(verifier), 1 ether + 5 ether, "bond back + half of the slash");
+        assertEq(ver.credits(verifier), 1 ether, "bond back");
+        assertEq(address(faults).balance, 5 ether, "half of the slash for the fault's provers");
         assertEq(shares.pool(runId) - poolBefore, 5 ether, "the other half to the pool");
         bytes32 key = keccak256(abi.encode(Constants.FAULT_SOLVER, runId, uint64(0), solvers[1]));
         assertTrue(sm.faultSlashed(key));

@@ -24,6 +24,7 @@ from protocol.types import (
     CommitmentStatus,
     DisputeRecord,
     DisputeTerms,
+    FaultRewardRecord,
     JurorRecord,
     LeafData,
     Opening,
@@ -144,10 +145,17 @@ class ProtocolClient:
     # -- verification ----------------------------------------------------------------------
 
     def register_verifier(self, account: LocalAccount, run_id: int) -> TxResult:
-        return self.chain.send(account, "Verification", "register", run_id)
+        return self.chain.send(account, "VerifierRegistry", "register", run_id)
+
+    def deregister_verifier(self, account: LocalAccount, run_id: int) -> TxResult:
+        """Leave the run's verifier list now; the stake stays reserved until `release_verifier` (exit delay)."""
+        return self.chain.send(account, "VerifierRegistry", "deregister", run_id)
+
+    def release_verifier(self, account: LocalAccount, run_id: int) -> TxResult:
+        return self.chain.send(account, "VerifierRegistry", "releaseVerifier", run_id)
 
     def verifier_count(self, run_id: int) -> int:
-        return self.chain.call("Verification", "verifierCount", run_id)
+        return self.chain.call("VerifierRegistry", "size", run_id)
 
     def draw_seed(self, account: LocalAccount, run_id: int, round_index: int) -> TxResult:
         return self.chain.send(account, "Verification", "drawSeed", run_id, round_index)
@@ -250,6 +258,17 @@ class ProtocolClient:
 
     def claim_verifier_shares(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
         return self.chain.send(account, "Verification", "claimVerifierShares", ref.to_abi())
+
+    def claim_fault_reward(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
+        """FaultRewards.claimFaultReward: credit the prover of seat `ref` (a fail that stands, or an overturned pass's
+        challenger) its equal share of the provers' part of the solver's slash, once the round is settled."""
+        return self.chain.send(account, "FaultRewards", "claimFaultReward", ref.to_abi())
+
+    def fault_reward_of(self, run_id: int, round_index: int, solver: str) -> FaultRewardRecord:
+        fields = self.chain.call_fields(
+            "FaultRewards", "faultRewardOf", run_id, round_index, to_checksum_address(solver)
+        )
+        return decode_struct(FaultRewardRecord, fields)
 
     # -- disputes and juries ---------------------------------------------------------------
 

@@ -86,9 +86,14 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     # The withholder: failed by both verifiers (rightly: its checkpoints are not served), never challenged.
     fails = [e for e in events if e.name == "FailAttested" and e.args["solver"] == address(WITHHOLDER)]
     assert {e.args["verifier"] for e in fails} == {address(VERIFIER), address(FALSE_FAIL)}
-    paid = [e for e in events if e.name == "SolverFaultPaid"]
-    assert {e.args["solver"] for e in paid} == {address(WITHHOLDER)} and len(paid) == 2  # one per fail
-    assert sum(e.args["taken"] for e in paid) == RULES.solver_min_stake_wei  # one fault key: slashed once
+    proven = [e for e in events if e.name == "SolverFaultProven"]
+    assert [e.args["solver"] for e in proven] == [address(WITHHOLDER)]  # the first finalize proves it: slashed once
+    assert proven[0].args["taken"] == RULES.solver_min_stake_wei
+    # Both fails prove the fault, so both verifiers get an equal share, whichever finalized first (finding 6).
+    shares = [e for e in events if e.name == "FaultRewardClaimed"]
+    assert {e.args["prover"] for e in shares} == {address(VERIFIER), address(FALSE_FAIL)}, detail
+    assert all(e.args["provers"] == 2 for e in shares) and len({e.args["amount"] for e in shares}) == 1
+    assert sum(e.args["amount"] for e in shares) == proven[0].args["toProvers"]
 
     # The wrong claim: challenged, rejected by the jury, the claim bond forfeited; the right one settled.
     claims = [e for e in events if e.name == "ThetaClaimed"]

@@ -10,4 +10,10 @@ interface IDisputes {
     /// @param ref The seat.
     /// @return True while the dispute is unresolved.
     function isAttestationDisputed(AttestationRef calldata ref) external view returns (bool);
+
+    /// @notice Who challenged the attestation of a seat (zero if nobody did): the prover of the fault an
+    ///         overturned pass proves (Verification.claimFaultReward credits it).
+    /// @param ref The seat.
+    /// @return The challenger.
+    function challengerOf(AttestationRef calldata ref) external view returns (address);
 }

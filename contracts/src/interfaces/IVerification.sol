@@ -39,6 +39,13 @@ interface IVerification {
         external
         view
         returns (bool drawn, bytes32 seedBase, uint256 snapshotCount);
+    /// @notice A seat that proves its commitment's fault (a fail that stands, or an overturned pass) and who proved
+    ///         it (the fail's verifier, the pass's challenger), with the number of such seats; reverts NotAProver
+    ///         for any other seat (and for a fail not yet finalized).
+    /// @param ref The seat.
+    /// @return prover Who is owed this seat's share.
+    /// @return provers How many seats prove the fault.
+    function proverOf(AttestationRef calldata ref) external view returns (address prover, uint256 provers);
     /// @notice RunRegistry only: create a joining solver's status slot.
     function onSolverJoined(uint256 runId, address solver) external;
 }

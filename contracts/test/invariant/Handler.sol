@@ -239,6 +239,22 @@ contract Handler is Fixture {
         } catch {}
     }
 
+    /// @notice A verifier leaves the run's list, returns, or releases its reservation after leaving (issue 16, finding 2):
+    ///         seats of rounds already drawn stay with their snapshot, reservations follow the records
+    ///         (`checkReservationsMatchObligations`).
+    function churnVerifier(uint256 actorSeed, uint8 action) external {
+        address who = verifiers[actorSeed % verifiers.length];
+        vm.prank(who);
+        if (action % 3 == 0) {
+            try vreg.deregister(runId) {} catch {}
+        } else if (action % 3 == 1) {
+            try vreg.register(runId) {} catch {}
+        } else {
+            try vreg.releaseVerifier(runId) {} catch {}
+        }
+        ++calls["churnVerifier"];
+    }
+
     /// @notice Unbond part of a stake and try to leave at once and just before the release time: both must fail.
     function unbondAndTryExit(uint256 actorSeed, uint256 amountSeed, uint256 waitSeed) external {
         address who = actors[actorSeed % actors.length];
@@ -678,6 +694,8 @@ contract Handler is Fixture {
         try ver.withdraw() {} catch {}
         vm.prank(who);
         try dis.withdraw() {} catch {}
+        vm.prank(who);
+        try faults.withdraw() {} catch {}
         uint64 round = uint64(bound(roundSeed, 0, _times().round));
         vm.prank(who);
         try reg.withdrawClaimBond(runId, round) {} catch {}
@@ -713,6 +731,15 @@ contract Handler is Fixture {
         _finalizeAll(end.round);
         for (uint64 r; r < end.round; ++r) {
             _claimEverything(r);
+        }
+        // what no prover claimed goes to the pool once the claim window after the unbonding delay has passed
+        vm.warp(block.timestamp + sm.unbondingDelay() + Constants.REWARD_CLAIM_WINDOW);
+        for (uint64 r; r < end.round; ++r) {
+            for (uint256 i; i < solvers.length; ++i) {
+                uint256 before = _tokenBalance();
+                try faults.sweepFaultReward(runId, r, solvers[i]) {} catch {}
+                ghostRevenueIn += _tokenBalance() - before;
+            }
         }
         vm.warp(block.timestamp + token.releasePeriod() + Constants.UNOWNED_REVENUE_GRACE + 1);
         if (token.totalSupply() < Constants.MIN_SUPPLY_FOR_RELEASE) {
@@ -761,6 +788,8 @@ contract Handler is Fixture {
             try ver.claimSolverShares(runId, round, solvers[i]) {} catch {}
             for (uint8 slot; slot < 2; ++slot) {
                 try ver.claimVerifierShares(AttestationRef(runId, round, solvers[i], slot)) {} catch {}
+                if (slot == 0) continue; // seat 0's fault reward is left unclaimed: swept to the pool at the end
+                try faults.claimFaultReward(AttestationRef(runId, round, solvers[i], slot)) {} catch {}
             }
         }
         for (uint256 k; k < _disputes.length; ++k) {
@@ -783,12 +812,14 @@ contract Handler is Fixture {
             try ver.withdraw() {} catch {}
             vm.prank(who);
             try dis.withdraw() {} catch {}
+            vm.prank(who);
+            try faults.withdraw() {} catch {}
             for (uint64 r; r < rounds; ++r) {
                 vm.prank(who);
                 try reg.withdrawClaimBond(runId, r) {} catch {}
             }
             vm.prank(who);
-            try ver.deregister(runId) {} catch {}
+            try vreg.deregister(runId) {} catch {}
             vm.prank(who);
             try jurors.deregisterJuror() {} catch {}
             vm.prank(who);
@@ -796,13 +827,17 @@ contract Handler is Fixture {
             vm.prank(who);
             try reg.leaveRun(otherRunId) {} catch {} // never committed there: it may leave
             vm.prank(who);
-            try ver.deregister(otherRunId) {} catch {}
+            try vreg.deregister(otherRunId) {} catch {}
         }
-        vm.warp(block.timestamp + Constants.JUROR_EXIT_DELAY);
+        vm.warp(block.timestamp + Constants.JUROR_EXIT_DELAY + 2 * WINDOW); // both exit delays
         for (uint256 i; i < actors.length; ++i) {
             address who = actors[i];
             vm.prank(who);
             try jurors.releaseJuror() {} catch {}
+            vm.prank(who);
+            try vreg.releaseVerifier(runId) {} catch {}
+            vm.prank(who);
+            try vreg.releaseVerifier(otherRunId) {} catch {}
             for (uint8 role = 1; role <= 2; ++role) {
                 (uint256 bonded,,,) = sm.stakeOf(who, role);
                 if (bonded == 0) continue;

@@ -6,6 +6,7 @@ import {Protocol} from "../../script/ProtocolDeployer.sol";
 import {Handler} from "./Handler.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
+import {FaultRewards} from "../../src/FaultRewards.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
 import {Verification} from "../../src/Verification.sol";
@@ -45,7 +46,9 @@ contract ProtocolInvariantTest is Fixture {
             s[i] = solvers[i];
             v[i] = verifiers[i];
         }
-        handler = new Handler(Protocol(sm, reg, ver, dis, shares, jurors), runId, s, v, jurorAddrs, jurorSks, jurorPks);
+        handler = new Handler(
+            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg), runId, s, v, jurorAddrs, jurorSks, jurorPks
+        );
         handler.setOtherRun(otherRunId);
         targetContract(address(handler));
         bytes4[] memory selectors = new bytes4[](50);
@@ -75,7 +78,8 @@ contract ProtocolInvariantTest is Fixture {
         selectors[23] = Handler.resolve.selector;
         selectors[24] = Handler.open.selector;
         selectors[25] = Handler.reportUnopened.selector;
-        for (uint256 i = 26; i < 50; ++i) {
+        selectors[26] = Handler.churnVerifier.selector;
+        for (uint256 i = 27; i < 50; ++i) {
             selectors[i] = Handler.advance.selector;
         }
         targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
@@ -86,7 +90,7 @@ contract ProtocolInvariantTest is Fixture {
 
     function _systemBalance() internal view returns (uint256) {
         return address(sm).balance + address(reg).balance + address(ver).balance + address(dis).balance
-            + address(shares).balance + address(tokenOf(runId)).balance;
+            + address(shares).balance + address(faults).balance + address(tokenOf(runId)).balance;
     }
 
     function _actorBalance() internal view returns (uint256 held) {
@@ -115,6 +119,7 @@ contract ProtocolInvariantTest is Fixture {
         checkUnopenedSlashAllToPool();
         checkReservationsMatchObligations();
         checkVerdictsHaveAQuorumOfDrawnSeats();
+        checkFaultRewardsOwesItsBalance();
     }
 
     // ------------------------------------------------------------------ reservations and juries (issue 16)
@@ -131,7 +136,7 @@ contract ProtocolInvariantTest is Fixture {
             for (uint256 r; r < 2; ++r) {
                 (,, bytes28 hash) = reg.commitmentOf(runs[r], who);
                 if (hash != bytes28(0) && hash != bytes28(uint224(2))) solverExpected += reg.solverMinStake(runs[r]);
-                verifierExpected += _activeEntries(runs[r], who) * reg.runEconomics(runs[r]).verifierMinStake;
+                verifierExpected += _verifierReservations(runs[r], who) * reg.runEconomics(runs[r]).verifierMinStake;
             }
             (,, bool jurorReserved) = jurors.jurors(who);
             if (jurorReserved) verifierExpected += Constants.JUROR_MIN_STAKE;
@@ -142,12 +147,15 @@ contract ProtocolInvariantTest is Fixture {
         }
     }
 
-    function _activeEntries(uint256 run, address who) internal view returns (uint256 count) {
-        uint256 listed = ver.verifierCount(run);
-        for (uint256 k; k < listed; ++k) {
-            Verification.VerifierEntry memory e = ver.verifierAt(run, k);
-            if (e.account == who && e.active) ++count;
+    /// @dev 1 if `who` holds a verifier reservation in `run` (in the list, or exiting), checked against the list: an
+    ///      entry is listed exactly at its recorded index.
+    function _verifierReservations(uint256 run, address who) internal view returns (uint256 count) {
+        (uint32 indexPlusOne,, bool reserved) = vreg.records(run, who);
+        if (indexPlusOne != 0) {
+            assertTrue(reserved, "a listed verifier holds its reservation");
+            assertEq(vreg.verifierAt(run, indexPlusOne - 1, block.number), who, "the record's index holds it");
         }
+        return reserved ? 1 : 0;
     }
 
     /// @dev A decided or executed verdict was signed by at least ceil(2/3) of the seats actually drawn, and the jury
@@ -234,6 +242,24 @@ contract ProtocolInvariantTest is Fixture {
             if (d.status == Disputes.Status.Executed) owed += d.rewardPerJuror * _popcount(d.signers & ~d.claimed);
         }
         assertEq(address(dis).balance, owed);
+    }
+
+    /// @dev FaultRewards: ETH balance == credits + what each proven fault's provers have not been paid (until swept),
+    ///      and no fault's provers were paid more than its amount.
+    function checkFaultRewardsOwesItsBalance() public view {
+        uint256 owed;
+        for (uint256 i; i < handler.actorCount(); ++i) {
+            owed += faults.credits(handler.actors(i));
+        }
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        for (uint64 r; r <= t.round; ++r) {
+            for (uint256 i; i < 3; ++i) {
+                FaultRewards.FaultReward memory f = faults.faultRewardOf(runId, r, solvers[i]);
+                assertLe(f.paid, f.amount, "provers paid more than the fault's reward");
+                if (!f.swept) owed += f.amount - f.paid;
+            }
+        }
+        assertEq(address(faults).balance, owed);
     }
 
     /// @dev ModelShares holds exactly the reward pool.
@@ -325,6 +351,7 @@ contract ProtocolInvariantTest is Fixture {
         assertEq(address(reg).balance, 0, "claim bonds stranded");
         assertEq(address(ver).balance, 0, "attestation bonds or credits stranded");
         assertLe(address(dis).balance, 0, "dispute bonds, credits or juror rewards stranded");
+        assertEq(address(faults).balance, 0, "fault rewards stranded");
         assertEq(address(shares).balance, 0, "reward pool stranded");
         assertLe(address(tokenOf(runId)).balance, handler.actorCount() + 1, "revenue stranded beyond dust");
     }

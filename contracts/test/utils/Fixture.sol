@@ -5,6 +5,8 @@ import {Test} from "forge-std/Test.sol";
 import {Protocol, ProtocolDeployer} from "../../script/ProtocolDeployer.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
+import {FaultRewards} from "../../src/FaultRewards.sol";
+import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
 import {JurorRegistry} from "../../src/JurorRegistry.sol";
 import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
@@ -38,6 +40,8 @@ abstract contract Fixture is Test {
     Disputes internal dis;
     ModelShares internal shares;
     JurorRegistry internal jurors;
+    FaultRewards internal faults;
+    VerifierRegistry internal vreg;
 
     address internal creator = makeAddr("creator");
     address internal outsider = makeAddr("outsider");
@@ -80,6 +84,8 @@ abstract contract Fixture is Test {
         dis = p.disputes;
         shares = p.modelShares;
         jurors = p.jurorRegistry;
+        faults = p.faultRewards;
+        vreg = p.verifierRegistry;
     }
 
     // ------------------------------------------------------------------ configuration and actors
@@ -133,7 +139,7 @@ abstract contract Fixture is Test {
             (uint256 bonded,,, uint256 reserved) = sm.stakeOf(verifiers[i], Constants.ROLE_VERIFIER);
             if (bonded < reserved + 5 ether) stakeAs(verifiers[i], Constants.ROLE_VERIFIER, 5 ether); // per run
             vm.prank(verifiers[i]);
-            ver.register(runId);
+            vreg.register(runId);
         }
     }
 
