@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
+import {PullPayments} from "./base/PullPayments.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IJurorRegistry} from "./interfaces/IJurorRegistry.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
@@ -36,7 +37,7 @@ import {BLS} from "./libraries/BLS.sol";
 ///      winner's own bond is returned. A solver fault the verdict proves (overturned pass, upheld fail) is
 ///      slashed by Verification and shared by all of that fault's provers, so no party gains by being the one
 ///      whose proof lands first. ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
-contract Disputes is IDisputes {
+contract Disputes is PullPayments, IDisputes {
     /// @notice Status of a dispute.
     enum Status {
         None,
@@ -80,8 +81,6 @@ contract Disputes is IDisputes {
     mapping(bytes32 disputeId => Dispute) internal _disputes;
     /// @notice Signatures of executed verdicts per round: the denominator of the jurors' share of the round.
     mapping(uint256 runId => mapping(uint64 round => uint256)) public jurorVotes;
-    /// @notice Returned bonds, winner rewards and juror rewards owed (pull with `withdraw`).
-    mapping(address account => uint256) public credits;
 
     /// @notice An attestation (seat `slot` of the solver's commitment; the attester is in its PassAttested or
     ///         FailAttested event) was challenged with the run's challenge bond. `attestation` says whether it
@@ -149,8 +148,6 @@ contract Disputes is IDisputes {
     /// @notice Juror rewards nobody claimed within REWARD_CLAIM_WINDOW of the deadline (signer bitmap `seats`)
     ///         went to the run's reward pool; those seats can claim nothing any more.
     event JurorRewardsSwept(bytes32 indexed disputeId, uint256 seats, uint256 amount);
-    /// @notice Credits left the contract.
-    event Withdrawn(address indexed account, uint256 amount);
 
     error WrongBond(uint256 sent, uint256 required);
     error DisputeExists(bytes32 disputeId);
@@ -172,10 +169,8 @@ contract Disputes is IDisputes {
     error NotASigner(uint8 seat);
     error AlreadyClaimed(uint8 seat);
     error UnexpectedEther(address from);
-    error NothingToWithdraw();
     error ClaimWindowOpen(uint256 closesAt);
     error NothingToSweep();
-    error TransferFailed(address to, uint256 amount);
 
     /// @param stakeManager_ The StakeManager.
     /// @param runRegistry_ The RunRegistry.
@@ -431,17 +426,6 @@ contract Disputes is IDisputes {
         uint256 amount = uint256(d.rewardPerJuror) * _popcount(unclaimed);
         emit JurorRewardsSwept(disputeId, unclaimed, amount);
         if (amount > 0) modelShares.fundPool{value: amount}(subject.runId);
-    }
-
-    /// @notice Withdraw the caller's credits.
-    function withdraw() external {
-        uint256 amount = credits[msg.sender];
-        if (amount == 0) revert NothingToWithdraw();
-        // INVARIANT: checks-effects-interactions: the credit is zeroed before the ETH leaves, so it is paid once.
-        credits[msg.sender] = 0;
-        emit Withdrawn(msg.sender, amount);
-        (bool ok,) = msg.sender.call{value: amount}("");
-        if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
     // ------------------------------------------------------------------ views

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
+import {PullPayments} from "./base/PullPayments.sol";
 import {IFaultRewards} from "./interfaces/IFaultRewards.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
@@ -23,7 +24,7 @@ import {AttestationRef} from "./interfaces/Types.sol";
 ///      passed after the unbonding delay that followed the proof (every dispute of the round ends inside that
 ///      delay, so every prover has at least the window to claim).
 ///      ETH held: sum over proven faults of (amount - paid, until swept) + credits.
-contract FaultRewards is IFaultRewards {
+contract FaultRewards is PullPayments, IFaultRewards {
     /// @notice Per faulty commitment: the provers' part of the solver's slash and what was paid of it.
     struct FaultReward {
         // PACKING: one slot, written by the proof and by each claim.
@@ -40,8 +41,6 @@ contract FaultRewards is IFaultRewards {
     IModelShares public immutable modelShares;
 
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => FaultReward))) internal _rewards;
-    /// @notice Fault rewards owed (pull with `withdraw`).
-    mapping(address account => uint256) public credits;
 
     /// @notice The provers' part `amount` of the slash of a commitment's fault arrived, to be shared after settlement.
     event FaultRewardFunded(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 amount);
@@ -57,8 +56,6 @@ contract FaultRewards is IFaultRewards {
     );
     /// @notice What the provers did not claim in time (`amount`, with the division dust) went to the run's pool.
     event FaultRewardSwept(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 amount);
-    /// @notice Credits left the contract.
-    event Withdrawn(address indexed account, uint256 amount);
 
     error NotVerification(address caller);
     error AlreadyFunded(uint256 runId, uint64 round, address solver);
@@ -66,8 +63,6 @@ contract FaultRewards is IFaultRewards {
     error NoFaultReward(uint256 runId, uint64 round, address solver);
     error AlreadyRewarded(uint8 slot);
     error ClaimWindowOpen(uint256 closesAt);
-    error NothingToWithdraw();
-    error TransferFailed(address to, uint256 amount);
 
     /// @param verification_ Verification (the only funder; it says who proved what).
     /// @param runRegistry_ The RunRegistry (settlement).
@@ -134,17 +129,6 @@ contract FaultRewards is IFaultRewards {
         _rewards[runId][round][solver].swept = true;
         emit FaultRewardSwept(runId, round, solver, amount);
         if (amount > 0) modelShares.fundPool{value: amount}(runId);
-    }
-
-    /// @notice Withdraw the caller's credits.
-    function withdraw() external {
-        uint256 amount = credits[msg.sender];
-        if (amount == 0) revert NothingToWithdraw();
-        // INVARIANT: checks-effects-interactions: the credit is zeroed before the ETH leaves, so it is paid once.
-        credits[msg.sender] = 0;
-        emit Withdrawn(msg.sender, amount);
-        (bool ok,) = msg.sender.call{value: amount}("");
-        if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
     /// @notice The record of a commitment's fault (zero until the fault is proven).

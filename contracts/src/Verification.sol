@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
+import {PullPayments} from "./base/PullPayments.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IFaultRewards} from "./interfaces/IFaultRewards.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
@@ -48,7 +49,7 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      to mint), that attestation first copies it to a per-(run, round, solver) archive, where finalize and
 ///      the share claims find it; nothing is ever dropped.
 ///      ETH held: bonds of attestations in Attested or Challenged state + credits.
-contract Verification is IVerification {
+contract Verification is PullPayments, IVerification {
     /// @notice Per (run, round), fixed by `drawSeed` (one slot, read by every attestation and challenge).
     struct RoundSeed {
         // PACKING: one slot (hence the 12-byte seed); a slot per field costs +12,361 gas per attest, +12,401 per
@@ -113,8 +114,6 @@ contract Verification is IVerification {
     mapping(uint256 runId => mapping(uint64 round => RoundTally)) internal _tallies;
     mapping(uint256 runId => mapping(address solver => CommitmentStatus)) internal _live;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => CommitmentStatus))) internal _archive;
-    /// @notice Returned bonds owed (pull with `withdraw`).
-    mapping(address account => uint256) public credits;
 
     /// @notice The seed of a round was fixed from the hash of block `blockNumber` (the round's seed block, fixed
     ///         when the round started); `seedBase` is its first 12 bytes, the input of every sampling seed of the
@@ -186,8 +185,6 @@ contract Verification is IVerification {
     );
     /// @notice Shares were minted for an accepted commitment.
     event SolverSharesClaimed(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 shares);
-    /// @notice Credits left the contract.
-    event Withdrawn(address indexed account, uint256 amount);
 
     error RunIsFinished(uint256 runId);
     error StakeNotCovered(address account);
@@ -214,8 +211,6 @@ contract Verification is IVerification {
     error NotDisputes(address caller);
     error NotRunRegistry(address caller);
     error UnexpectedEther(address from);
-    error NothingToWithdraw();
-    error TransferFailed(address to, uint256 amount);
 
     modifier onlyDisputes() {
         if (msg.sender != disputes) revert NotDisputes(msg.sender);
@@ -401,17 +396,6 @@ contract Verification is IVerification {
         uint256 shares = bucket * st.tokens / _tallies[runId][round].totalTokens;
         emit SolverSharesClaimed(runId, round, solver, shares);
         modelShares.mint(runId, round, solver, shares, IModelShares.ShareKind.Solver);
-    }
-
-    /// @notice Withdraw the caller's credits (returned bonds).
-    function withdraw() external {
-        uint256 amount = credits[msg.sender];
-        if (amount == 0) revert NothingToWithdraw();
-        // INVARIANT: checks-effects-interactions: the credit is zeroed before the ETH leaves, so it is paid once.
-        credits[msg.sender] = 0;
-        emit Withdrawn(msg.sender, amount);
-        (bool ok,) = msg.sender.call{value: amount}("");
-        if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
     // ------------------------------------------------------------------ hooks

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {stdStorage, StdStorage} from "forge-std/Test.sol";
+import {PullPayments} from "../src/base/PullPayments.sol";
 import {Fixture} from "./utils/Fixture.sol";
 import {Rejector} from "./utils/Rejector.sol";
 import {Constants} from "../src/Constants.sol";
@@ -700,7 +701,7 @@ contract DisputesTest is Fixture {
     }
 
     function test_withdraw_nothing_reverts() public {
-        vm.expectRevert(Disputes.NothingToWithdraw.selector);
+        vm.expectRevert(PullPayments.NothingToWithdraw.selector);
         dis.withdraw();
     }
 
@@ -708,7 +709,7 @@ contract DisputesTest is Fixture {
         Rejector r = new Rejector();
         stdstore.target(address(dis)).sig("credits(address)").with_key(address(r)).checked_write(1 ether);
         vm.deal(address(dis), 1 ether);
-        vm.expectRevert(abi.encodeWithSelector(Disputes.TransferFailed.selector, address(r), 1 ether));
-        r.call(address(dis), abi.encodeCall(Disputes.withdraw, ()));
+        vm.expectRevert(abi.encodeWithSelector(PullPayments.TransferFailed.selector, address(r), 1 ether));
+        r.call(address(dis), abi.encodeCall(PullPayments.withdraw, ()));
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {PullPayments} from "../src/base/PullPayments.sol";
 import {Fixture} from "./utils/Fixture.sol";
 import {Constants} from "../src/Constants.sol";
 import {FaultRewards} from "../src/FaultRewards.sol";
@@ -198,7 +199,7 @@ contract FaultRewardsTest is Fixture {
         assertEq(verifier.balance - before, POT);
         assertEq(address(faults).balance, 0);
         vm.prank(verifier);
-        vm.expectRevert(FaultRewards.NothingToWithdraw.selector);
+        vm.expectRevert(PullPayments.NothingToWithdraw.selector);
         faults.withdraw();
     }
 

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {stdStorage, StdStorage} from "forge-std/Test.sol";
+import {PullPayments} from "../src/base/PullPayments.sol";
 import {Fixture} from "./utils/Fixture.sol";
 import {Rejector} from "./utils/Rejector.sol";
 import {Constants} from "../src/Constants.sol";
@@ -1036,7 +1037,7 @@ contract VerificationTest is Fixture {
     }
 
     function test_withdraw_nothing_reverts() public {
-        vm.expectRevert(Verification.NothingToWithdraw.selector);
+        vm.expectRevert(PullPayments.NothingToWithdraw.selector);
         ver.withdraw();
     }
 
@@ -1044,7 +1045,7 @@ contract VerificationTest is Fixture {
         Rejector r = new Rejector();
         stdstore.target(address(ver)).sig("credits(address)").with_key(address(r)).checked_write(1 ether);
         vm.deal(address(ver), 1 ether);
-        vm.expectRevert(abi.encodeWithSelector(Verification.TransferFailed.selector, address(r), 1 ether));
-        r.call(address(ver), abi.encodeCall(Verification.withdraw, ()));
+        vm.expectRevert(abi.encodeWithSelector(PullPayments.TransferFailed.selector, address(r), 1 ether));
+        r.call(address(ver), abi.encodeCall(PullPayments.withdraw, ()));
     }
 }
