@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rich.console import Console
 from rich.table import Table
@@ -24,6 +24,7 @@ from auditor.audit import AuditReport
 from auditor.checks import judge_document, short
 from protocol.hashing import hash_to_hex
 from protocol.history.fold import get_round_phase
+from protocol.history.records import RevenueKind
 
 SCHEMA = "gradledger-audit/1"
 KIND_COLORS = {"solver": "#1f77b4", "verifier": "#2ca02c", "juror": "#9467bd"}
@@ -163,14 +164,7 @@ def build_json(report: AuditReport) -> dict[str, Any]:
     """The JSON export (schema in docs/audit.md)."""
     h = report.history
     s = h.terms
-    revenue_kinds = (
-        "reward pool",
-        "pool funded",
-        "pool released",
-        "revenue paid",
-        "revenue withdrawn",
-        "unowned swept",
-    )
+    revenue_kinds = get_args(RevenueKind)
     return {
         "schema": SCHEMA,
         "run_id": report.run_id,

@@ -363,8 +363,12 @@ class SolverNode(RunNode):
             except ContractRevertError as exc:
                 if exc.error != "AlreadyMinted":
                     raise
+        # the mint credited this solver its part of the round's release (ModelShares): take it out
+        reward = self.protocol.credits_of("ModelShares", self.address)
+        if reward > 0:
+            self.protocol.withdraw_credits(self.account, "ModelShares")
         self.state.put("shares", f"{run}:{r}", {"claimed": True})
-        log_event(self.log, "shares claimed", run=run, round=r)
+        log_event(self.log, "shares claimed", run=run, round=r, round_reward_wei=reward)
 
     def _do_withdraw_claim_bond(self, action: Action) -> None:
         try:

@@ -342,5 +342,7 @@ class JuryDuty:
             if exc.error != "AlreadyClaimed":
                 raise
         self._save({**info, "status": "done"})
-        if self.protocol.credits_of("Disputes", self.address) > 0:
-            self.protocol.withdraw_credits(self.account, "Disputes")
+        # the juror reward (Disputes) and the round's release credited with the juror's shares (ModelShares)
+        for contract in ("Disputes", "ModelShares"):
+            if self.protocol.credits_of(contract, self.address) > 0:
+                self.protocol.withdraw_credits(self.account, contract)

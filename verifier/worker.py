@@ -171,8 +171,9 @@ class VerifierWorker(RunNode):
                 raise
 
     def _withdraw_credits(self) -> None:
-        """Pull returned bonds and rewards out of Verification, Disputes and FaultRewards."""
-        for contract in ("Verification", "Disputes", "FaultRewards"):
+        """Pull returned bonds and rewards out of Verification, Disputes and FaultRewards, and the rounds' releases
+        credited with its shares out of ModelShares."""
+        for contract in ("Verification", "Disputes", "FaultRewards", "ModelShares"):
             if self.protocol.credits_of(contract, self.address) > 0:
                 self.protocol.withdraw_credits(self.account, contract)
                 log_event(self.log, "credits withdrawn", contract=contract)

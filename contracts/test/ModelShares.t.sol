@@ -13,6 +13,7 @@ import {IModelShares} from "../src/interfaces/IModelShares.sol";
 contract ModelSharesTest is Test {
     uint256 internal constant PERIOD = 30 days;
     uint256 internal constant RUN = 1;
+    uint256 internal constant SHARES_PER_ROUND = 1e30;
     ModelShares internal shares;
     RunShares internal token;
     address internal alice = makeAddr("alice");
@@ -114,8 +115,9 @@ contract ModelSharesTest is Test {
         shares.fundPool{value: 3 ether}(RUN);
         assertEq(shares.pool(RUN), 0);
         (uint256 remaining,,) = token.revenueState();
-        assertEq(remaining, 103 ether);
-        assertEq(address(token).balance, 103 ether);
+        assertEq(remaining, 3 ether);
+        assertEq(address(token).balance, 3 ether);
+        assertEq(shares.roundReleaseOf(RUN, 0).amount, 100 ether, "the last round's release stays its own");
     }
 
     function test_releasePool_splitsOverRoundsLeft_succeeds() public {
@@ -125,8 +127,88 @@ contract ModelSharesTest is Test {
         assertEq(shares.pool(RUN), 50 ether);
         shares.releasePool(RUN, 2, 1);
         assertEq(shares.pool(RUN), 0);
-        assertEq(address(token).balance, 100 ether);
-        assertEq(address(shares).balance, 0);
+        assertEq(shares.roundReleaseOf(RUN, 0).amount, 25 ether);
+        assertEq(shares.roundReleaseOf(RUN, 1).amount, 25 ether);
+        assertEq(shares.roundReleaseOf(RUN, 2).amount, 50 ether);
+        assertEq(address(token).balance, 0);
+        assertEq(address(shares).balance, 100 ether, "held for the rounds' contributors");
+    }
+
+    // ------------------------------------------------------------------ round releases (issue 16)
+
+    /// @dev Issue 16 ("each round's release is reserved for that round's contributors"): a settled round's part of
+    ///      the pool used to go into the revenue stream, where whoever held shares of earlier rounds took it while the
+    ///      round's own contributors had not claimed their shares yet. Alice (round 0) used to withdraw all 20 ETH of
+    ///      rounds 0 and 1; Bob, who did round 1's work and claimed a period later, got nothing of it.
+    function test_mint_lateClaimOfARound_getsTheRoundsRelease_succeeds() public {
+        shares.releasePool(RUN, 0, 5); // 20 ETH for round 0
+        shares.mint(RUN, 0, alice, SHARES_PER_ROUND, IModelShares.ShareKind.Solver);
+        shares.releasePool(RUN, 1, 4); // 20 ETH for round 1, whose contributor has not claimed yet
+        vm.warp(block.timestamp + PERIOD);
+        assertEq(token.withdrawableRevenueOf(alice), 0, "no round's release drips to holders");
+        shares.mint(RUN, 1, bob, SHARES_PER_ROUND / 2, IModelShares.ShareKind.Solver);
+        shares.mint(RUN, 1, carol, SHARES_PER_ROUND / 4, IModelShares.ShareKind.Verifier);
+        assertEq(shares.credits(alice), 20 ether, "round 0's release, all of it");
+        assertEq(shares.credits(bob), 10 ether, "half of round 1's release, claimed a period late");
+        assertEq(shares.credits(carol), 5 ether);
+        uint256 before = bob.balance;
+        vm.prank(bob);
+        shares.withdraw();
+        assertEq(bob.balance - before, 10 ether);
+    }
+
+    function test_mint_aboveSharesPerRound_reverts() public {
+        shares.mint(RUN, 0, alice, SHARES_PER_ROUND, IModelShares.ShareKind.Solver);
+        vm.expectRevert(
+            abi.encodeWithSelector(ModelShares.MintAboveRound.selector, SHARES_PER_ROUND + 1, SHARES_PER_ROUND)
+        );
+        shares.mint(RUN, 0, bob, 1, IModelShares.ShareKind.Juror);
+    }
+
+    function test_sweepRoundRelease_afterWindow_unclaimedBackToPool_succeeds() public {
+        shares.releasePool(RUN, 0, 4); // 25 ETH
+        shares.mint(RUN, 0, alice, SHARES_PER_ROUND * 6 / 10, IModelShares.ShareKind.Solver); // 15 ETH
+        uint256 closesAt = block.timestamp + Constants.REWARD_CLAIM_WINDOW;
+        vm.warp(closesAt - 1);
+        vm.expectRevert(abi.encodeWithSelector(ModelShares.ClaimWindowOpen.selector, closesAt));
+        shares.sweepRoundRelease(RUN, 0);
+        vm.warp(closesAt);
+        vm.expectEmit(address(shares));
+        emit ModelShares.RoundReleaseSwept(RUN, 0, 10 ether);
+        shares.sweepRoundRelease(RUN, 0);
+        assertEq(shares.pool(RUN), 85 ether, "the unclaimed 10 ETH back to the pool for later rounds");
+        shares.mint(RUN, 0, bob, SHARES_PER_ROUND / 10, IModelShares.ShareKind.Juror);
+        assertEq(shares.credits(bob), 0, "a mint after the sweep carries shares only");
+        vm.expectRevert(abi.encodeWithSelector(ModelShares.NotReleased.selector, RUN, 0));
+        shares.sweepRoundRelease(RUN, 0);
+    }
+
+    function test_sweepRoundRelease_finishedRun_intoStream_succeeds() public {
+        shares.releasePool(RUN, 0, 1);
+        vm.warp(block.timestamp + Constants.REWARD_CLAIM_WINDOW);
+        shares.sweepRoundRelease(RUN, 0);
+        assertEq(address(token).balance, 100 ether, "a finished run's leftovers go to its revenue stream");
+        assertEq(shares.pool(RUN), 0);
+    }
+
+    function test_sweepRoundRelease_notSettled_reverts() public {
+        vm.expectRevert(abi.encodeWithSelector(ModelShares.NotReleased.selector, RUN, 3));
+        shares.sweepRoundRelease(RUN, 3);
+    }
+
+    function testFuzz_mint_roundCreditsNeverExceedRelease_succeeds(uint256 a, uint256 b, uint256 c) public {
+        shares.releasePool(RUN, 0, 3);
+        uint256 release = shares.roundReleaseOf(RUN, 0).amount;
+        a = bound(a, 0, SHARES_PER_ROUND);
+        b = bound(b, 0, SHARES_PER_ROUND - a);
+        c = bound(c, 0, SHARES_PER_ROUND - a - b);
+        shares.mint(RUN, 0, alice, a, IModelShares.ShareKind.Solver);
+        shares.mint(RUN, 0, bob, b, IModelShares.ShareKind.Verifier);
+        shares.mint(RUN, 0, carol, c, IModelShares.ShareKind.Juror);
+        uint256 credited = shares.credits(alice) + shares.credits(bob) + shares.credits(carol);
+        assertLe(credited, release);
+        assertEq(shares.roundReleaseOf(RUN, 0).credited, credited);
+        assertEq(address(shares).balance, shares.pool(RUN) + release, "the release stays until withdrawn or swept");
     }
 
     function test_releasePool_notRegistry_reverts() public {
@@ -182,10 +264,16 @@ contract ModelSharesTest is Test {
         return address(0xC0FFEE);
     }
 
+    /// @dev This contract plays RunRegistry: the run's shares per round (ModelShares reads it at each mint).
+    function sharesPerRound(uint256) external pure returns (uint256) {
+        return SHARES_PER_ROUND;
+    }
+
     function test_reclaimUnownedRevenue_noShares_succeeds() public {
         shares.releasePool(RUN, 0, 1);
         assertEq(shares.finishedAt(RUN), block.timestamp);
         vm.warp(block.timestamp + Constants.UNOWNED_REVENUE_GRACE);
+        shares.sweepRoundRelease(RUN, 0); // nobody claimed the last round's release: into the stream
         uint256 before = address(0xC0FFEE).balance;
         shares.reclaimUnownedRevenue(RUN);
         assertEq(address(0xC0FFEE).balance - before, 100 ether, "the creator gets an ownerless run's revenue");
@@ -208,6 +296,7 @@ contract ModelSharesTest is Test {
     function test_reclaimUnownedRevenue_nothing_reverts() public {
         shares.releasePool(RUN, 0, 1);
         vm.warp(block.timestamp + Constants.UNOWNED_REVENUE_GRACE);
+        shares.sweepRoundRelease(RUN, 0);
         shares.reclaimUnownedRevenue(RUN);
         vm.expectRevert(RunShares.NothingToWithdraw.selector);
         shares.reclaimUnownedRevenue(RUN);
@@ -222,15 +311,15 @@ contract ModelSharesTest is Test {
         vm.warp(bound(wait, block.timestamp, reclaimableAt - 1));
         vm.expectRevert(abi.encodeWithSelector(ModelShares.ReclaimTooEarly.selector, reclaimableAt));
         shares.reclaimUnownedRevenue(RUN);
-        _mint(alice, 1e18); // the contributor claims its shares inside the grace period
+        // the contributor claims the round's shares inside the grace period, with the round's release
+        shares.mint(RUN, 0, alice, SHARES_PER_ROUND, IModelShares.ShareKind.Solver);
         vm.warp(reclaimableAt);
-        vm.expectRevert(abi.encodeWithSelector(RunShares.SharesOutstanding.selector, 1e18));
+        vm.expectRevert(abi.encodeWithSelector(RunShares.SharesOutstanding.selector, SHARES_PER_ROUND));
         shares.reclaimUnownedRevenue(RUN);
-        vm.warp(reclaimableAt + PERIOD);
         uint256 before = alice.balance;
         vm.prank(alice);
-        token.withdrawRevenue();
-        assertApproxEqAbs(alice.balance - before, 100 ether, 1, "the pool went to the contributor, not the creator");
+        shares.withdraw();
+        assertEq(alice.balance - before, 100 ether, "the pool went to the contributor, not the creator");
     }
 
     function test_sweepUnowned_notModelShares_reverts() public {

@@ -489,7 +489,8 @@ contract RunRegistryTest is Fixture {
         assertEq(t.round, 1);
         assertEq(t.start, block.timestamp);
         assertEq(shares.pool(runId), REWARD_POOL - REWARD_POOL / 10, "a tenth of the pool released");
-        assertEq(address(tokenOf(runId)).balance, REWARD_POOL / 10);
+        assertEq(shares.roundReleaseOf(runId, 0).amount, REWARD_POOL / 10, "set aside for round 0's contributors");
+        assertEq(address(tokenOf(runId)).balance, 0, "not into the revenue stream of earlier holders");
     }
 
     /// @dev The seed block is fixed when the round starts (createRun for round 0, settle for round 1) and does not

@@ -2,11 +2,12 @@
 
 Handlers for StakeManager, ModelShares and the run's share token (RunShares): every stake change
 of a participant, every slash with the fault it punished, every ETH flow of the run (pool funded
-and released, revenue paid, withdrawn and swept), the shares minted and the token balances. Each
-is a plain function `handler(state, event, args)` over `protocol.history.state.FoldState`;
-`HANDLERS` maps event names to them for `protocol.history.fold`. Stake events carry no runId: the
-fold records every account's and keeps the participants' at the end; a slash belongs to the run
-through its fault key. Pure: no I/O, no clock.
+and set aside per round, each contributor's part of a round, revenue paid, withdrawn and swept),
+the shares minted and the token balances. Each is a plain function `handler(state, event, args)`
+over `protocol.history.state.FoldState`; `HANDLERS` maps event names to them for
+`protocol.history.fold`. Stake events carry no runId: the fold records every account's and keeps
+the participants' at the end; a slash belongs to the run through its fault key. Pure: no I/O, no
+clock.
 """
 
 from __future__ import annotations
@@ -109,6 +110,16 @@ def on_pool_released(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     _flow(s, e, "pool released", amount, None, round_index)
 
 
+def on_round_reward_credited(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if s.ours(a):
+        _flow(s, e, "round reward", int(a["amount"]), to_address(a["to"]), int(a["round"]))
+
+
+def on_round_release_swept(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if s.ours(a):
+        _flow(s, e, "round release swept", int(a["amount"]), None, int(a["round"]))
+
+
 def on_revenue_paid(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if s.ours(a):
         _flow(s, e, "revenue paid", int(a["amount"]), to_address(a["payer"]), None)
@@ -172,6 +183,8 @@ HANDLERS: dict[str, Handler] = {
     "PoolReleased": on_pool_released,
     "RevenuePaid": on_revenue_paid,
     "SharesMinted": on_shares_minted,
+    "RoundRewardCredited": on_round_reward_credited,
+    "RoundReleaseSwept": on_round_release_swept,
     # RunShares
     "Transfer": on_transfer,
     "RevenueWithdrawn": on_revenue_withdrawn,

@@ -91,6 +91,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "PoolReleased": ("runId", "round", "amount"),
     "RevenuePaid": ("runId", "payer", "amount"),
     "SharesMinted": ("runId", "round", "to", "kind", "amount", "mintedInRound"),
+    "RoundRewardCredited": ("runId", "round", "to", "amount"),
+    "RoundReleaseSwept": ("runId", "round", "amount"),
     # RunShares (the run's share token)
     "Transfer": ("from", "to", "value"),
     "RevenueWithdrawn": ("holder", "amount"),

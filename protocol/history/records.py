@@ -22,8 +22,17 @@ ShareKind = Literal["solver", "verifier", "juror"]
 StakeChange = Literal["deposit", "unbond", "withdraw", "slash"]
 FaultName = Literal["solver fault", "wrong attestation"]
 RevenueKind = Literal[
-    "reward pool", "pool funded", "pool released", "revenue paid", "revenue withdrawn", "unowned swept"
+    "reward pool",
+    "pool funded",
+    "pool released",
+    "round reward",
+    "round release swept",
+    "revenue paid",
+    "revenue withdrawn",
+    "unowned swept",
 ]
+"""Flows of a run's ETH: "pool released" sets a settled round's part aside for its contributors, "round reward" is
+one contributor's credit of it (with its shares), "round release swept" what nobody claimed in time."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ interface IModelShares {
     function createRunShares(uint256 runId, uint32 releasePeriod) external payable returns (address token);
     /// @notice Add slash proceeds or dispute remainders to a run's reward pool (protocol contracts only).
     function fundPool(uint256 runId) external payable;
-    /// @notice Release pool / roundsRemaining into the run's revenue stream at a settlement (RunRegistry only).
+    /// @notice Set pool / roundsRemaining aside for the contributors of the settled round (RunRegistry only).
     function releasePool(uint256 runId, uint64 round, uint256 roundsRemaining) external;
-    /// @notice Mint shares of a settled round for a contribution (Verification and Disputes only).
+    /// @notice Mint shares of a settled round for a contribution, crediting the contributor its pro-rata part of the
+    ///         round's release (Verification and Disputes only).
     function mint(uint256 runId, uint64 round, address to, uint256 amount, ShareKind kind) external;
 }

@@ -242,15 +242,17 @@ contract Handler is Fixture {
     /// @notice A verifier leaves the run's list, returns, or releases its reservation after leaving (issue 16, finding 2):
     ///         seats of rounds already drawn stay with their snapshot, reservations follow the records
     ///         (`checkReservationsMatchObligations`).
+    ///         Either run: the two share the same verifiers, each registration with its own reservation.
     function churnVerifier(uint256 actorSeed, uint8 action) external {
         address who = verifiers[actorSeed % verifiers.length];
+        uint256 run = (actorSeed >> 8) % 2 == 0 ? runId : otherRunId;
         vm.prank(who);
         if (action % 3 == 0) {
-            try vreg.deregister(runId) {} catch {}
+            try vreg.deregister(run) {} catch {}
         } else if (action % 3 == 1) {
-            try vreg.register(runId) {} catch {}
+            try vreg.register(run) {} catch {}
         } else {
-            try vreg.releaseVerifier(runId) {} catch {}
+            try vreg.releaseVerifier(run) {} catch {}
         }
         ++calls["churnVerifier"];
     }
@@ -696,6 +698,8 @@ contract Handler is Fixture {
         try dis.withdraw() {} catch {}
         vm.prank(who);
         try faults.withdraw() {} catch {}
+        vm.prank(who);
+        try shares.withdraw() {} catch {}
         uint64 round = uint64(bound(roundSeed, 0, _times().round));
         vm.prank(who);
         try reg.withdrawClaimBond(runId, round) {} catch {}
@@ -732,7 +736,8 @@ contract Handler is Fixture {
         for (uint64 r; r < end.round; ++r) {
             _claimEverything(r);
         }
-        // what no prover claimed goes to the pool once the claim window after the unbonding delay has passed
+        // what no prover claimed goes to the pool once the claim window after the unbonding delay has passed, and
+        // what no contributor of a round claimed goes to the (finished run's) revenue stream
         vm.warp(block.timestamp + sm.unbondingDelay() + Constants.REWARD_CLAIM_WINDOW);
         for (uint64 r; r < end.round; ++r) {
             for (uint256 i; i < solvers.length; ++i) {
@@ -740,6 +745,9 @@ contract Handler is Fixture {
                 try faults.sweepFaultReward(runId, r, solvers[i]) {} catch {}
                 ghostRevenueIn += _tokenBalance() - before;
             }
+            uint256 beforeSweep = _tokenBalance();
+            try shares.sweepRoundRelease(runId, r) {} catch {}
+            ghostRevenueIn += _tokenBalance() - beforeSweep;
         }
         vm.warp(block.timestamp + token.releasePeriod() + Constants.UNOWNED_REVENUE_GRACE + 1);
         if (token.totalSupply() < Constants.MIN_SUPPLY_FOR_RELEASE) {
@@ -814,6 +822,8 @@ contract Handler is Fixture {
             try dis.withdraw() {} catch {}
             vm.prank(who);
             try faults.withdraw() {} catch {}
+            vm.prank(who);
+            try shares.withdraw() {} catch {}
             for (uint64 r; r < rounds; ++r) {
                 vm.prank(who);
                 try reg.withdrawClaimBond(runId, r) {} catch {}

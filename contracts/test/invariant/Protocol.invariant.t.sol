@@ -7,6 +7,7 @@ import {Handler} from "./Handler.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
 import {FaultRewards} from "../../src/FaultRewards.sol";
+import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
 import {Verification} from "../../src/Verification.sol";
@@ -264,7 +265,17 @@ contract ProtocolInvariantTest is Fixture {
 
     /// @dev ModelShares holds exactly the reward pool.
     function checkModelSharesOwesItsPool() public view {
-        assertEq(address(shares).balance, shares.pool(runId));
+        uint256 owed = shares.pool(runId) + shares.pool(otherRunId);
+        for (uint256 i; i < handler.actorCount(); ++i) {
+            owed += shares.credits(handler.actors(i));
+        }
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
+        for (uint64 r; r <= t.round; ++r) {
+            ModelShares.RoundRelease memory rr = shares.roundReleaseOf(runId, r);
+            assertLe(rr.credited, rr.amount, "a round's contributors credited more than its release");
+            if (!rr.swept) owed += rr.amount - rr.credited;
+        }
+        assertEq(address(shares).balance, owed);
     }
 
     /// @dev The share token holds what is still to be released plus what holders can withdraw, and at most
