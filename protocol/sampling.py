@@ -121,7 +121,10 @@ def get_required_samples(faked_fraction: Fraction | float, target: Fraction | fl
         return 0
     if f == 1:
         return 1
-    estimate = math.ceil(math.log1p(-float(goal)) / math.log1p(-float(f)))
+    # log(1 - f) without cancellation: log1p for small f; for f near 1, 1 - f exactly (float(f) may round to 1.0,
+    # whose log1p(-1.0) is undefined), and s = 1 when even that underflows (the exact loop below corrects it)
+    miss = math.log1p(-float(f)) if f <= Fraction(1, 2) else math.log(float(1 - f)) if float(1 - f) > 0 else None
+    estimate = 1 if miss is None else math.ceil(math.log1p(-float(goal)) / miss)
     if estimate > MAX_SAMPLES:
         raise SeedError(
             f"catching a {float(f):.2e} fraction with probability {float(goal)} needs about "

@@ -108,6 +108,12 @@ def test_required_samples_is_the_smallest_that_reaches_the_target(f, target):
     assert s == 0 or compute_detection_probability(f, s - 1) < target
 
 
+def test_required_samples_fraction_that_rounds_to_one():
+    """A faked fraction just below 1 whose float is 1.0 (hypothesis found log1p(-1.0) failing there)."""
+    assert get_required_samples(1 - Fraction(1, 10**20), Fraction(999, 1000)) == 1
+    assert get_required_samples(1 - Fraction(1, 10**400), Fraction(1, 2)) == 1
+
+
 def test_required_samples_examples_and_bounds():
     assert get_required_samples(Fraction(1, 10), Fraction(99, 100)) == 44
     with pytest.raises(SeedError, match=f"more than the {MAX_SAMPLES}"):
