@@ -156,9 +156,16 @@ def get_train_batch(
     step: int,
     batch_size: int,
     block_size: int,
+    plant_secret: Hash32 | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(inputs, targets) of shape (batch_size, block_size) for one inner step of one solver."""
+    """(inputs, targets) of shape (batch_size, block_size) for one inner step of one solver.
+
+    With `plant_secret` (the solver's round secret, protocol/planting.py) the batch of a planted round:
+    other positions of the same stream, so the step is genuine training on real data that only a replay
+    with the committed batches tells apart (docs/planted-faults.md)."""
     domain = b"train" + struct.pack("<Q", round_index) + _solver_bytes(solver) + struct.pack("<Q", step)
+    if plant_secret is not None:
+        domain = b"plant" + bytes(plant_secret) + domain
     positions = get_batch_positions(run_seed, domain, batch_size, dataset.train.numel() - block_size - 1)
     return _gather(dataset.train, positions, block_size)
 

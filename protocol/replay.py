@@ -69,9 +69,11 @@ def replay_segment(
     solver: str,
     segment_index: int,
     start_checkpoint: Mapping[str, torch.Tensor],
+    plant_secret: Hash32 | None = None,
 ) -> State:
-    """Re-run segment `segment_index` of `solver`'s round from its start checkpoint (its end checkpoint)."""
-    return train_segment(config, dataset, round_index, solver, segment_index, start_checkpoint)[0]
+    """Re-run segment `segment_index` of `solver`'s round from its start checkpoint (its end checkpoint); with
+    the revealed `plant_secret`, as the planted round it was (to check that a claimed plant was planted)."""
+    return train_segment(config, dataset, round_index, solver, segment_index, start_checkpoint, plant_secret)[0]
 
 
 def _precheck(

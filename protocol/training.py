@@ -192,8 +192,10 @@ def run_inner_steps(
     solver: str,
     first_step: int,
     num_steps: int,
+    plant_secret: Hash32 | None = None,
 ) -> list[float]:
-    """Steps [first_step, first_step + num_steps) of `solver`'s round; returns their losses.
+    """Steps [first_step, first_step + num_steps) of `solver`'s round; returns their losses. With
+    `plant_secret`, the steps of a planted round (protocol/data.get_train_batch).
 
     INVARIANT: this is the only code that advances training. Solvers, verifiers, jurors and
     auditors all call it, so an honest replay repeats the solver's arithmetic exactly.
@@ -203,7 +205,14 @@ def run_inner_steps(
     model.train()
     for step in range(first_step, first_step + num_steps):
         x, y = get_train_batch(
-            dataset, config.seed_bytes, round_index, solver, step, train.batch_size, config.model.block_size
+            dataset,
+            config.seed_bytes,
+            round_index,
+            solver,
+            step,
+            train.batch_size,
+            config.model.block_size,
+            plant_secret,
         )
         lr = get_inner_lr(train, round_index * train.inner_steps + step, step)
         for group in optimizer.param_groups:
@@ -223,6 +232,7 @@ def train_segment(
     solver: str,
     segment_index: int,
     start_checkpoint: Mapping[str, torch.Tensor],
+    plant_secret: Hash32 | None = None,
 ) -> tuple[State, list[float]]:
     """Segment `segment_index` of `solver`'s round from its start checkpoint: (end checkpoint, losses).
 
@@ -232,7 +242,7 @@ def train_segment(
     """
     model, optimizer = build_trainer(config, start_checkpoint)
     k = config.train.steps_per_segment
-    losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, segment_index * k, k)
+    losses = run_inner_steps(model, optimizer, dataset, config, round_index, solver, segment_index * k, k, plant_secret)
     return get_checkpoint_state(model, optimizer), losses
 
 
@@ -281,6 +291,7 @@ def train_round(
     save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
     on_step: Callable[[int], None] | None = None,
     in_background: Callable[[Callable[[], UpdateSketch]], Future[UpdateSketch]] | None = None,
+    plant_secret: Hash32 | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """Train one round from θ_r; return the segment records and the final checkpoint c_H.
 
@@ -291,7 +302,8 @@ def train_round(
     (a solver passes its writer's `submit`) runs segment sketches off the training thread too,
     all but the last: that one is computed here while the writer hashes c_H. The sketch is a
     pure function of two checkpoint copies, so where it runs cannot change it. `on_step(n)`
-    reports progress. The records are assembled once every hash and sketch is known.
+    reports progress. The records are assembled once every hash and sketch is known. With
+    `plant_secret` the round is a planted one: the same steps on the planted batches.
     """
     save = save_checkpoint or (lambda _index, state: compute_state_hash(state))
     model = build_model(config.model, config.profile, config.seed_bytes)
@@ -305,7 +317,9 @@ def train_round(
     losses = []
     for index in range(config.train.num_segments):
         before = checkpoint
-        losses.append(run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k))
+        losses.append(
+            run_inner_steps(model, optimizer, dataset, config, round_index, solver, index * k, k, plant_secret)
+        )
         checkpoint = get_checkpoint_state(model, optimizer)  # INVARIANT: fresh copies, never mutated later
         hashes.append(save(index + 1, checkpoint))
         if in_background and index + 1 < config.train.num_segments:

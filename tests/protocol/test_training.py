@@ -137,6 +137,28 @@ def test_a_cheating_segment_is_detected(tiny_config, dataset):
     assert not wrong_start.accepted and "start hash" in wrong_start.reason
 
 
+def test_a_planted_round_fails_an_honest_replay_and_replays_with_its_secret(tiny_config, dataset):
+    """A planted round (docs/planted-faults.md) is genuine training on other batches of the same stream: a
+    verifier's honest replay of any segment rejects it; a replay with the revealed round secret accepts it."""
+    secret = keccak256(b"round secret of a planted round")
+    honest_x, _ = get_train_batch(dataset, tiny_config.seed_bytes, 0, SOLVER_A, 0, 4, 32)
+    planted_x, _ = get_train_batch(dataset, tiny_config.seed_bytes, 0, SOLVER_A, 0, 4, 32, secret)
+    assert not torch.equal(honest_x, planted_x), "a planted step draws other batches"
+    theta = get_params(get_initial_global_state(tiny_config))
+    checkpoints = {}
+    records, _ = train_round(
+        tiny_config, dataset, theta, 0, SOLVER_A, save_checkpoint=keep_checkpoints(checkpoints), plant_secret=secret
+    )
+    for segment in range(tiny_config.train.num_segments):
+        leaf, start = records[segment].to_leaf(segment, 0, SOLVER_A), checkpoints[segment]
+        honest = judge_exact(
+            tiny_config, leaf, start, replay_segment(tiny_config, dataset, 0, SOLVER_A, segment, start)
+        )
+        assert not honest.accepted, f"segment {segment}: a planted segment must fail an honest replay"
+        planted = replay_segment(tiny_config, dataset, 0, SOLVER_A, segment, start, plant_secret=secret)
+        assert judge_exact(tiny_config, leaf, start, planted).accepted, "the plant is proven with the secret"
+
+
 def test_outer_step_is_bit_identical_in_another_process(tiny_config, dataset, tmp_path: Path):
     global_state = get_initial_global_state(tiny_config)
     theta = get_params(global_state)
