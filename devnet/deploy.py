@@ -31,6 +31,7 @@ DEPLOY_ORDER = (
     "JurorRegistry",
     "FaultRewards",
     "VerifierRegistry",
+    "Plants",
 )
 TEMPLATES = ("RunShares",)
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
@@ -72,6 +73,7 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
             p["Disputes"],
             p["JurorRegistry"],
             p["VerifierRegistry"],
+            p["Plants"],
         ),
         "RunRegistry": (p["StakeManager"], p["Verification"], p["Disputes"], p["ModelShares"]),
         "Verification": (
@@ -81,19 +83,21 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
             p["ModelShares"],
             p["FaultRewards"],
             p["VerifierRegistry"],
+            p["Plants"],
         ),
         "Disputes": (p["StakeManager"], p["RunRegistry"], p["Verification"], p["ModelShares"], p["JurorRegistry"]),
         "ModelShares": (p["RunRegistry"], p["Verification"], p["Disputes"], p["FaultRewards"]),
         "JurorRegistry": (p["StakeManager"],),
         "FaultRewards": (p["Verification"], p["RunRegistry"], p["StakeManager"], p["ModelShares"]),
         "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
+        "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"]),
     }
 
 
 def deploy_protocol(
     client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
 ) -> DeploymentManifest:
-    """Deploy the eight contracts with predicted peer addresses; return the manifest."""
+    """Deploy the nine contracts with predicted peer addresses; return the manifest."""
     artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
     nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
     predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}

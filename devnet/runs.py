@@ -17,7 +17,7 @@ from protocol.adapters.runs import publish_run_artifacts
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest
 from protocol.outer import get_initial_global_state
-from protocol.types import RunTerms
+from protocol.types import PlantTerms, RunTerms
 
 ETH = 10**18
 
@@ -43,6 +43,13 @@ class RunRules:
     juror_share_bps: int = 500
     shares_per_round: int = 1000 * ETH
     revenue_release_period_s: int = 3600
+    plant_rate_bps: int = 1000
+    plant_jackpot_wei: int = ETH
+    plant_penalty_wei: int = 5 * ETH
+    plant_pool_wei: int = 20 * ETH
+
+    def get_plant_terms(self) -> PlantTerms:
+        return PlantTerms(rate_bps=self.plant_rate_bps, jackpot=self.plant_jackpot_wei, penalty=self.plant_penalty_wei)
 
 
 def build_run_terms(

@@ -41,6 +41,13 @@ JUROR_EXIT_DELAY = 2 * 24 * 3600
 REWARD_CLAIM_WINDOW = 30 * 24 * 3600
 # Share of the challenge bond a challenger loses when its dispute ends without any verdict.
 UNRESOLVED_CHALLENGE_FEE_BPS = 2000
+# Upper bound on a run's plant rate (planted commitments per 10,000; docs/planted-faults.md).
+MAX_PLANT_RATE_BPS = 2000
+# Rounds between a solver's plant anchor and its first plantable round (the previous round's seed, an input of
+# the plant draw, must not exist when the anchor is fixed).
+PLANT_DELAY_ROUNDS = 2
+# Upper bound on the hashes one plant reveal checks (rounds since the solver's last reveal).
+MAX_REVEAL_GAP = 256
 
 # Sampling domain of the verifier-list offset of a commitment (far above any segment sample index).
 VERIFIER_DRAW_INDEX = 2**32
@@ -71,6 +78,7 @@ BLS_POP_DST = b"BLS_POP_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_"
 # Fault domains: a slash happens at most once per fault key.
 FAULT_SOLVER = _keccak(b"gradledger.fault.solver")
 FAULT_ATTESTATION = _keccak(b"gradledger.fault.attestation")
+FAULT_UNREVEALED = _keccak(b"gradledger.fault.unrevealed")
 
 
 def get_quorum(seats: int) -> int:
@@ -107,6 +115,9 @@ def get_constants() -> dict[str, int | str]:
         "JUROR_EXIT_DELAY": JUROR_EXIT_DELAY,
         "UNRESOLVED_CHALLENGE_FEE_BPS": UNRESOLVED_CHALLENGE_FEE_BPS,
         "REWARD_CLAIM_WINDOW": REWARD_CLAIM_WINDOW,
+        "MAX_PLANT_RATE_BPS": MAX_PLANT_RATE_BPS,
+        "PLANT_DELAY_ROUNDS": PLANT_DELAY_ROUNDS,
+        "MAX_REVEAL_GAP": MAX_REVEAL_GAP,
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,
@@ -119,5 +130,6 @@ def get_constants() -> dict[str, int | str]:
         "BLS_POP_DST": BLS_POP_DST,
         "FAULT_SOLVER": FAULT_SOLVER,
         "FAULT_ATTESTATION": FAULT_ATTESTATION,
+        "FAULT_UNREVEALED": FAULT_UNREVEALED,
     }
     return {name: "0x" + value.hex() if isinstance(value, bytes) else value for name, value in values.items()}

@@ -69,6 +69,10 @@ def compute_ledger(events: Iterable[EventLike]) -> Ledger:
                 ledger.add("challenge bonds", challenge_bond[a["runId"]])
             case "ThetaClaimed":
                 ledger.add("claim bonds", a["bond"])
+            case "PlantTermsSet":
+                ledger.add("plant pools", a["pool"])
+            case "PlantPoolFunded":
+                ledger.add("plant pools", a["amount"])
             case "RevenuePaid":
                 ledger.add("revenue paid", a["amount"])
             case "StakeWithdrawn":

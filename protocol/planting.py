@@ -23,7 +23,7 @@ from __future__ import annotations
 from eth_abi import encode as abi_encode
 from eth_utils import is_address, to_canonical_address
 
-from protocol.constants import BPS_DENOMINATOR
+from protocol.constants import BPS_DENOMINATOR, MAX_PLANT_RATE_BPS, PLANT_DELAY_ROUNDS
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, keccak256, to_hash32
 
@@ -31,8 +31,6 @@ PLANT_TAG = keccak256(b"gradledger.plant")
 """Domain tag of the plant decision (Solidity: keccak256("gradledger.plant"))."""
 PLANT_SEED_TAG = keccak256(b"gradledger.plant-seed")
 """Domain tag of a solver's chain seed, derived from its account key."""
-PLANT_DELAY_ROUNDS = 2
-"""Plants apply from this many rounds after the anchor's: the previous round's seed did not exist yet."""
 
 
 class PlantError(GradledgerError):
@@ -118,6 +116,6 @@ def is_round_planted(
     plant_rate_bps: int,
 ) -> bool:
     """Whether the solver must plant in this round: its draw falls below the run's plant rate."""
-    if not 0 <= plant_rate_bps <= BPS_DENOMINATOR:
-        raise PlantError(f"the plant rate must be in [0, {BPS_DENOMINATOR}] bps, got {plant_rate_bps}")
+    if not 0 <= plant_rate_bps <= MAX_PLANT_RATE_BPS:
+        raise PlantError(f"the plant rate must be in [0, {MAX_PLANT_RATE_BPS}] bps, got {plant_rate_bps}")
     return compute_plant_draw(secret, run_id, round_index, solver, previous_seed_base) < plant_rate_bps

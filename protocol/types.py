@@ -35,6 +35,7 @@ __all__ = [
     "DisputeStatus",
     "DisputeTerms",
     "LeafData",
+    "PlantTerms",
     "RoundTimes",
     "RunTerms",
     "StructError",
@@ -245,6 +246,16 @@ class DisputeTerms:
     challenge_bond: int
     dispute_timeout: int
     jury_size: int
+
+
+@dataclass(frozen=True)
+class PlantTerms:
+    """Plants.termsOf: planted commitments per 10,000, the jackpot of a fail and the penalty of a pass on a planted
+    commitment (wei). The pool a run starts with is the msg.value of `Plants.setTerms`."""
+
+    rate_bps: int
+    jackpot: int
+    penalty: int
 
 
 @dataclass(frozen=True)

@@ -28,5 +28,6 @@ contract Deploy is Script {
         console.log("JurorRegistry", address(p.jurorRegistry));
         console.log("FaultRewards", address(p.faultRewards));
         console.log("VerifierRegistry", address(p.verifierRegistry));
+        console.log("Plants", address(p.plants));
     }
 }

@@ -6,6 +6,7 @@ import {Disputes} from "../src/Disputes.sol";
 import {FaultRewards} from "../src/FaultRewards.sol";
 import {JurorRegistry} from "../src/JurorRegistry.sol";
 import {ModelShares} from "../src/ModelShares.sol";
+import {Plants} from "../src/Plants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
 import {Verification} from "../src/Verification.sol";
@@ -13,12 +14,13 @@ import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {IFaultRewards} from "../src/interfaces/IFaultRewards.sol";
 import {IJurorRegistry} from "../src/interfaces/IJurorRegistry.sol";
 import {IModelShares} from "../src/interfaces/IModelShares.sol";
+import {IPlants} from "../src/interfaces/IPlants.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {IStakeManager} from "../src/interfaces/IStakeManager.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {IVerifierRegistry} from "../src/interfaces/IVerifierRegistry.sol";
 
-/// @notice The eight protocol contracts of one deployment.
+/// @notice The nine protocol contracts of one deployment.
 struct Protocol {
     StakeManager stakeManager;
     RunRegistry runRegistry;
@@ -28,6 +30,7 @@ struct Protocol {
     JurorRegistry jurorRegistry;
     FaultRewards faultRewards;
     VerifierRegistry verifierRegistry;
+    Plants plants;
 }
 
 /// @title ProtocolDeployer
@@ -40,20 +43,20 @@ library ProtocolDeployer {
     error DeploymentMismatch(string which, address expected, address deployed);
 
     /// @notice Deploy StakeManager, RunRegistry, Verification, Disputes, ModelShares, JurorRegistry, FaultRewards,
-    ///         VerifierRegistry (in that order) from `deployer`, which must be the account whose next eight CREATE
-    ///         nonces these use.
+    ///         VerifierRegistry, Plants (in that order) from `deployer`, which must be the account whose next nine
+    ///         CREATE nonces these use.
     /// @param deployer The account sending the deployments (the test contract, or the broadcaster).
     /// @param unbondingDelay StakeManager's unbonding delay (seconds).
     function deploy(address deployer, uint256 unbondingDelay) internal returns (Protocol memory p) {
         // at[i]: the address of the i-th deployment (StakeManager, RunRegistry, Verification, Disputes, ModelShares,
-        // JurorRegistry, FaultRewards, VerifierRegistry); an array rather than eight locals keeps the constructor
-        // calls within the stack limit
-        address[8] memory at;
+        // JurorRegistry, FaultRewards, VerifierRegistry, Plants); an array rather than nine locals keeps the
+        // constructor calls within the stack limit
+        address[9] memory at;
         uint64 nonce = VM.getNonce(deployer);
-        for (uint256 i; i < 8; ++i) {
+        for (uint256 i; i < 9; ++i) {
             at[i] = VM.computeCreateAddress(deployer, nonce + i);
         }
-        p.stakeManager = new StakeManager(unbondingDelay, at[1], at[2], at[3], at[5], at[7]);
+        p.stakeManager = new StakeManager(unbondingDelay, at[1], at[2], at[3], at[5], at[7], at[8]);
         p.runRegistry = new RunRegistry(IStakeManager(at[0]), IVerification(at[2]), at[3], IModelShares(at[4]));
         p.verification = new Verification(
             IStakeManager(at[0]),
@@ -61,7 +64,8 @@ library ProtocolDeployer {
             at[3],
             IModelShares(at[4]),
             IFaultRewards(at[6]),
-            IVerifierRegistry(at[7])
+            IVerifierRegistry(at[7]),
+            IPlants(at[8])
         );
         p.disputes = new Disputes(
             IStakeManager(at[0]), IRunRegistry(at[1]), IVerification(at[2]), IModelShares(at[4]), IJurorRegistry(at[5])
@@ -70,6 +74,7 @@ library ProtocolDeployer {
         p.jurorRegistry = new JurorRegistry(IStakeManager(at[0]));
         p.faultRewards = new FaultRewards(at[2], IRunRegistry(at[1]), IStakeManager(at[0]), IModelShares(at[4]));
         p.verifierRegistry = new VerifierRegistry(IStakeManager(at[0]), IRunRegistry(at[1]), at[2]);
+        p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]));
         _check("StakeManager", at[0], address(p.stakeManager));
         _check("RunRegistry", at[1], address(p.runRegistry));
         _check("Verification", at[2], address(p.verification));
@@ -78,6 +83,7 @@ library ProtocolDeployer {
         _check("JurorRegistry", at[5], address(p.jurorRegistry));
         _check("FaultRewards", at[6], address(p.faultRewards));
         _check("VerifierRegistry", at[7], address(p.verifierRegistry));
+        _check("Plants", at[8], address(p.plants));
     }
 
     function _check(string memory which, address expected, address deployed) private pure {

@@ -53,6 +53,13 @@ library Constants {
     uint256 internal constant REWARD_CLAIM_WINDOW = 30 days;
     /// @notice Share of the challenge bond a challenger loses when its dispute ends without any verdict.
     uint256 internal constant UNRESOLVED_CHALLENGE_FEE_BPS = 2000;
+    /// @notice Upper bound on a run's plant rate (planted commitments per 10,000; docs/planted-faults.md).
+    uint256 internal constant MAX_PLANT_RATE_BPS = 2000;
+    /// @notice Rounds between a solver's plant anchor and its first plantable round (the previous round's seed,
+    ///         an input of the plant draw, must not exist when the anchor is fixed).
+    uint256 internal constant PLANT_DELAY_ROUNDS = 2;
+    /// @notice Upper bound on the hashes one plant reveal checks (rounds since the solver's last reveal).
+    uint256 internal constant MAX_REVEAL_GAP = 256;
 
     // ---------------------------------------------------------------- sampling domains
     /// @notice Draw index (in `Sampling.sample`, from a seat's sub-seed) of the verifier-list index of a seat;
@@ -97,4 +104,7 @@ library Constants {
     bytes32 internal constant FAULT_SOLVER = keccak256("gradledger.fault.solver");
     /// @notice Fault domain of an attestation: keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)).
     bytes32 internal constant FAULT_ATTESTATION = keccak256("gradledger.fault.attestation");
+    /// @notice Fault domain of a plant not revealed in its window: keccak256(abi.encode(FAULT_UNREVEALED, runId, round,
+    ///         solver)).
+    bytes32 internal constant FAULT_UNREVEALED = keccak256("gradledger.fault.unrevealed");
 }

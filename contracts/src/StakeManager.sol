@@ -47,6 +47,7 @@ contract StakeManager is IStakeManager {
     address public immutable disputes;
     address public immutable jurorRegistry;
     address public immutable verifierRegistry;
+    address public immutable plants;
 
     mapping(address account => mapping(uint8 role => Stake)) internal _stakes;
     mapping(address account => mapping(uint8 role => Meta)) internal _meta;
@@ -98,7 +99,7 @@ contract StakeManager is IStakeManager {
     modifier onlyProtocol() {
         if (
             msg.sender != runRegistry && msg.sender != verification && msg.sender != disputes
-                && msg.sender != jurorRegistry && msg.sender != verifierRegistry
+                && msg.sender != jurorRegistry && msg.sender != verifierRegistry && msg.sender != plants
         ) {
             revert NotProtocol(msg.sender);
         }
@@ -116,13 +117,15 @@ contract StakeManager is IStakeManager {
     /// @param disputes_ The Disputes contract (may slash, reserve and release).
     /// @param jurorRegistry_ The JurorRegistry (may reserve and release; it never slashes).
     /// @param verifierRegistry_ The VerifierRegistry (may reserve and release; it never slashes).
+    /// @param plants_ Plants (slashes a solver that withholds the reveal of a plant).
     constructor(
         uint256 unbondingDelay_,
         address runRegistry_,
         address verification_,
         address disputes_,
         address jurorRegistry_,
-        address verifierRegistry_
+        address verifierRegistry_,
+        address plants_
     ) {
         if (unbondingDelay_ == 0 || unbondingDelay_ > type(uint32).max) {
             revert InvalidDelay(unbondingDelay_);
@@ -133,6 +136,7 @@ contract StakeManager is IStakeManager {
         disputes = disputes_;
         jurorRegistry = jurorRegistry_;
         verifierRegistry = verifierRegistry_;
+        plants = plants_;
     }
 
     /// @notice Add `msg.value` to the caller's bonded stake in `role`.

@@ -6,6 +6,7 @@ import {PullPayments} from "./base/PullPayments.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IFaultRewards} from "./interfaces/IFaultRewards.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IPlants} from "./interfaces/IPlants.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
@@ -101,6 +102,8 @@ contract Verification is PullPayments, IVerification {
     }
 
     uint16 internal constant MINTED_BIT = 1 << 4;
+    /// @dev Bit 15 of a seat: the attestation was made on a commitment its solver revealed as planted.
+    uint16 internal constant PLANTED_BIT = 1 << 15;
     uint16 internal constant SAMPLE_MASK = 0x3ff;
 
     IStakeManager public immutable stakeManager;
@@ -109,6 +112,7 @@ contract Verification is PullPayments, IVerification {
     IModelShares public immutable modelShares;
     IFaultRewards public immutable faultRewards;
     IVerifierRegistry public immutable verifierRegistry;
+    IPlants public immutable plants;
 
     mapping(uint256 runId => mapping(uint64 round => RoundSeed)) internal _seeds;
     mapping(uint256 runId => mapping(uint64 round => RoundTally)) internal _tallies;
@@ -184,6 +188,11 @@ contract Verification is PullPayments, IVerification {
         uint256 shares
     );
     /// @notice Shares were minted for an accepted commitment.
+    /// @notice A commitment was revealed as planted: `overturned` passes on it were forfeited into the plant pool
+    ///         (bonds `forfeited` in all, each verifier's penalty slashed), its other seats' fails stand.
+    event PlantApplied(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 overturned, uint256 forfeited
+    );
     event SolverSharesClaimed(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 shares);
 
     error RunIsFinished(uint256 runId);
@@ -211,6 +220,8 @@ contract Verification is PullPayments, IVerification {
     error NotDisputes(address caller);
     error NotRunRegistry(address caller);
     error UnexpectedEther(address from);
+    error NotPlants(address caller);
+    error PlantPending(uint256 runId, uint64 round, address solver);
 
     modifier onlyDisputes() {
         if (msg.sender != disputes) revert NotDisputes(msg.sender);
@@ -223,13 +234,15 @@ contract Verification is PullPayments, IVerification {
     /// @param modelShares_ ModelShares (mints, reward pools).
     /// @param faultRewards_ FaultRewards (holds the provers' part of each solver slash).
     /// @param verifierRegistry_ The VerifierRegistry (each run's verifier list, by block).
+    /// @param plants_ Plants (planted faults: which commitments were planted, jackpots, the plant pool).
     constructor(
         IStakeManager stakeManager_,
         IRunRegistry runRegistry_,
         address disputes_,
         IModelShares modelShares_,
         IFaultRewards faultRewards_,
-        IVerifierRegistry verifierRegistry_
+        IVerifierRegistry verifierRegistry_,
+        IPlants plants_
     ) {
         stakeManager = stakeManager_;
         runRegistry = runRegistry_;
@@ -237,6 +250,7 @@ contract Verification is PullPayments, IVerification {
         modelShares = modelShares_;
         faultRewards = faultRewards_;
         verifierRegistry = verifierRegistry_;
+        plants = plants_;
     }
 
     /// @notice Slash proceeds from the StakeManager; nothing else may send ETH without a function.
@@ -347,13 +361,15 @@ contract Verification is PullPayments, IVerification {
         // INVARIANT: a disputed attestation cannot be finalized: its bond is settled once, by the dispute's end.
         if (IDisputes(disputes).isAttestationDisputed(ref)) revert WrongState(AttestationState.Challenged);
         bool isFail = _isFail(seat);
+        bool planted = seat & PLANTED_BIT != 0;
         // INVARIANT: the seat leaves Attested before the bond credit and the slash calls (checks-effects-interactions).
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Finalized, isFail, false, _sample(seat)));
         address verifier = _assigned(ref, rs);
         uint256 bond = _tallies[ref.runId][ref.round].attestationBond;
         credits[verifier] += bond;
         emit AttestationFinalized(ref.runId, ref.round, ref.solver, ref.slot, verifier, bond);
-        if (isFail) _slashSolver(ref);
+        // a fail on a planted commitment is right, and the solver that planted it did as it was drawn to
+        if (isFail && !planted) _slashSolver(ref);
     }
 
     /// @notice Mint the shares of a standing attestation (Finalized or Upheld) once its round is settled
@@ -386,7 +402,11 @@ contract Verification is PullPayments, IVerification {
     function claimSolverShares(uint256 runId, uint64 round, address solver) external {
         if (!runRegistry.isSettled(runId, round)) revert NotSettled(runId, round);
         CommitmentStatus storage st = _statusOf(runId, round, solver);
-        if (st.passes == 0 || st.faults != 0) revert NotAccepted(runId, round, solver);
+        // a planted commitment is paid as accepted (its passes were overturned, its fails stand); a commitment
+        // whose plant was not revealed, or made without a plant anchor while planting is on, is not paid
+        IPlants.Pay pay = plants.payOf(runId, round, solver);
+        bool accepted = pay == IPlants.Pay.Planted ? st.tokens > 0 : st.passes > 0 && st.faults == 0;
+        if (!accepted || pay == IPlants.Pay.Unpaid) revert NotAccepted(runId, round, solver);
         if (st.solverMinted) revert AlreadyMinted();
         // INVARIANT: set before the mint call, so each accepted commitment mints once.
         st.solverMinted = true;
@@ -408,6 +428,64 @@ contract Verification is PullPayments, IVerification {
     }
 
     /// @inheritdoc IVerification
+    /// @dev Plants only, at a reveal inside the round's reveal window (after attestEnd: no seat changes any more; no
+    ///      seat is disputed, isChallengeBlocked held every challenge off). Every pass on the commitment is overturned:
+    ///      its bond and `penalty` of its verifier's stake go to the plant pool and the verifier leaves the run's
+    ///      list; every fail stands and earns the jackpot. The commitment counts as accepted for the solver's pay
+    ///      (its Δ is not: `passes` drops to 0), so the round's totals change here, before settlement, and never
+    ///      after it. Bounded: one iteration per seat (<= 8).
+    function onPlantRevealed(uint256 runId, uint64 round, address solver, uint256 penalty) external {
+        if (msg.sender != address(plants)) revert NotPlants(msg.sender);
+        (address[] memory attesters, uint128 seats, uint256 bond) = _markPlanted(runId, round, solver);
+        // INVARIANT: checks-effects-interactions: seats and totals were written (_markPlanted) before any call below.
+        for (uint8 slot; slot < attesters.length; ++slot) {
+            address verifier = attesters[slot];
+            if (verifier == address(0)) continue;
+            if (_isFail(_seat(seats, slot))) {
+                plants.onPlantedFail(runId, verifier);
+                continue;
+            }
+            verifierRegistry.onOverturned(runId, verifier);
+            uint256 taken = stakeManager.slash(
+                verifier,
+                Constants.ROLE_VERIFIER,
+                penalty,
+                keccak256(abi.encode(Constants.FAULT_ATTESTATION, runId, round, solver, slot))
+            );
+            // INVARIANT: the pass's bond and its slashed penalty both join the plant pool: every wei accounted for.
+            plants.onPlantedPass{value: bond + taken}(runId);
+        }
+    }
+
+    /// @dev The effects of a plant: passes overturned, every attested seat marked planted, the round's totals
+    ///      (the commitment accepted for pay, its passes no longer standing). Returns each attested seat's verifier.
+    function _markPlanted(uint256 runId, uint64 round, address solver)
+        internal
+        returns (address[] memory attesters, uint128 seats, uint256 bond)
+    {
+        CommitmentStatus memory st = _live[runId][solver];
+        RoundSeed memory rs = _seeds[runId][round];
+        attesters = new address[](rs.verifiers);
+        if (st.roundPlusOne != round + 1) return (attesters, 0, 0); // nothing was attested
+        RoundTally memory tally = _tallies[runId][round];
+        if (st.passes == 0 || st.faults != 0) tally.totalTokens += st.tokens; // now accepted (paid), was not
+        tally.totalChecks -= st.passes;
+        emit PlantApplied(runId, round, solver, st.passes, st.passes * uint256(tally.attestationBond));
+        st.passes = 0;
+        // INVARIANT: bounded: one iteration per seat of the uint128 seat map (<= 8 seats, checked at createRun).
+        for (uint8 slot; slot < rs.verifiers; ++slot) {
+            uint16 seat = _seat(st.seats, slot);
+            if (_state(seat) != AttestationState.Attested) continue;
+            attesters[slot] = _assignedAt(runId, round, solver, slot, rs);
+            AttestationState next = _isFail(seat) ? AttestationState.Attested : AttestationState.Overturned;
+            st.seats = _withSeat(st.seats, slot, _encodeSeat(next, _isFail(seat), false, _sample(seat)) | PLANTED_BIT);
+        }
+        _live[runId][solver] = st;
+        _tallies[runId][round] = tally;
+        return (attesters, st.seats, tally.attestationBond);
+    }
+
+    /// @inheritdoc IVerification
     /// @dev Checks that the attestation can be challenged now and that the disputed leaf is a sampled segment of
     ///      the attestation's seat (for a fail: the one the fail named) proven under `root` (RunRegistry checks
     ///      `root` against the commitment). A view: while the dispute runs, the seat stays Attested here and
@@ -421,6 +499,11 @@ contract Verification is PullPayments, IVerification {
     ) external view returns (ChallengedAttestation memory c) {
         RoundSeed memory rs = _drawn(ref.runId, ref.round);
         if (block.timestamp >= rs.challengeEnd) revert ChallengeWindowClosed(rs.challengeEnd);
+        // INVARIANT: no dispute on a commitment that may be planted until its reveal says it is not (a planted one is
+        //            decided by the reveal): no dispute can slash a solver for a plant it was drawn to make.
+        if (plants.isChallengeBlocked(ref.runId, ref.round, ref.solver)) {
+            revert PlantPending(ref.runId, ref.round, ref.solver);
+        }
         CommitmentStatus storage st = _live[ref.runId][ref.solver];
         uint16 seat = st.roundPlusOne == ref.round + 1 ? _seat(st.seats, ref.slot) : 0;
         if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
@@ -702,10 +785,17 @@ contract Verification is PullPayments, IVerification {
     ///      at the end of seedBlock - 1, of `verifierCount` entries). Each seat draws from its own sub-seed, without
     ///      replacement, so the seats of one commitment go to distinct verifiers.
     function _assigned(AttestationRef calldata ref, RoundSeed memory rs) internal view returns (address) {
-        if (ref.slot >= rs.verifiers || ref.slot >= rs.verifierCount) revert SeatVoid(ref.slot);
-        bytes32 seed = Sampling.seed(bytes32(rs.seed), ref.runId, ref.round, ref.solver);
-        uint256 index = Sampling.seatIndex(seed, ref.slot, rs.verifierCount);
-        return verifierRegistry.verifierAt(ref.runId, index, rs.seedBlock - 1);
+        return _assignedAt(ref.runId, ref.round, ref.solver, ref.slot, rs);
+    }
+
+    function _assignedAt(uint256 runId, uint64 round, address solver, uint8 slot, RoundSeed memory rs)
+        internal
+        view
+        returns (address)
+    {
+        if (slot >= rs.verifiers || slot >= rs.verifierCount) revert SeatVoid(slot);
+        bytes32 seed = Sampling.seed(bytes32(rs.seed), runId, round, solver);
+        return verifierRegistry.verifierAt(runId, Sampling.seatIndex(seed, slot, rs.verifierCount), rs.seedBlock - 1);
     }
 
     /// @dev The segment of the seat's draw `sampleIndex` (from the seat's sub-seed `seatSeed`), with the leaf proven

@@ -38,6 +38,9 @@ contract ConstantsTest is Test {
         assertEq(_u("JUROR_MIN_STAKE"), Constants.JUROR_MIN_STAKE, "JUROR_MIN_STAKE");
         assertEq(_u("JUROR_EXIT_DELAY"), Constants.JUROR_EXIT_DELAY, "JUROR_EXIT_DELAY");
         assertEq(_u("REWARD_CLAIM_WINDOW"), Constants.REWARD_CLAIM_WINDOW, "REWARD_CLAIM_WINDOW");
+        assertEq(_u("MAX_PLANT_RATE_BPS"), Constants.MAX_PLANT_RATE_BPS, "MAX_PLANT_RATE_BPS");
+        assertEq(_u("PLANT_DELAY_ROUNDS"), Constants.PLANT_DELAY_ROUNDS, "PLANT_DELAY_ROUNDS");
+        assertEq(_u("MAX_REVEAL_GAP"), Constants.MAX_REVEAL_GAP, "MAX_REVEAL_GAP");
         assertEq(
             _u("UNRESOLVED_CHALLENGE_FEE_BPS"), Constants.UNRESOLVED_CHALLENGE_FEE_BPS, "UNRESOLVED_CHALLENGE_FEE_BPS"
         );
@@ -53,5 +56,6 @@ contract ConstantsTest is Test {
         assertEq(vm.parseJsonBytes(json, ".BLS_POP_DST"), bytes(Constants.BLS_POP_DST), "BLS_POP_DST");
         assertEq(vm.parseJsonBytes32(json, ".FAULT_SOLVER"), Constants.FAULT_SOLVER, "FAULT_SOLVER");
         assertEq(vm.parseJsonBytes32(json, ".FAULT_ATTESTATION"), Constants.FAULT_ATTESTATION, "FAULT_ATTESTATION");
+        assertEq(vm.parseJsonBytes32(json, ".FAULT_UNREVEALED"), Constants.FAULT_UNREVEALED, "FAULT_UNREVEALED");
     }
 }

@@ -4,6 +4,7 @@ pragma solidity ^0.8.28;
 import {Test} from "forge-std/Test.sol";
 import {Constants} from "../src/Constants.sol";
 import {SegmentLeaf} from "../src/libraries/SegmentLeaf.sol";
+import {Planting} from "../src/libraries/Planting.sol";
 import {Sampling} from "../src/libraries/Sampling.sol";
 
 /// @notice Checks that Solidity computes exactly what the Python protocol computes, from the
@@ -11,10 +12,37 @@ import {Sampling} from "../src/libraries/Sampling.sol";
 contract CrossLanguageTest is Test {
     string internal merkleJson;
     string internal samplingJson;
+    string internal plantingJson;
 
     function setUp() public {
         merkleJson = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/merkle.json"));
         samplingJson = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/sampling.json"));
+        plantingJson = vm.readFile(string.concat(vm.projectRoot(), "/../tests/vectors/planting.json"));
+    }
+
+    /// @dev Each of Python's round secrets hashes to the previous one, the first to the anchor.
+    function test_next_pythonSecretChain_succeeds() public view {
+        bytes32[] memory secrets = vm.parseJsonBytes32Array(plantingJson, ".secrets");
+        bytes32 previous = vm.parseJsonBytes32(plantingJson, ".anchor");
+        for (uint256 r; r < secrets.length; ++r) {
+            assertEq(Planting.next(secrets[r]), previous, "a secret does not hash to the previous link");
+            previous = secrets[r];
+        }
+    }
+
+    function test_draw_pythonPlantDraws_succeeds() public view {
+        uint256 n = vm.parseJsonUint(plantingJson, ".drawCount");
+        for (uint256 i; i < n; ++i) {
+            string memory base = string.concat(".draws[", vm.toString(i), "]");
+            uint256 drawn = Planting.draw(
+                vm.parseJsonBytes32(plantingJson, string.concat(base, ".secret")),
+                vm.parseJsonUint(plantingJson, string.concat(base, ".runId")),
+                uint64(vm.parseJsonUint(plantingJson, string.concat(base, ".round"))),
+                vm.parseJsonAddress(plantingJson, string.concat(base, ".solver")),
+                vm.parseJsonBytes32(plantingJson, string.concat(base, ".previousSeedBase"))
+            );
+            assertEq(drawn, vm.parseJsonUint(plantingJson, string.concat(base, ".draw")), "plant draw differs");
+        }
     }
 
     function _leaf(string memory base) internal view returns (SegmentLeaf.Leaf memory leaf) {

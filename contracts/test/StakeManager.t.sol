@@ -13,7 +13,7 @@ contract StakeManagerTest is Fixture {
 
     function test_constructor_zeroDelay_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(StakeManager.InvalidDelay.selector, 0));
-        new StakeManager(0, address(1), address(2), address(3), address(4), address(5));
+        new StakeManager(0, address(1), address(2), address(3), address(4), address(5), address(6));
     }
 
     function test_deposit_bothRoles_succeeds() public {

@@ -93,6 +93,15 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "SharesMinted": ("runId", "round", "to", "kind", "amount", "mintedInRound"),
     "RoundRewardCredited": ("runId", "round", "to", "amount"),
     "RoundReleaseSwept": ("runId", "round", "amount"),
+    # Plants (planted faults)
+    "PlantTermsSet": ("runId", "rateBps", "jackpot", "penalty", "pool"),
+    "PlantPoolFunded": ("runId", "from", "amount", "pool"),
+    "PlantForfeitReceived": ("runId", "amount", "pool"),
+    "PlantAnchorSet": ("runId", "solver", "anchor", "round"),
+    "PlantRevealed": ("runId", "round", "solver", "secret", "planted"),
+    "UnrevealedSlashed": ("runId", "round", "solver", "reporter", "taken"),
+    "JackpotPaid": ("runId", "verifier", "amount", "pool"),
+    "PlantApplied": ("runId", "round", "solver", "overturned", "forfeited"),
     # RunShares (the run's share token)
     "Transfer": ("from", "to", "value"),
     "RevenueWithdrawn": ("holder", "amount"),

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.constants import MAX_PLANT_RATE_BPS
 from protocol.hashing import keccak256
 from protocol.planting import (
     PlantError,
@@ -79,10 +80,11 @@ def test_plant_draw_mixes_every_input():
 
 def test_plant_rate_bounds():
     x, base = keccak256(b"x"), keccak256(b"b")
+    draw = compute_plant_draw(x, 1, 2, SOLVER, base)
     assert not is_round_planted(x, 1, 2, SOLVER, base, 0), "rate 0: nobody plants"
-    assert is_round_planted(x, 1, 2, SOLVER, base, 10_000), "rate 100%: everybody plants"
+    assert is_round_planted(x, 1, 2, SOLVER, base, MAX_PLANT_RATE_BPS) == (draw < MAX_PLANT_RATE_BPS)
     with pytest.raises(PlantError, match="plant rate"):
-        is_round_planted(x, 1, 2, SOLVER, base, 10_001)
+        is_round_planted(x, 1, 2, SOLVER, base, MAX_PLANT_RATE_BPS + 1)
 
 
 def test_plant_frequency_matches_the_rate():

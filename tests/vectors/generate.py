@@ -5,7 +5,7 @@
 
 The vectors are built from fixed inputs with the Python implementation; forge checks that
 Solidity computes the same leaves, roots, proofs, seeds, seat seeds, seat verifier draws and
-samples, and pytest checks that
+samples, plant chains and plant draws, and pytest checks that
 the committed files equal what Python produces now. Together they keep the two languages from
 drifting apart.
 """
@@ -19,6 +19,13 @@ from pathlib import Path
 
 from protocol.hashing import hash_to_hex, keccak256
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.planting import (
+    compute_chain_seed,
+    compute_plant_draw,
+    compute_secret_chain,
+    get_plant_anchor,
+    get_round_secret,
+)
 from protocol.sampling import (
     compute_sampled_segments,
     compute_sampling_seed,
@@ -132,11 +139,41 @@ def build_sampling_vectors() -> dict:
     return {"caseCount": len(cases), "cases": cases, "seatCaseCount": len(seat_cases), "seatCases": seat_cases}
 
 
+def build_planting_vectors() -> dict:
+    """A solver's chain of round secrets and plant draws (protocol/planting.py = libraries/Planting.sol)."""
+    max_rounds = 6
+    chain = compute_secret_chain(compute_chain_seed(_h("account key"), 4), max_rounds)
+    secrets = [hash_to_hex(get_round_secret(chain, r)) for r in range(max_rounds)]
+    draws = []
+    for i, r in enumerate((2, 3, 5)):
+        base = _h(f"seed base {i}")[:12] + bytes(20)  # on chain a seed base is 12 bytes, zero-padded
+        solver = SOLVERS[i % 2]
+        secret = get_round_secret(chain, r)
+        draws.append(
+            {
+                "round": r,
+                "runId": 4,
+                "solver": solver,
+                "secret": hash_to_hex(secret),
+                "previousSeedBase": hash_to_hex(base),
+                "draw": compute_plant_draw(secret, 4, r, solver, base),
+            }
+        )
+    return {
+        "maxRounds": max_rounds,
+        "anchor": hash_to_hex(get_plant_anchor(chain)),
+        "secrets": secrets,
+        "drawCount": len(draws),
+        "draws": draws,
+    }
+
+
 def render_all() -> dict[str, str]:
     """File name -> exact JSON text."""
     return {
         "merkle.json": json.dumps(build_merkle_vectors(), indent=1) + "\n",
         "sampling.json": json.dumps(build_sampling_vectors(), indent=1) + "\n",
+        "planting.json": json.dumps(build_planting_vectors(), indent=1) + "\n",
     }
 
 

@@ -70,10 +70,14 @@ interface IRunRegistry {
 
     /// @notice Round parameters of a run.
     function runParams(uint256 runId) external view returns (RunParams memory);
+    /// @notice Whether a solver's commitment of `round` was opened (None: not yet, or its latest is another round's).
+    function openingOf(uint256 runId, uint64 round, address solver) external view returns (Opening);
     /// @notice Stakes, bonds and share split of a run.
     function runEconomics(uint256 runId) external view returns (RunEconomics memory);
     /// @notice The current round of a run and its deadlines.
     function roundTimes(uint256 runId) external view returns (RoundTimes memory);
+    /// @notice Whether a solver joined a run (also after it left).
+    function hasJoined(uint256 runId, address solver) external view returns (bool);
     /// @notice Solver stake a commitment needs (and the amount a solver fault slashes).
     function solverMinStake(uint256 runId) external view returns (uint256);
     /// @notice Share units minted at most per settled round.

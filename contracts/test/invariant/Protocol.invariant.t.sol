@@ -48,7 +48,13 @@ contract ProtocolInvariantTest is Fixture {
             v[i] = verifiers[i];
         }
         handler = new Handler(
-            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg), runId, s, v, jurorAddrs, jurorSks, jurorPks
+            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants),
+            runId,
+            s,
+            v,
+            jurorAddrs,
+            jurorSks,
+            jurorPks
         );
         handler.setOtherRun(otherRunId);
         targetContract(address(handler));

@@ -7,6 +7,7 @@ import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
 import {FaultRewards} from "../../src/FaultRewards.sol";
 import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
+import {Plants} from "../../src/Plants.sol";
 import {JurorRegistry} from "../../src/JurorRegistry.sol";
 import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
@@ -42,6 +43,7 @@ abstract contract Fixture is Test {
     JurorRegistry internal jurors;
     FaultRewards internal faults;
     VerifierRegistry internal vreg;
+    Plants internal plants;
 
     address internal creator = makeAddr("creator");
     address internal outsider = makeAddr("outsider");
@@ -86,6 +88,7 @@ abstract contract Fixture is Test {
         jurors = p.jurorRegistry;
         faults = p.faultRewards;
         vreg = p.verifierRegistry;
+        plants = p.plants;
     }
 
     // ------------------------------------------------------------------ configuration and actors

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Constants} from "./Constants.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
+import {PullPayments} from "./base/PullPayments.sol";
+import {IPlants} from "./interfaces/IPlants.sol";
+import {IRunCreator} from "./interfaces/IRunCreator.sol";
+import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
+import {IVerification} from "./interfaces/IVerification.sol";
+import {Planting} from "./libraries/Planting.sol";
+
+/// @title Plants
+/// @notice Planted faults (forced errors, docs/planted-faults.md): a run's plant terms and pool, each solver's chain
+///         of round secrets, their reveals after the attestation window, and which commitments were planted. A
+///         planted commitment is genuine training on other batches (protocol/planting.py, protocol/data.py), so
+///         only a replay tells it apart; Verification pays the fails on it a jackpot from the pool and forfeits
+///         the passes on it into the pool.
+/// @dev Who plants: a solver registers `anchor = s_N` of its chain s_(i+1) = keccak256(s_i) (N = maxRounds) in round
+///      a; round r's secret is x_r = s_(N-1-r), a preimage of x_(r-1) (x_(-1) = the anchor). From round a + 2 on,
+///      round r is planted iff uint256(keccak256(abi.encode(PLANT_TAG, x_r, runId, r, solver, seedBase(r - 1))))
+///      % 10_000 < rateBps: the solver knows it when round r starts, verifiers learn it only from the reveal, and
+///      the previous round's seed base did not exist when the anchor was fixed, so nobody chooses. A reveal is
+///      checked by hashing it up to the last revealed link (at most MAX_REVEAL_GAP hashes; a solver that skipped
+///      more rounds first reveals an older secret). Terms are set once by the run's creator during round 0
+///      (plants start in round 2 at the earliest), with the pool as msg.value; anyone may top the pool up.
+///      ETH held: the pools + credits (jackpots not withdrawn).
+contract Plants is IPlants, PullPayments {
+    /// @notice A run's plant terms (set once, during round 0, by its creator).
+    struct PlantTerms {
+        uint16 rateBps; // planted commitments per 10,000 (0: planting off)
+        uint96 jackpot; // paid to each fail on a planted commitment, while the pool lasts
+        uint96 penalty; // verifier stake slashed from each pass on a planted commitment
+        bool set;
+    }
+
+    /// @notice A solver's chain in a run: the last revealed link (the anchor until the first reveal) and rounds.
+    struct Chain {
+        bytes32 link;
+        uint64 linkRoundPlusOne; // round of `link` + 1 (0: the anchor)
+        uint64 anchorRound; // the round the anchor was registered in
+        bool set;
+    }
+
+    /// @notice What the reveal of a (run, round, solver) said.
+    struct Reveal {
+        bool revealed;
+        bool planted;
+    }
+
+    IRunRegistry public immutable runRegistry;
+    IVerification public immutable verification;
+    IStakeManager public immutable stakeManager;
+
+    mapping(uint256 runId => PlantTerms) internal _terms;
+    /// @notice ETH available for jackpots per run.
+    mapping(uint256 runId => uint256) public pool;
+    mapping(uint256 runId => mapping(address solver => Chain)) internal _chains;
+    mapping(uint256 runId => mapping(uint64 round => mapping(address solver => Reveal))) internal _reveals;
+
+    /// @notice The run's plant terms were set and its pool funded with `pool`.
+    event PlantTermsSet(uint256 indexed runId, uint256 rateBps, uint256 jackpot, uint256 penalty, uint256 pool);
+    /// @notice ETH from outside was added to a run's plant pool (`fundPool`).
+    event PlantPoolFunded(uint256 indexed runId, address indexed from, uint256 amount, uint256 pool);
+    /// @notice The bond and penalty of a pass on a planted commitment (`amount`, from Verification) joined the pool.
+    event PlantForfeitReceived(uint256 indexed runId, uint256 amount, uint256 pool);
+    /// @notice A solver registered the anchor of its chain of round secrets in round `round`.
+    event PlantAnchorSet(uint256 indexed runId, address indexed solver, bytes32 anchor, uint64 round);
+    /// @notice A solver revealed its secret of `round` in the round's reveal window; `planted` says whether that round's
+    ///         commitment was planted.
+    event PlantRevealed(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, bytes32 secret, bool planted
+    );
+    /// @notice A solver did not reveal its secret of `round` in the window although the round could be planted: its
+    ///         stake was slashed by `taken` into the plant pool (reported by `reporter`).
+    event UnrevealedSlashed(
+        uint256 indexed runId, uint64 indexed round, address indexed solver, address reporter, uint256 taken
+    );
+    /// @notice A fail on a planted commitment earned `amount` (the jackpot, or what was left of the pool).
+    event JackpotPaid(uint256 indexed runId, address indexed verifier, uint256 amount, uint256 pool);
+
+    error NotCreator(address caller);
+    error NotVerification(address caller);
+    error TermsAlreadySet(uint256 runId);
+    error TermsOnlyInRoundZero(uint64 round);
+    error RateTooHigh(uint256 rateBps, uint256 max);
+    error PenaltyAboveStake(uint256 penalty, uint256 verifierMinStake);
+    error NotJoined(uint256 runId, address solver);
+    error AnchorAlreadySet(uint256 runId, address solver);
+    error NoAnchor(uint256 runId, address solver);
+    error NotAfterLastReveal(uint64 round, uint64 lastRound);
+    error RevealGapTooLarge(uint256 gap, uint256 max);
+    error WrongSecret(uint64 round);
+    error OutsideRevealWindow(uint256 opensAt, uint256 closesAt);
+    error TooEarly(uint64 round);
+    error ZeroAmount();
+    error NotOwed(uint256 runId, uint64 round, address solver);
+    error RevealWindowOpen(uint256 revealEnd);
+    error UnexpectedEther(address from);
+
+    modifier onlyVerification() {
+        if (msg.sender != address(verification)) revert NotVerification(msg.sender);
+        _;
+    }
+
+    /// @param runRegistry_ The RunRegistry (runs, rounds, membership, creators).
+    /// @param verification_ Verification (seed bases; pays jackpots and forfeits passes through the hooks).
+    /// @param stakeManager_ The StakeManager (slashes a solver that withholds a reveal).
+    constructor(IRunRegistry runRegistry_, IVerification verification_, IStakeManager stakeManager_) {
+        runRegistry = runRegistry_;
+        verification = verification_;
+        stakeManager = stakeManager_;
+    }
+
+    /// @notice Slash proceeds of an unrevealed plant, from the StakeManager (added to the pool in the same call).
+    receive() external payable {
+        if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
+    }
+
+    // ------------------------------------------------------------------ terms and pool
+
+    /// @notice Set a run's plant terms once, during round 0 (the creator only), funding the pool with msg.value.
+    /// @param runId The run.
+    /// @param rateBps Planted commitments per 10,000 (<= MAX_PLANT_RATE_BPS; 0 turns planting off).
+    /// @param jackpot Paid to each fail on a planted commitment while the pool lasts.
+    /// @param penalty Verifier stake slashed from each pass on a planted commitment (<= the run's verifierMinStake).
+    function setTerms(uint256 runId, uint16 rateBps, uint96 jackpot, uint96 penalty) external payable {
+        if (msg.sender != IRunCreator(address(runRegistry)).creatorOf(runId)) revert NotCreator(msg.sender);
+        if (_terms[runId].set) revert TermsAlreadySet(runId);
+        uint64 round = runRegistry.roundTimes(runId).round;
+        // INVARIANT: terms are fixed before any round can be planted (round 2 at the earliest).
+        if (round != 0) revert TermsOnlyInRoundZero(round);
+        if (rateBps > Constants.MAX_PLANT_RATE_BPS) revert RateTooHigh(rateBps, Constants.MAX_PLANT_RATE_BPS);
+        uint256 stake = runRegistry.runEconomics(runId).verifierMinStake;
+        if (penalty > stake) revert PenaltyAboveStake(penalty, stake);
+        _terms[runId] = PlantTerms({rateBps: rateBps, jackpot: jackpot, penalty: penalty, set: true});
+        pool[runId] += msg.value;
+        emit PlantTermsSet(runId, rateBps, jackpot, penalty, pool[runId]);
+    }
+
+    /// @notice Add msg.value to a run's plant pool (anyone).
+    /// @param runId The run.
+    function fundPool(uint256 runId) external payable {
+        if (msg.value == 0) revert ZeroAmount();
+        runRegistry.roundTimes(runId); // reverts for an unknown run
+        _fund(runId, msg.sender, msg.value);
+    }
+
+    // ------------------------------------------------------------------ solvers
+
+    /// @notice Register the anchor of the caller's chain of round secrets for a run (once; joined solvers only).
+    ///         Plants apply to its commitments from two rounds after this one.
+    /// @param runId The run.
+    /// @param anchor s_N of the chain (protocol.planting.get_plant_anchor).
+    function setAnchor(uint256 runId, bytes32 anchor) external {
+        if (!runRegistry.hasJoined(runId, msg.sender)) revert NotJoined(runId, msg.sender);
+        Chain storage c = _chains[runId][msg.sender];
+        if (c.set) revert AnchorAlreadySet(runId, msg.sender);
+        uint64 round = runRegistry.roundTimes(runId).round;
+        _chains[runId][msg.sender] = Chain({link: anchor, linkRoundPlusOne: 0, anchorRound: round, set: true});
+        emit PlantAnchorSet(runId, msg.sender, anchor, round);
+    }
+
+    /// @notice Reveal the caller's secret of `round`: of the current round inside its reveal window (from attestEnd
+    ///         to the middle of the challenge window), which records whether the round's commitment was planted; or
+    ///         of an earlier round at any time, which only shortens the hash chain a later reveal checks (a round
+    ///         revealed after its window stays unrevealed: Verification does not pay it).
+    /// @param runId The run.
+    /// @param round The round whose secret this is.
+    /// @param secret x_round (protocol.planting.get_round_secret).
+    function reveal(uint256 runId, uint64 round, bytes32 secret) external {
+        Chain memory c = _chains[runId][msg.sender];
+        _checkSecret(runId, c, round, secret);
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        bool current = round == t.round && !t.finished;
+        // INVARIANT: no secret of a round that has not reached its reveal window is ever public.
+        if (round > t.round || (current && block.timestamp < t.attestEnd)) revert TooEarly(round);
+        _chains[runId][msg.sender].link = secret;
+        _chains[runId][msg.sender].linkRoundPlusOne = round + 1;
+        if (!current) return; // an older secret only shortens the chain: a round's reveal counts in its window only
+        uint256 revealEnd = _revealEnd(t);
+        if (block.timestamp >= revealEnd) revert OutsideRevealWindow(t.attestEnd, revealEnd);
+        _recordReveal(runId, round, secret, c.anchorRound);
+    }
+
+    /// @notice Slash a solver that did not reveal its secret of the current round in the reveal window although its
+    ///         opened commitment could be planted (anyone, from the window's end until the solver commits again).
+    ///         Its commitment is not paid either. Without this, a solver could withhold the reveal of a planted
+    ///         commitment to spare an accomplice's lazy pass its bond and penalty: unprovable must not mean
+    ///         unpunished. The stake taken (up to the run's solverMinStake) joins the plant pool.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param solver The solver.
+    function reportUnrevealed(uint256 runId, uint64 round, address solver) external {
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        if (round != t.round || t.finished) revert NotOwed(runId, round, solver);
+        if (!_isEligible(runId, round, solver) || _reveals[runId][round][solver].revealed) {
+            revert NotOwed(runId, round, solver);
+        }
+        // only an opened commitment was attestable (an unopened one is slashed by reportUnopened)
+        if (runRegistry.openingOf(runId, round, solver) != IRunRegistry.Opening.Opened) {
+            revert NotOwed(runId, round, solver);
+        }
+        uint256 revealEnd = _revealEnd(t);
+        if (block.timestamp < revealEnd) revert RevealWindowOpen(revealEnd);
+        // INVARIANT: one key per (run, round, solver) and this domain: an unrevealed plant is slashed once.
+        bytes32 key = keccak256(abi.encode(Constants.FAULT_UNREVEALED, runId, round, solver));
+        uint256 taken = stakeManager.slash(solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(runId), key);
+        // INVARIANT: the slash proceeds arrived in this call (receive) and join the pool: every wei accounted for.
+        pool[runId] += taken;
+        emit UnrevealedSlashed(runId, round, solver, msg.sender, taken);
+    }
+
+    // ------------------------------------------------------------------ Verification's hooks
+
+    /// @inheritdoc IPlants
+    function onPlantedFail(uint256 runId, address verifier) external onlyVerification returns (uint256 amount) {
+        uint256 available = pool[runId];
+        uint256 jackpot = _terms[runId].jackpot;
+        amount = jackpot < available ? jackpot : available;
+        // INVARIANT: a jackpot never exceeds the pool: pool + credits == what the contract holds.
+        pool[runId] = available - amount;
+        credits[verifier] += amount;
+        emit JackpotPaid(runId, verifier, amount, available - amount);
+    }
+
+    /// @inheritdoc IPlants
+    function onPlantedPass(uint256 runId) external payable onlyVerification {
+        uint256 updated = pool[runId] + msg.value;
+        pool[runId] = updated;
+        emit PlantForfeitReceived(runId, msg.value, updated);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IPlants
+    function payOf(uint256 runId, uint64 round, address solver) external view returns (Pay) {
+        if (_terms[runId].rateBps == 0 || round < Constants.PLANT_DELAY_ROUNDS) return Pay.Normal;
+        // INVARIANT: while planting is on, pay needs an anchor old enough: skipping it is no way out of planting
+        if (!_isEligible(runId, round, solver)) return Pay.Unpaid;
+        Reveal memory r = _reveals[runId][round][solver];
+        if (!r.revealed) return Pay.Unpaid;
+        return r.planted ? Pay.Planted : Pay.Normal;
+    }
+
+    /// @inheritdoc IPlants
+    function isChallengeBlocked(uint256 runId, uint64 round, address solver) external view returns (bool) {
+        Reveal memory r = _reveals[runId][round][solver];
+        if (r.revealed) return r.planted;
+        if (!_isEligible(runId, round, solver)) return false;
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        return round == t.round && !t.finished && block.timestamp < _revealEnd(t);
+    }
+
+    /// @inheritdoc IPlants
+    function plantOf(uint256 runId, uint64 round, address solver)
+        external
+        view
+        returns (bool eligible, bool revealed, bool planted)
+    {
+        eligible = _isEligible(runId, round, solver);
+        Reveal memory r = _reveals[runId][round][solver];
+        return (eligible, r.revealed, r.planted && eligible);
+    }
+
+    /// @inheritdoc IPlants
+    function termsOf(uint256 runId) external view returns (uint256 rateBps, uint256 jackpot, uint256 penalty) {
+        PlantTerms memory terms = _terms[runId];
+        return (terms.rateBps, terms.jackpot, terms.penalty);
+    }
+
+    /// @notice A solver's chain in a run (the last revealed link and its round + 1, the anchor's round).
+    /// @param runId The run.
+    /// @param solver The solver.
+    /// @return The record.
+    function chainOf(uint256 runId, address solver) external view returns (Chain memory) {
+        return _chains[runId][solver];
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    /// @dev The plant draw of round `round` (protocol.planting.is_round_planted): only for an eligible round whose
+    ///      predecessor's seed was drawn.
+    function _isPlanted(uint256 runId, uint64 round, address solver, bytes32 secret, uint64 anchorRound)
+        internal
+        view
+        returns (bool)
+    {
+        uint16 rateBps = _terms[runId].rateBps;
+        if (rateBps == 0 || round < anchorRound + Constants.PLANT_DELAY_ROUNDS) return false;
+        (bool drawn, bytes32 previousBase,) = verification.seedOf(runId, round - 1);
+        if (!drawn) return false;
+        return Planting.draw(secret, runId, round, solver, previousBase) < rateBps;
+    }
+
+    /// @dev Revert unless `secret` is the caller's secret of `round`: it hashes to the chain's last link in
+    ///      round - linkRound steps (the anchor counts as round -1), at most MAX_REVEAL_GAP of them.
+    function _checkSecret(uint256 runId, Chain memory c, uint64 round, bytes32 secret) internal view {
+        if (!c.set) revert NoAnchor(runId, msg.sender);
+        if (c.linkRoundPlusOne != 0 && round < c.linkRoundPlusOne) {
+            revert NotAfterLastReveal(round, c.linkRoundPlusOne - 1);
+        }
+        uint256 gap = uint256(round) + 1 - c.linkRoundPlusOne;
+        if (gap > Constants.MAX_REVEAL_GAP) revert RevealGapTooLarge(gap, Constants.MAX_REVEAL_GAP);
+        bytes32 link = secret;
+        // INVARIANT: bounded: at most MAX_REVEAL_GAP hashes.
+        for (uint256 i; i < gap; ++i) {
+            link = Planting.next(link);
+        }
+        if (link != c.link) revert WrongSecret(round);
+    }
+
+    /// @dev Record the reveal of the current round in its window, and have Verification apply a plant.
+    function _recordReveal(uint256 runId, uint64 round, bytes32 secret, uint64 anchorRound) internal {
+        bool planted = _isPlanted(runId, round, msg.sender, secret, anchorRound);
+        _reveals[runId][round][msg.sender] = Reveal({revealed: true, planted: planted});
+        emit PlantRevealed(runId, round, msg.sender, secret, planted);
+        // INVARIANT: checks-effects-interactions: the reveal is recorded before Verification applies it.
+        if (planted) verification.onPlantRevealed(runId, round, msg.sender, _terms[runId].penalty);
+    }
+
+    /// @dev Whether a solver's commitment of `round` can be planted: planting on, its anchor two rounds old.
+    function _isEligible(uint256 runId, uint64 round, address solver) internal view returns (bool) {
+        Chain memory c = _chains[runId][solver];
+        return _terms[runId].rateBps > 0 && c.set && round >= c.anchorRound + Constants.PLANT_DELAY_ROUNDS;
+    }
+
+    /// @dev The end of the current round's reveal window: the middle of its challenge window.
+    function _revealEnd(IRunRegistry.RoundTimes memory t) internal pure returns (uint256) {
+        return t.attestEnd + (t.challengeEnd - t.attestEnd) / 2;
+    }
+
+    function _fund(uint256 runId, address from, uint256 amount) internal {
+        uint256 updated = pool[runId] + amount;
+        pool[runId] = updated;
+        emit PlantPoolFunded(runId, from, amount, updated);
+    }
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+/// @notice What Verification uses of Plants (planted faults, docs/planted-faults.md).
+interface IPlants {
+    /// @notice How a commitment is paid under the plant rules: by the usual rules (planting off, rounds before the
+    ///         first plant, or revealed not planted), as accepted (revealed planted), or not at all (its plant was
+    ///         not revealed in the window, or it was made without an anchor old enough while planting is on).
+    enum Pay {
+        Normal,
+        Planted,
+        Unpaid
+    }
+
+    /// @notice How a solver's commitment of a round is paid (final once the round's reveal window has closed).
+    function payOf(uint256 runId, uint64 round, address solver) external view returns (Pay);
+
+    /// @notice Whether an attestation on the commitment cannot be challenged: it may be planted and its reveal
+    ///         window is still open, or it was revealed planted (the reveal decides its attestations).
+    function isChallengeBlocked(uint256 runId, uint64 round, address solver) external view returns (bool);
+
+    /// @notice Whether a solver's commitment of a round can be planted (planting on, anchor two rounds old),
+    ///         whether its secret was revealed in the round's window, and whether the commitment was planted.
+    function plantOf(uint256 runId, uint64 round, address solver)
+        external
+        view
+        returns (bool eligible, bool revealed, bool planted);
+
+    /// @notice A run's plant terms: planted commitments per 10,000, the jackpot of a fail, the penalty of a pass.
+    function termsOf(uint256 runId) external view returns (uint256 rateBps, uint256 jackpot, uint256 penalty);
+
+    /// @notice Verification only: a fail on a planted commitment stands; credit its verifier the jackpot (what the
+    ///         pool has left of it). Returns the amount credited.
+    function onPlantedFail(uint256 runId, address verifier) external returns (uint256 amount);
+
+    /// @notice Verification only: a pass on a planted commitment was wrong; msg.value (its bond and penalty) joins
+    ///         the run's plant pool.
+    function onPlantedPass(uint256 runId) external payable;
+}
