@@ -43,7 +43,9 @@ class RunRules:
     juror_share_bps: int = 500
     shares_per_round: int = 1000 * ETH
     revenue_release_period_s: int = 3600
-    plant_rate_bps: int = 1000
+    plant_rate_bps: int = 0
+    """Planted faults per 10,000 commitments (docs/planted-faults.md); 0 (the default of the tests' scripted runs)
+    turns planting off. The demos and the production preset plant (docs/economics.md)."""
     plant_jackpot_wei: int = ETH
     plant_penalty_wei: int = 5 * ETH
     plant_pool_wei: int = 20 * ETH
@@ -97,4 +99,6 @@ def create_run(
     )
     terms = build_run_terms(config_hash, dataset_root, theta0, config, rules)
     run_id, _ = protocol.create_run(creator, terms, reward_pool_wei)
+    if rules.plant_rate_bps > 0:
+        protocol.set_plant_terms(creator, run_id, rules.get_plant_terms(), rules.plant_pool_wei)
     return run_id, terms

@@ -35,6 +35,8 @@ __all__ = [
     "DisputeStatus",
     "DisputeTerms",
     "LeafData",
+    "PlantPay",
+    "PlantStatus",
     "PlantTerms",
     "RoundTimes",
     "RunTerms",
@@ -246,6 +248,25 @@ class DisputeTerms:
     challenge_bond: int
     dispute_timeout: int
     jury_size: int
+
+
+class PlantPay(IntEnum):
+    """IPlants.Pay: how a commitment is paid under the plant rules."""
+
+    NORMAL = 0  # planting off, rounds before the first plant, or revealed not planted: the usual rules
+    PLANTED = 1  # revealed planted: paid as accepted (if attested at all); its Δ is not accepted
+    UNPAID = 2  # plant not revealed in its window, or no anchor old enough while planting is on
+
+
+@dataclass(frozen=True)
+class PlantStatus:
+    """Plants.plantOf: whether the commitment could be planted, whether its secret was revealed in the window,
+    and whether it was planted."""
+
+    eligible: bool
+    revealed: bool
+    planted: bool
+    reported: bool
 
 
 @dataclass(frozen=True)

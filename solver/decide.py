@@ -8,6 +8,7 @@ Round r of a run (times from RunRegistry.roundTimes):
     [commit_end, open_end)     once the seed is drawn (drawing it if nobody has), open the sampled leaves
                                on-chain (protocol/opening.py); an unopened commitment is slashed
     [commit_end, challenge_end) verifiers attest opened commitments, anyone may challenge
+    [attest_end, reveal_end)   while the run plants (docs/planted-faults.md), reveal the round's secret
     after challenge_end        a coordinator finalizes attestations, posts the θ_(r+1) claim,
                                and settles once the claim's window has closed
 Every solver claims its shares for each settled round in which its work was accepted.
@@ -83,6 +84,8 @@ class SolverView:
     seed_drawn: bool = False
     opening: Opening = Opening.NONE
     """This solver's commitment of the current round: opened, reported unopened, or neither yet."""
+    reveal_due: bool = False
+    """This solver's opened commitment of the current round may be planted and its reveal window is open."""
     unresolved: tuple[str, ...] = ()
     """Coordinator, past open_end: solvers whose commitment is neither opened nor reported (settle needs none)."""
     member: bool = True
@@ -92,8 +95,8 @@ class SolverView:
 @dataclass(frozen=True)
 class Action:
     kind: Literal[
-        "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "report_unopened", "finalize",
-        "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
+        "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "reveal", "report_unopened",
+        "finalize", "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -123,6 +126,9 @@ def decide_solver_action(view: SolverView) -> Action:
     if record.status == "committed" and view.opening == Opening.NONE and times.commit_end <= view.now < times.open_end:
         # INVARIANT: a committed round is opened before open_end, or it is slashed: opening comes before all else.
         return Action("open" if view.seed_drawn else "draw_seed", r)
+    if view.reveal_due:
+        # INVARIANT: an eligible commitment's secret is revealed in its window, or the solver is slashed and unpaid.
+        return Action("reveal", r)
     if not view.coordinator:
         return Action("wait", r, seconds=1.0)
     return _decide_coordinator(view)

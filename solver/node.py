@@ -22,6 +22,7 @@ from fastapi import HTTPException
 from node.bootstrap import RunNode
 from node.logs import log_event
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
+from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
@@ -34,7 +35,7 @@ from protocol.opening import OpeningError, build_opening
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
-from protocol.types import AttestationRef, AttestationState, ClaimStatus, Opening
+from protocol.types import AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
 
 
@@ -68,6 +69,7 @@ class SolverNode(RunNode):
         self.settings = settings
         self.on_progress = on_progress
         self.server: ServerHandle | None = None
+        self.plant_anchor_known = False
 
     # -- hooks (an adversary overrides these) ----------------------------------------------------
 
@@ -78,8 +80,12 @@ class SolverNode(RunNode):
     def train_records(
         self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
     ) -> tuple[list[SegmentRecord], State]:
-        """Train round `round_index` from θ_r honestly, storing every checkpoint through `writer`."""
+        """Train round `round_index` from θ_r honestly, storing every checkpoint through `writer`: on the planted
+        batches if the plant draw selects this round (node/plants.py), else on the committed ones."""
         total = ctx.config.train.inner_steps
+        plant_secret = get_plant_secret(self.protocol, self.account, ctx, round_index)
+        if plant_secret is not None:
+            log_event(self.log, "planting", run=ctx.run_id, round=round_index)
 
         def on_step(done: int) -> None:
             if self.on_progress:
@@ -87,7 +93,7 @@ class SolverNode(RunNode):
 
         return train_round(
             ctx.config, ctx.dataset, theta, round_index, self.address,
-            save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit,
+            save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit, plant_secret=plant_secret,
         )  # fmt: skip
 
     def served_document(self, run_id: int, round_index: int) -> bytes | None:
@@ -133,6 +139,14 @@ class SolverNode(RunNode):
     def on_start(self) -> None:
         self.ensure_joined()
 
+    def ensure_plant_anchor(self, times: RoundTimes) -> None:
+        """Register the plant anchor once the run plants (its creator sets the terms during round 0, possibly
+        after this node started); settled once the anchor is on-chain or round 0 is over without terms."""
+        if self.plant_anchor_known:
+            return
+        anchor_round = ensure_plant_anchor(self.protocol, self.account, self.log, self.load())
+        self.plant_anchor_known = anchor_round is not None or times.round > 0
+
     def ensure_joined(self) -> None:
         """Join the run if this staked solver has not yet (idempotent)."""
         if not self.protocol.has_joined(self.settings.run_id, self.address):
@@ -148,6 +162,7 @@ class SolverNode(RunNode):
     def read_view(self) -> SolverView:
         ctx, run = self.load(), self.settings.run_id
         times = self.protocol.round_times(run)
+        self.ensure_plant_anchor(times)
         now = self.now()
         record = self.record_of(run, times.round)
         committed = False
@@ -157,6 +172,11 @@ class SolverNode(RunNode):
         if record is not None and record.status == "committed" and not times.finished and now >= times.commit_end:
             seed_drawn = self.protocol.seed_base(run, times.round) != bytes(32)
             opening = self.protocol.opening_state(run, times.round, self.address)
+        reveal_due = (
+            record is not None
+            and record.status == "committed"
+            and is_reveal_due(self.protocol, self.address, ctx, times, now)
+        )
         claim_status, window_end, disputes, unfinalized, unresolved = 0, 0, 0, 0, ()
         if self.settings.coordinator and not times.finished and now >= times.challenge_end:
             claim = self.protocol.claim_of(run, times.round)
@@ -179,6 +199,7 @@ class SolverNode(RunNode):
             unwithdrawn_claim_bonds=self._unwithdrawn_claim_bonds(times.round) if self.settings.coordinator else (),
             seed_drawn=seed_drawn,
             opening=opening,
+            reveal_due=reveal_due,
             unresolved=unresolved,
             member=self.protocol.is_member(run, self.address) if times.finished else True,
         )
@@ -309,6 +330,13 @@ class SolverNode(RunNode):
             return
         log_event(self.log, "opened", run=ctx.run_id, round=r, leaves=len(opening.entries), tx=result.transaction_hash)
 
+    def _do_reveal(self, action: Action) -> None:
+        try:
+            reveal_round_secret(self.protocol, self.account, self.log, self.load(), action.round)
+        except ContractRevertError as exc:
+            if exc.error != "NotAfterLastReveal":  # revealed already (a restart after the reveal)
+                raise
+
     def _do_report_unopened(self, action: Action) -> None:
         report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), action.round)
 
@@ -357,7 +385,7 @@ class SolverNode(RunNode):
 
     def _do_claim_shares(self, action: Action) -> None:
         run, r = self.settings.run_id, action.round
-        if self.protocol.is_accepted(run, r, self.address):
+        if self.protocol.is_paid(run, r, self.address):
             try:
                 self.protocol.claim_solver_shares(self.account, run, r, self.address)
             except ContractRevertError as exc:

@@ -8,10 +8,12 @@ A thin loop like the solver's and the verifier's: read (chain events, node state
    shared checker (node/checker.py) while its challenge window is open -- a pass is wrong if
    a sampled segment (or the document, the trajectory, the data it must serve) is faulty; a fail
    is wrong if the commitment is sound at the draw it named -- and a wrong one is challenged with
-   the run's challenge bond;
+   the run's challenge bond. A seat of a commitment that may be planted waits for the solver's
+   reveal; a planted one is left to the reveal, which already decided it (docs/planted-faults.md);
 3. a posted θ_(r+1) claim is compared with the outer step over the accepted Δs and challenged
    if it differs;
-4. its open disputes are driven (draw the jury, execute, expire: node/disputes.py) until
+4. after the reveal window, plants left unrevealed are reported (the solver is slashed);
+5. its open disputes are driven (draw the jury, execute, expire: node/disputes.py) until
    closed; its credits (bond back, winner's reward) are withdrawn.
 
 A challenge is recorded ("sending") before its transaction and confirmed from the chain after
@@ -33,6 +35,7 @@ from node.checker import CommitmentChecker
 from node.disputes import JurorRegistryReader, advance_dispute
 from node.logs import log_event
 from node.opening import report_unresolved_commitments
+from node.plants import report_unrevealed_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
@@ -106,6 +109,7 @@ class Whistleblower(RunNode):
         self._check_attestations(now, times)
         if not times.finished and now >= times.open_end:
             report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), times.round)
+            report_unrevealed_commitments(self.protocol, self.account, self.log, self.load(), times, now)
         if not times.finished:
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
@@ -168,6 +172,12 @@ class Whistleblower(RunNode):
             challenge_end = times.challenge_end if check["round"] == times.round else 0
             if times.finished or not can_challenge_attestation(now, check["round"], times.round, challenge_end):
                 self._set(check, "late", "challenge window closed before the check")
+                continue
+            if self.protocol.is_challenge_blocked(check["run_id"], check["round"], check["solver"]):
+                # a commitment that may be planted is challengeable only once its reveal says it is not; a planted
+                # one was decided by the reveal (its passes overturned, its fails paid): nothing to re-check
+                if self.protocol.plant_of(check["run_id"], check["round"], check["solver"]).planted:
+                    self._set(check, "planted", "the solver revealed a planted fault: the reveal decided this seat")
                 continue
             if self.fraction < 1:
                 if self.chain.block_number() <= check["block"]:

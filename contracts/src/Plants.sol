@@ -46,6 +46,7 @@ contract Plants is IPlants, PullPayments {
     struct Reveal {
         bool revealed;
         bool planted;
+        bool reported; // reported unrevealed (and slashed)
     }
 
     IRunRegistry public immutable runRegistry;
@@ -194,16 +195,16 @@ contract Plants is IPlants, PullPayments {
     function reportUnrevealed(uint256 runId, uint64 round, address solver) external {
         IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
         if (round != t.round || t.finished) revert NotOwed(runId, round, solver);
-        if (!_isEligible(runId, round, solver) || _reveals[runId][round][solver].revealed) {
-            revert NotOwed(runId, round, solver);
-        }
+        Reveal memory r = _reveals[runId][round][solver];
+        if (!_isEligible(runId, round, solver) || r.revealed || r.reported) revert NotOwed(runId, round, solver);
         // only an opened commitment was attestable (an unopened one is slashed by reportUnopened)
         if (runRegistry.openingOf(runId, round, solver) != IRunRegistry.Opening.Opened) {
             revert NotOwed(runId, round, solver);
         }
         uint256 revealEnd = _revealEnd(t);
         if (block.timestamp < revealEnd) revert RevealWindowOpen(revealEnd);
-        // INVARIANT: one key per (run, round, solver) and this domain: an unrevealed plant is slashed once.
+        // INVARIANT: reported once (the flag is set before the slash call), under its own fault key.
+        _reveals[runId][round][solver].reported = true;
         bytes32 key = keccak256(abi.encode(Constants.FAULT_UNREVEALED, runId, round, solver));
         uint256 taken = stakeManager.slash(solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(runId), key);
         // INVARIANT: the slash proceeds arrived in this call (receive) and join the pool: every wei accounted for.
@@ -256,11 +257,11 @@ contract Plants is IPlants, PullPayments {
     function plantOf(uint256 runId, uint64 round, address solver)
         external
         view
-        returns (bool eligible, bool revealed, bool planted)
+        returns (bool eligible, bool revealed, bool planted, bool reported)
     {
         eligible = _isEligible(runId, round, solver);
         Reveal memory r = _reveals[runId][round][solver];
-        return (eligible, r.revealed, r.planted && eligible);
+        return (eligible, r.revealed, r.planted && eligible, r.reported);
     }
 
     /// @inheritdoc IPlants
@@ -313,7 +314,7 @@ contract Plants is IPlants, PullPayments {
     /// @dev Record the reveal of the current round in its window, and have Verification apply a plant.
     function _recordReveal(uint256 runId, uint64 round, bytes32 secret, uint64 anchorRound) internal {
         bool planted = _isPlanted(runId, round, msg.sender, secret, anchorRound);
-        _reveals[runId][round][msg.sender] = Reveal({revealed: true, planted: planted});
+        _reveals[runId][round][msg.sender] = Reveal({revealed: true, planted: planted, reported: false});
         emit PlantRevealed(runId, round, msg.sender, secret, planted);
         // INVARIANT: checks-effects-interactions: the reveal is recorded before Verification applies it.
         if (planted) verification.onPlantRevealed(runId, round, msg.sender, _terms[runId].penalty);

@@ -246,7 +246,7 @@ contract PlantsTest is Fixture {
         emit Verification.PlantApplied(runId, PLANT_ROUND, solvers[0], 1, 1 ether);
         _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
 
-        (bool eligible, bool revealed, bool planted) = plants.plantOf(runId, PLANT_ROUND, solvers[0]);
+        (bool eligible, bool revealed, bool planted,) = plants.plantOf(runId, PLANT_ROUND, solvers[0]);
         assertTrue(eligible && revealed && planted, "revealed planted");
         (Verification.AttestationState passState,,,) = ver.attestationOf(_ref(0));
         assertEq(uint8(passState), uint8(Verification.AttestationState.Overturned), "the lazy pass is overturned");
@@ -297,7 +297,7 @@ contract PlantsTest is Fixture {
         address passer = attestPassAs(_ref(0), c);
         _warpToReveal();
         _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
-        (, bool revealed, bool planted) = plants.plantOf(runId, PLANT_ROUND, solvers[0]);
+        (, bool revealed, bool planted,) = plants.plantOf(runId, PLANT_ROUND, solvers[0]);
         assertTrue(revealed && !planted, "revealed, not planted");
         assertFalse(plants.isChallengeBlocked(runId, PLANT_ROUND, solvers[0]), "challengeable again");
         warpToClaim(runId);
@@ -326,6 +326,8 @@ contract PlantsTest is Fixture {
         plants.reportUnrevealed(runId, PLANT_ROUND, solvers[0]);
         assertEq(_bonded(solvers[0], Constants.ROLE_SOLVER), stake - 10 ether, "solverMinStake slashed");
         assertEq(plants.pool(runId), POOL + 10 ether, "into the plant pool");
+        vm.expectRevert(abi.encodeWithSelector(Plants.NotOwed.selector, runId, PLANT_ROUND, solvers[0]));
+        plants.reportUnrevealed(runId, PLANT_ROUND, solvers[0]); // once
         vm.expectRevert(abi.encodeWithSelector(Plants.WrongSecret.selector, PLANT_ROUND)); // the window is gone anyway
         _revealAs(solvers[0], PLANT_ROUND, bytes32(0));
         vm.expectRevert(abi.encodeWithSelector(Plants.NotOwed.selector, runId, PLANT_ROUND, solvers[1]));

@@ -28,6 +28,9 @@ from protocol.types import (
     JurorRecord,
     LeafData,
     Opening,
+    PlantPay,
+    PlantStatus,
+    PlantTerms,
     RoundTimes,
     RunTerms,
     decode_struct,
@@ -248,8 +251,19 @@ class ProtocolClient:
         return decode_struct(CommitmentStatus, fields)
 
     def is_accepted(self, run_id: int, round_index: int, solver: str) -> bool:
-        """Verified work (protocol.types.is_commitment_accepted on the chain's tally)."""
-        return self.commitment_status(run_id, round_index, solver).accepted
+        """Verified work whose Δ enters θ_(r+1): accepted on the chain's tally (protocol.types.is_commitment_accepted)
+        and not unpaid under the plant rules (a planted commitment is never accepted: its passes were overturned)."""
+        if not self.commitment_status(run_id, round_index, solver).accepted:
+            return False
+        return self.plant_pay(run_id, round_index, solver) != PlantPay.UNPAID
+
+    def is_paid(self, run_id: int, round_index: int, solver: str) -> bool:
+        """Whether `claimSolverShares` pays the commitment: accepted, or planted and attested at all."""
+        pay = self.plant_pay(run_id, round_index, solver)
+        if pay == PlantPay.UNPAID:
+            return False
+        status = self.commitment_status(run_id, round_index, solver)
+        return status.tokens > 0 if pay == PlantPay.PLANTED else status.accepted
 
     def claim_solver_shares(self, account: LocalAccount, run_id: int, round_index: int, solver: str) -> TxResult:
         return self.chain.send(
@@ -364,6 +378,45 @@ class ProtocolClient:
 
     def pay_revenue(self, account: LocalAccount, run_id: int, amount_wei: int) -> TxResult:
         return self.chain.send(account, "ModelShares", "payRevenue", run_id, value=amount_wei)
+
+    # -- planted faults (Plants) -------------------------------------------------------------
+
+    def set_plant_terms(self, account: LocalAccount, run_id: int, terms: PlantTerms, pool_wei: int) -> TxResult:
+        """Plants.setTerms (the run's creator, in round 0), funding the plant pool with `pool_wei`."""
+        return self.chain.send(
+            account, "Plants", "setTerms", run_id, terms.rate_bps, terms.jackpot, terms.penalty, value=pool_wei
+        )
+
+    def plant_terms(self, run_id: int) -> PlantTerms:
+        return decode_struct(PlantTerms, self.chain.call_fields("Plants", "termsOf", run_id))
+
+    def plant_pool(self, run_id: int) -> int:
+        return self.chain.call("Plants", "pool", run_id)
+
+    def set_plant_anchor(self, account: LocalAccount, run_id: int, anchor: Hash32) -> TxResult:
+        return self.chain.send(account, "Plants", "setAnchor", run_id, anchor)
+
+    def plant_anchor_round(self, run_id: int, solver: str) -> int | None:
+        """The round the solver registered its anchor in (None: no anchor)."""
+        chain = self.chain.call_fields("Plants", "chainOf", run_id, to_checksum_address(solver))
+        return chain["anchorRound"] if chain["set"] else None
+
+    def reveal_plant(self, account: LocalAccount, run_id: int, round_index: int, secret: Hash32) -> TxResult:
+        return self.chain.send(account, "Plants", "reveal", run_id, round_index, secret)
+
+    def report_unrevealed(self, account: LocalAccount, run_id: int, round_index: int, solver: str) -> TxResult:
+        return self.chain.send(account, "Plants", "reportUnrevealed", run_id, round_index, to_checksum_address(solver))
+
+    def plant_of(self, run_id: int, round_index: int, solver: str) -> PlantStatus:
+        fields = self.chain.call_fields("Plants", "plantOf", run_id, round_index, to_checksum_address(solver))
+        return decode_struct(PlantStatus, fields)
+
+    def plant_pay(self, run_id: int, round_index: int, solver: str) -> PlantPay:
+        return PlantPay(self.chain.call("Plants", "payOf", run_id, round_index, to_checksum_address(solver)))
+
+    def is_challenge_blocked(self, run_id: int, round_index: int, solver: str) -> bool:
+        """Whether the commitment's attestations cannot be challenged (its plant may be pending, or it was planted)."""
+        return self.chain.call("Plants", "isChallengeBlocked", run_id, round_index, to_checksum_address(solver))
 
     def credits_of(self, contract: str, address: str) -> int:
         return self.chain.call(contract, "credits", to_checksum_address(address))

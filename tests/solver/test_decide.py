@@ -53,6 +53,12 @@ BASE = SolverView(
         ({"record": COMMITTED, "now": 1021, "seed_drawn": True, "opening": Opening.OPENED}, "wait"),
         ({"record": COMMITTED, "now": 1027, "seed_drawn": True}, "wait"),
         ({"record": replace(COMMITTED, status="unopenable"), "now": 1021, "seed_drawn": True}, "wait"),
+        # Planted faults: an opened, eligible commitment's secret is revealed in its window (the node computes due).
+        ({"record": COMMITTED, "now": 1036, "opening": Opening.OPENED, "reveal_due": True}, "reveal"),
+        (
+            {"record": COMMITTED, "now": 1036, "opening": Opening.OPENED, "reveal_due": True, "coordinator": True},
+            "reveal",
+        ),
         ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
         ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
         ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),

@@ -20,11 +20,12 @@ interface IPlants {
     function isChallengeBlocked(uint256 runId, uint64 round, address solver) external view returns (bool);
 
     /// @notice Whether a solver's commitment of a round can be planted (planting on, anchor two rounds old),
-    ///         whether its secret was revealed in the round's window, and whether the commitment was planted.
+    ///         whether its secret was revealed in the round's window, whether the commitment was planted, and
+    ///         whether it was reported unrevealed.
     function plantOf(uint256 runId, uint64 round, address solver)
         external
         view
-        returns (bool eligible, bool revealed, bool planted);
+        returns (bool eligible, bool revealed, bool planted, bool reported);
 
     /// @notice A run's plant terms: planted commitments per 10,000, the jackpot of a fail, the penalty of a pass.
     function termsOf(uint256 runId) external view returns (uint256 rateBps, uint256 jackpot, uint256 penalty);

@@ -1,0 +1,149 @@
+"""Planted-fault duties shared by the roles (docs/planted-faults.md): a solver's chain, anchor, plant and reveal,
+and reporting plants left unrevealed.
+
+A solver's chain of round secrets comes from its account key (`protocol.planting.compute_chain_seed`), so a
+restarted node recomputes it and nothing secret is stored. While its run plants (`rate_bps > 0`), a solver
+registers the chain's anchor once, right after joining; from two rounds later it trains each round the plant
+draw selects on the planted batches (the one training implementation with the round's secret) and reveals
+every eligible round's secret in the reveal window [attestEnd, attestEnd + (challengeEnd - attestEnd) / 2).
+A solver that does not reveal is slashed by whoever reports it after the window (the whistleblower does):
+unprovable must not mean unpunished.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from eth_account.signers.local import LocalAccount
+
+from node.logs import log_event
+from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.runs import RunContext
+from protocol.hashing import Hash32, hash_to_hex
+from protocol.planting import (
+    compute_chain_seed,
+    compute_secret_chain,
+    get_plant_anchor,
+    get_round_secret,
+    is_round_planted,
+)
+from protocol.types import Opening, RoundTimes
+
+ZERO_HASH = bytes(32)
+
+
+def get_reveal_end(times: RoundTimes) -> int:
+    """The end of the round's reveal window: the middle of its challenge window (Plants._revealEnd)."""
+    return times.attest_end + (times.challenge_end - times.attest_end) // 2
+
+
+def get_secret_chain(account: LocalAccount, ctx: RunContext) -> tuple[Hash32, ...]:
+    """This account's chain of round secrets for the run (s_0 .. s_N, N = maxRounds)."""
+    return compute_secret_chain(compute_chain_seed(bytes(account.key), ctx.run_id), ctx.terms.max_rounds)
+
+
+def ensure_plant_anchor(
+    protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext
+) -> int | None:
+    """Register the account's anchor if the run plants and it has none; returns the anchor's round (None: the run
+    does not plant). Idempotent: a restart finds the anchor on-chain."""
+    if protocol.plant_terms(ctx.run_id).rate_bps == 0:
+        return None
+    anchor_round = protocol.plant_anchor_round(ctx.run_id, account.address)
+    if anchor_round is not None:
+        return anchor_round
+    anchor = get_plant_anchor(get_secret_chain(account, ctx))
+    try:
+        protocol.set_plant_anchor(account, ctx.run_id, anchor)
+    except ContractRevertError as exc:
+        if exc.error != "AnchorAlreadySet":
+            raise
+    anchor_round = protocol.plant_anchor_round(ctx.run_id, account.address)
+    log_event(log, "plant anchor set", run=ctx.run_id, round=anchor_round, anchor=hash_to_hex(anchor)[:18])
+    return anchor_round
+
+
+def get_plant_secret(
+    protocol: ProtocolClient, account: LocalAccount, ctx: RunContext, round_index: int
+) -> Hash32 | None:
+    """The round's secret if this account must plant its commitment of `round_index`, else None.
+
+    Known when the round starts: eligibility (anchor two rounds old), the rate, and round r - 1's seed base; a round
+    whose predecessor's seed was never drawn is not planted (Plants._isPlanted).
+    """
+    if round_index == 0 or not protocol.plant_of(ctx.run_id, round_index, account.address).eligible:
+        return None
+    previous_base = protocol.seed_base(ctx.run_id, round_index - 1)
+    if previous_base == ZERO_HASH:
+        return None
+    secret = get_round_secret(get_secret_chain(account, ctx), round_index)
+    rate = protocol.plant_terms(ctx.run_id).rate_bps
+    planted = is_round_planted(secret, ctx.run_id, round_index, account.address, previous_base, rate)
+    return secret if planted else None
+
+
+def is_reveal_due(protocol: ProtocolClient, address: str, ctx: RunContext, times: RoundTimes, now: int) -> bool:
+    """Whether this solver must reveal the current round's secret now: inside the window, its opened commitment
+    eligible, not yet revealed."""
+    if times.finished or not times.attest_end <= now < get_reveal_end(times):
+        return False
+    if protocol.opening_state(ctx.run_id, times.round, address) != Opening.OPENED:
+        return False
+    status = protocol.plant_of(ctx.run_id, times.round, address)
+    return status.eligible and not status.revealed
+
+
+def reveal_round_secret(
+    protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext, round_index: int
+) -> bool:
+    """Reveal the round's secret (in its window); returns whether the commitment was planted."""
+    secret = get_round_secret(get_secret_chain(account, ctx), round_index)
+    result = protocol.reveal_plant(account, ctx.run_id, round_index, secret)
+    planted = any(e.name == "PlantRevealed" and e.args["planted"] for e in result.events)
+    log_event(log, "plant revealed", run=ctx.run_id, round=round_index, planted=planted, tx=result.transaction_hash)
+    return planted
+
+
+def get_unrevealed_commitments(
+    protocol: ProtocolClient, ctx: RunContext, times: RoundTimes, now: int
+) -> tuple[str, ...]:
+    """Solvers of the current round that owe a reveal and did not make it (after the reveal window)."""
+    if times.finished or now < get_reveal_end(times):
+        return ()
+    if protocol.plant_terms(ctx.run_id).rate_bps == 0:
+        return ()
+    out = []
+    for solver in protocol.get_commitments(ctx.run_id, times.round, ctx.created_block):
+        if protocol.opening_state(ctx.run_id, times.round, solver) != Opening.OPENED:
+            continue
+        status = protocol.plant_of(ctx.run_id, times.round, solver)
+        if status.eligible and not status.revealed and not status.reported:
+            out.append(solver)
+    return tuple(out)
+
+
+def report_unrevealed_commitments(
+    protocol: ProtocolClient,
+    account: LocalAccount,
+    log: logging.Logger,
+    ctx: RunContext,
+    times: RoundTimes,
+    now: int,
+) -> int:
+    """Report every plant of the current round left unrevealed (the solver is slashed into the plant pool);
+    returns how many were reported. A report someone else made first is skipped."""
+    reported = 0
+    for solver in get_unrevealed_commitments(protocol, ctx, times, now):
+        try:
+            result = protocol.report_unrevealed(account, ctx.run_id, times.round, solver)
+        except ContractRevertError as exc:
+            if exc.error != "NotOwed":  # reported by someone else first
+                raise
+            continue
+        reported += 1
+        log_event(
+            log, "reported unrevealed plant", level=logging.WARNING, run=ctx.run_id, round=times.round, solver=solver,
+            tx=result.transaction_hash,
+        )  # fmt: skip
+    return reported
