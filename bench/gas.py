@@ -273,7 +273,7 @@ class Scenario:
 
     def sample(self, c: Commitment, sample_index: int, slot: int = 0) -> int:
         """Segment of seat `slot`'s draw `sample_index`, computed in Python from the on-chain seed base."""
-        base = self.b.call("Verification", "seedBase", c.run_id, c.round)
+        base = self.b.call("Verification", "seedOf", c.run_id, c.round)[1]
         seed = compute_sampling_seed(base, c.run_id, c.round, c.solver)
         return compute_sample(compute_seat_seed(seed, slot), sample_index, SEGMENTS)
 

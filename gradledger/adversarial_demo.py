@@ -22,13 +22,19 @@ paid. The cheater is failed again in round 1 (slashed again) and cannot commit i
 gone). solver-4 trains nothing and commits a root it cannot open: it never opens by the opening deadline,
 nobody can attest it, the verifiers and the whistleblower report it and it is slashed (all to the pool),
 in round 0 and again in round 1, after which its stake is gone. The honest solvers' work is accepted every
-round and they split the solver shares.
+round and they split the solver shares. Planting is on (10% of commitments from round 2, docs/planted-faults.md):
+the solvers register their anchors in round 0 and reveal after each attestation window.
+
+Then, on the same devnet, a planted fault is played in a second run (gradledger/plant_scenario.py): a solver's
+round 2 is planted, a lazy verifier passes it without replaying and an honest one fails it; the solver's reveal
+alone overturns the lazy pass (its bond and the plant penalty go to the plant pool, it leaves the run's list) with
+no whistleblower and no dispute, the honest fail earns the jackpot, the solver is paid and not slashed.
 
 The summary is the honest demo's (`run_id`, `rounds_settled`, `loss`, `attestations`,
 `participants` with `honest`, `shares`, `contract_balance_wei`, `owed_wei`) plus `slashed`
 (`address`, `role`, `label`, `amount_wei`), `challenges` (`challenger`, `target`, `outcome`),
 `unopened` (`round`, `label`, `slashed`: commitments reported unopened) and `payouts` (who was paid what,
-from the events).
+from the events) and `planted_fault` (gradledger.plant_scenario.PlantOutcome).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from devnet.lifecycle import get_home
 from devnet.runs import ETH, RunRules
 from gradledger.demo import Participant, Scenario, _cli, play_scenario
 
@@ -59,7 +66,8 @@ ADVERSARIES = {
 }
 ADVERSARIAL_RULES = RunRules(
     rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
-    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90,
+    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, plant_rate_bps=1000, plant_jackpot_wei=ETH,
+    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
 )  # fmt: skip
 """Windows sized for 8 node processes sharing 2 CPU cores: every verifier and the whistleblower must
 replay its samples of the default model inside the attest and challenge windows."""
@@ -85,10 +93,21 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
         PARTICIPANTS, ADVERSARIAL_RULES, "0x" + "00" * 31 + "2b", _command,
         "4 solvers (solver-3 cheats, solver-4 commits unopenable roots), 2 verifiers (verifier-2 is lazy), "
         "2 jurors and a whistleblower running",
-        extra_summary=build_dispute_summary, stale_dirs=("whistleblowers",),
+        extra_summary=lambda protocol, run_id: _dispute_and_plant_summary(protocol, run_id, get_home(home)),
+        stale_dirs=("whistleblowers",),
     )  # fmt: skip
     summary, _audit, _paths = play_scenario(scenario, home, json_path, console)
     print_adversarial_summary(summary, console)
+    return summary
+
+
+def _dispute_and_plant_summary(protocol, run_id: int, root: Path) -> dict:
+    """The main run's disputes, then a planted fault played on the same devnet (gradledger/plant_scenario.py): a
+    lazy pass on it loses its bond and penalty without any whistleblower."""
+    from gradledger.plant_scenario import play_planted_fault
+
+    summary = build_dispute_summary(protocol, run_id)
+    summary["planted_fault"] = play_planted_fault(protocol, root).to_json()
     return summary
 
 
@@ -200,6 +219,12 @@ def check_adversarial_summary(summary: dict) -> list[str]:
     for label in ("solver-3", "solver-4"):
         if summary["shares"].get(by_label[label]["address"], 0):
             problems.append(f"the cheater {label} holds shares")
+    if "planted_fault" in summary:
+        from gradledger.plant_scenario import PlantOutcome, check_planted_fault
+
+        problems += [f"planted fault: {p}" for p in check_planted_fault(PlantOutcome(**summary["planted_fault"]))]
+    else:
+        problems.append("the planted-fault scenario did not run")
     if "audit" in summary and not summary["audit"]["passed"]:
         problems.append(f"the audit failed: {', '.join(summary['audit']['failed'])}")
     return problems
@@ -246,6 +271,27 @@ def print_adversarial_summary(summary: dict, console: Console) -> None:
     for p in summary["payouts"]:
         paid.add_row(p["label"] or p["address"], p["why"], f"{p['amount_wei'] / ETH:g}")
     console.print(paid)
+    if "planted_fault" in summary:
+        plant = summary["planted_fault"]
+        planted = Table(title=f"a planted fault, no whistleblower (run {plant['run_id']}, round 2)")
+        for column in ("who", "what happened"):
+            planted.add_column(column)
+        planted.add_row(
+            "lazy verifier",
+            f"pass {plant['lazy_state']}; lost its bond and "
+            f"{plant['lazy_stake_lost_wei'] / ETH:g} ETH of stake; left the run: {plant['lazy_left_list']}",
+        )
+        planted.add_row(
+            "honest verifier",
+            f"fail stands; jackpot {plant['jackpot_wei'] / ETH:g} ETH, bond back, "
+            f"{plant['honest_shares'] / ETH:g} shares",
+        )
+        planted.add_row(
+            "planting solver",
+            f"paid {plant['solver_paid_shares'] / ETH:g} shares, slashed "
+            f"{plant['solver_stake_lost_wei'] / ETH:g} ETH; its Δ accepted: {plant['delta_accepted']}",
+        )
+        console.print(planted)
     if "audit" in summary:
         verdict = "passed" if summary["audit"]["passed"] else "FAILED: " + ", ".join(summary["audit"]["failed"])
         console.print(f"audit of the run (gradledger audit): {verdict}; report {summary['audit']['html']}")

@@ -171,9 +171,9 @@ class VerifierWorker(RunNode):
                 raise
 
     def _withdraw_credits(self) -> None:
-        """Pull returned bonds and rewards out of Verification, Disputes and FaultRewards, and the rounds' releases
-        credited with its shares out of ModelShares."""
-        for contract in ("Verification", "Disputes", "FaultRewards", "ModelShares"):
+        """Pull returned bonds and rewards out of Verification, Disputes, FaultRewards and Plants (jackpots of fails on
+        planted faults), and the rounds' releases credited with its shares out of ModelShares."""
+        for contract in ("Verification", "Disputes", "FaultRewards", "Plants", "ModelShares"):
             if self.protocol.credits_of(contract, self.address) > 0:
                 self.protocol.withdraw_credits(self.account, contract)
                 log_event(self.log, "credits withdrawn", contract=contract)

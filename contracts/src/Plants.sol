@@ -9,6 +9,7 @@ import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
 import {Planting} from "./libraries/Planting.sol";
+import {AttestationRef} from "./interfaces/Types.sol";
 
 /// @title Plants
 /// @notice Planted faults (forced errors, docs/planted-faults.md): a run's plant terms and pool, each solver's chain
@@ -113,7 +114,8 @@ contract Plants is IPlants, PullPayments {
         stakeManager = stakeManager_;
     }
 
-    /// @notice Slash proceeds of an unrevealed plant, from the StakeManager (added to the pool in the same call).
+    /// @notice Slash proceeds (an unrevealed plant, a lazy pass's penalty), from the StakeManager (added to the pool in
+    ///         the same call).
     receive() external payable {
         if (msg.sender != address(stakeManager)) revert UnexpectedEther(msg.sender);
     }
@@ -226,10 +228,15 @@ contract Plants is IPlants, PullPayments {
     }
 
     /// @inheritdoc IPlants
-    function onPlantedPass(uint256 runId) external payable onlyVerification {
-        uint256 updated = pool[runId] + msg.value;
-        pool[runId] = updated;
-        emit PlantForfeitReceived(runId, msg.value, updated);
+    function onPlantedPass(AttestationRef calldata ref, address verifier) external payable onlyVerification {
+        // INVARIANT: the same fault key as a pass overturned by a jury: a seat's verifier is slashed once.
+        bytes32 key = keccak256(abi.encode(Constants.FAULT_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot));
+        uint256 taken = stakeManager.slash(verifier, Constants.ROLE_VERIFIER, _terms[ref.runId].penalty, key);
+        // INVARIANT: the bond (msg.value) and the slash proceeds (received in this call) both join the pool.
+        uint256 amount = msg.value + taken;
+        uint256 updated = pool[ref.runId] + amount;
+        pool[ref.runId] = updated;
+        emit PlantForfeitReceived(ref.runId, amount, updated);
     }
 
     // ------------------------------------------------------------------ views
@@ -317,7 +324,7 @@ contract Plants is IPlants, PullPayments {
         _reveals[runId][round][msg.sender] = Reveal({revealed: true, planted: planted, reported: false});
         emit PlantRevealed(runId, round, msg.sender, secret, planted);
         // INVARIANT: checks-effects-interactions: the reveal is recorded before Verification applies it.
-        if (planted) verification.onPlantRevealed(runId, round, msg.sender, _terms[runId].penalty);
+        if (planted) verification.onPlantRevealed(runId, round, msg.sender);
     }
 
     /// @dev Whether a solver's commitment of `round` can be planted: planting on, its anchor two rounds old.

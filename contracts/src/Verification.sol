@@ -24,7 +24,7 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      the round lands before that block. `drawSeed` (anyone, once, in the attest window and in the
 ///      SEED_HORIZON_BLOCKS blocks after the seed block) stores the first 12 bytes of blockhash(seedBlock) as the
 ///      round's seed base: the same value whichever block the call lands in, so the caller only reads it.
-///      `seedBase(run, round)` returns it as bytes32 (12 bytes, zero-padded), which is the `blockHash` input of
+///      `seedOf(run, round)` returns it as bytes32 (12 bytes, zero-padded), which is the `blockHash` input of
 ///      Sampling.seed / protocol.sampling.
 ///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
 ///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
@@ -58,7 +58,8 @@ contract Verification is PullPayments, IVerification {
         bytes12 seed;
         uint32 attestEnd; // timestamps fit uint32 until 2106
         uint32 challengeEnd;
-        uint40 seedBlock; // the verifier list is read as it was at the end of seedBlock - 1
+        uint32 seedBlock; // the verifier list is read as it was at the end of seedBlock - 1 (block numbers < 2^32)
+        bool plants; // the run plants (Plants terms with a rate > 0): its challenges ask Plants first
         uint16 verifierCount;
         uint8 verifiers;
         uint16 samples;
@@ -299,7 +300,8 @@ contract Verification is PullPayments, IVerification {
             seed: bytes12(blockHash),
             attestEnd: uint32(t.attestEnd),
             challengeEnd: uint32(t.challengeEnd),
-            seedBlock: uint40(seedBlock),
+            seedBlock: uint32(seedBlock),
+            plants: _plants(runId),
             verifierCount: uint16(count),
             verifiers: p.verifiers,
             samples: p.samples,
@@ -430,11 +432,12 @@ contract Verification is PullPayments, IVerification {
     /// @inheritdoc IVerification
     /// @dev Plants only, at a reveal inside the round's reveal window (after attestEnd: no seat changes any more; no
     ///      seat is disputed, isChallengeBlocked held every challenge off). Every pass on the commitment is overturned:
-    ///      its bond and `penalty` of its verifier's stake go to the plant pool and the verifier leaves the run's
+    ///      its bond and the run's plant penalty of its verifier's stake (slashed by Plants) go to the plant pool and the
+    ///      verifier leaves the run's
     ///      list; every fail stands and earns the jackpot. The commitment counts as accepted for the solver's pay
     ///      (its Δ is not: `passes` drops to 0), so the round's totals change here, before settlement, and never
     ///      after it. Bounded: one iteration per seat (<= 8).
-    function onPlantRevealed(uint256 runId, uint64 round, address solver, uint256 penalty) external {
+    function onPlantRevealed(uint256 runId, uint64 round, address solver) external {
         if (msg.sender != address(plants)) revert NotPlants(msg.sender);
         (address[] memory attesters, uint128 seats, uint256 bond) = _markPlanted(runId, round, solver);
         // INVARIANT: checks-effects-interactions: seats and totals were written (_markPlanted) before any call below.
@@ -446,14 +449,8 @@ contract Verification is PullPayments, IVerification {
                 continue;
             }
             verifierRegistry.onOverturned(runId, verifier);
-            uint256 taken = stakeManager.slash(
-                verifier,
-                Constants.ROLE_VERIFIER,
-                penalty,
-                keccak256(abi.encode(Constants.FAULT_ATTESTATION, runId, round, solver, slot))
-            );
-            // INVARIANT: the pass's bond and its slashed penalty both join the plant pool: every wei accounted for.
-            plants.onPlantedPass{value: bond + taken}(runId);
+            // INVARIANT: the pass's bond joins the plant pool (Plants slashes the penalty): every wei accounted for.
+            plants.onPlantedPass{value: bond}(AttestationRef(runId, round, solver, slot), verifier);
         }
     }
 
@@ -500,8 +497,9 @@ contract Verification is PullPayments, IVerification {
         RoundSeed memory rs = _drawn(ref.runId, ref.round);
         if (block.timestamp >= rs.challengeEnd) revert ChallengeWindowClosed(rs.challengeEnd);
         // INVARIANT: no dispute on a commitment that may be planted until its reveal says it is not (a planted one is
-        //            decided by the reveal): no dispute can slash a solver for a plant it was drawn to make.
-        if (plants.isChallengeBlocked(ref.runId, ref.round, ref.solver)) {
+        //            decided by the reveal): no dispute can slash a solver for a plant it was drawn to make. Terms are
+        //            set in round 0 and plants start in round 2, so the flag drawSeed stored is right for every plant.
+        if (rs.plants && plants.isChallengeBlocked(ref.runId, ref.round, ref.solver)) {
             revert PlantPending(ref.runId, ref.round, ref.solver);
         }
         CommitmentStatus storage st = _live[ref.runId][ref.solver];
@@ -597,14 +595,6 @@ contract Verification is PullPayments, IVerification {
         return (rs.attestEnd != 0, bytes32(rs.seed), rs.verifierCount);
     }
 
-    /// @notice The round's seed base: the first 12 bytes of the drawn block hash, zero-padded (zero until drawn).
-    /// @param runId The run.
-    /// @param round The round.
-    /// @return The `blockHash` input of Sampling.seed for every commitment of the round.
-    function seedBase(uint256 runId, uint64 round) external view returns (bytes32) {
-        return bytes32(_seeds[runId][round].seed);
-    }
-
     /// @notice Segment index of draw `sampleIndex` of seat `slot` of a commitment (the seed must be drawn):
     ///         Sampling.sample(Sampling.seatSeed(Sampling.seed(seedBase, runId, round, solver), slot), sampleIndex,
     ///         numSegments). Each seat replays its own samples; defined for every slot (a void seat has none
@@ -687,6 +677,11 @@ contract Verification is PullPayments, IVerification {
     }
 
     // ------------------------------------------------------------------ internals
+
+    function _plants(uint256 runId) internal view returns (bool) {
+        (uint256 rateBps,,) = plants.termsOf(runId);
+        return rateBps > 0;
+    }
 
     function _drawn(uint256 runId, uint64 round) internal view returns (RoundSeed memory rs) {
         rs = _seeds[runId][round];

@@ -73,7 +73,7 @@ contract PlantsTest is Fixture {
         plants.setAnchor(runId, chain[chain.length - 1]);
         _emptyRound();
         _emptyRound();
-        bytes32 previousBase = ver.seedBase(runId, PLANT_ROUND - 1);
+        bytes32 previousBase = seedBaseOf(runId, PLANT_ROUND - 1);
         vm.revertToState(rehearsal);
         for (uint256 attempt;; ++attempt) {
             _buildChain(keccak256(abi.encode("s0", attempt)));
@@ -84,7 +84,7 @@ contract PlantsTest is Fixture {
         plants.setAnchor(runId, chain[chain.length - 1]);
         _emptyRound();
         _emptyRound();
-        assertEq(ver.seedBase(runId, PLANT_ROUND - 1), previousBase, "the rehearsal saw the same seed base");
+        assertEq(seedBaseOf(runId, PLANT_ROUND - 1), previousBase, "the rehearsal saw the same seed base");
     }
 
     function _ref(uint8 slot) internal view returns (AttestationRef memory) {
@@ -388,7 +388,7 @@ contract PlantsTest is Fixture {
     function test_onPlantRevealed_notPlants_reverts() public {
         vm.prank(outsider);
         vm.expectRevert(abi.encodeWithSelector(Verification.NotPlants.selector, outsider));
-        ver.onPlantRevealed(runId, 0, solvers[0], 0);
+        ver.onPlantRevealed(runId, 0, solvers[0]);
     }
 
     function test_fundPool_zero_reverts() public {

@@ -61,7 +61,7 @@ contract VerificationTest is Fixture {
     // ------------------------------------------------------------------ seed
 
     function test_drawSeed_seedBlockHash_succeeds() public view {
-        bytes32 base = ver.seedBase(runId, 0);
+        bytes32 base = seedBaseOf(runId, 0);
         uint256 seedBlock = reg.roundTimes(runId).seedBlock;
         assertEq(base, bytes32(bytes12(blockhash(seedBlock))), "first 12 bytes of blockhash(seedBlock)");
         assertTrue(base != bytes32(0));
@@ -117,7 +117,7 @@ contract VerificationTest is Fixture {
         view
         returns (bytes32 seed, uint256[] memory samples, address[] memory seats)
     {
-        seed = ver.seedBase(id, 0);
+        seed = seedBaseOf(id, 0);
         samples = new uint256[](12);
         seats = new address[](6);
         for (uint256 s; s < 2; ++s) {
@@ -214,7 +214,7 @@ contract VerificationTest is Fixture {
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
         vm.roll(seedBlock + Constants.SEED_HORIZON_BLOCKS);
         ver.drawSeed(id, 0);
-        assertEq(ver.seedBase(id, 0), bytes32(bytes12(blockhash(seedBlock))));
+        assertEq(seedBaseOf(id, 0), bytes32(bytes12(blockhash(seedBlock))));
     }
 
     /// @dev Nobody drew within the horizon: the round cannot be verified. No attestation, so no commitment is accepted
@@ -409,7 +409,7 @@ contract VerificationTest is Fixture {
 
     /// @dev Sub-seed of seat `slot` of solver `solver`'s round-0 commitment, computed with the library.
     function _seatSeed(address solver, uint8 slot) internal view returns (bytes32) {
-        return Sampling.seatSeed(Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), slot);
+        return Sampling.seatSeed(Sampling.seed(seedBaseOf(runId, 0), runId, 0, solver), slot);
     }
 
     function test_sampledSegment_matchesSamplingLibrary_succeeds() public view {
@@ -427,9 +427,9 @@ contract VerificationTest is Fixture {
     {
         sampleIndex = bound(sampleIndex, 0, Constants.MAX_SAMPLES - 1);
         bytes32 expected = keccak256(
-            abi.encode(Constants.SEAT_SEED_TAG, Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), uint256(slot))
+            abi.encode(Constants.SEAT_SEED_TAG, Sampling.seed(seedBaseOf(runId, 0), runId, 0, solver), uint256(slot))
         );
-        assertEq(Sampling.seatSeed(Sampling.seed(ver.seedBase(runId, 0), runId, 0, solver), slot), expected);
+        assertEq(Sampling.seatSeed(Sampling.seed(seedBaseOf(runId, 0), runId, 0, solver), slot), expected);
         assertEq(ver.sampledSegment(runId, 0, solver, slot, sampleIndex), Sampling.sample(expected, sampleIndex, 8));
     }
 
@@ -463,7 +463,7 @@ contract VerificationTest is Fixture {
 
     function test_assignedVerifier_seatSeedDraw_succeeds() public view {
         for (uint8 slot; slot < 3; ++slot) {
-            bytes32 seed = Sampling.seed(ver.seedBase(runId, 0), runId, 0, solvers[0]);
+            bytes32 seed = Sampling.seed(seedBaseOf(runId, 0), runId, 0, solvers[0]);
             uint256 index = Sampling.seatIndex(seed, slot, 4);
             (address verifier, bool eligible) = ver.assignedVerifier(_ref(0, slot));
             assertEq(verifier, verifiers[index], "list[Sampling.seatIndex(seed, slot, count)]");
@@ -491,7 +491,7 @@ contract VerificationTest is Fixture {
         }
         warpToAttest(id);
         drawSeed(id);
-        bytes32 base = ver.seedBase(id, 0);
+        bytes32 base = seedBaseOf(id, 0);
         uint256 allSeats;
         uint256 sybilSeats;
         uint256 oldRuleAllSeats;
@@ -519,7 +519,7 @@ contract VerificationTest is Fixture {
 
     function test_assignedVerifier_seatsOfACommitmentDistinct_succeeds() public view {
         // 3 seats over the fixture's 4 verifiers: for any commitment seed, three different verifiers
-        bytes32 base = ver.seedBase(runId, 0);
+        bytes32 base = seedBaseOf(runId, 0);
         for (uint256 k; k < 200; ++k) {
             bytes32 seed = Sampling.seed(base, runId, 0, address(uint160(k + 1)));
             uint256 a = Sampling.seatIndex(seed, 0, 4);

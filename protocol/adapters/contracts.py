@@ -164,7 +164,8 @@ class ProtocolClient:
         return self.chain.send(account, "Verification", "drawSeed", run_id, round_index)
 
     def seed_base(self, run_id: int, round_index: int) -> Hash32:
-        return to_hash32(self.chain.call("Verification", "seedBase", run_id, round_index))
+        """The round's seed base (Verification.seedOf: the first 12 bytes of the seed block's hash; zero until drawn)."""
+        return to_hash32(self.chain.call_fields("Verification", "seedOf", run_id, round_index)["seedBase"])
 
     def assigned_verifier(self, ref: AttestationRef) -> tuple[str, bool]:
         f = self.chain.call_fields("Verification", "assignedVerifier", ref.to_abi())

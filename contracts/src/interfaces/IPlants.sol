@@ -2,6 +2,8 @@
 pragma solidity ^0.8.28;
 
 /// @notice What Verification uses of Plants (planted faults, docs/planted-faults.md).
+import {AttestationRef} from "./Types.sol";
+
 interface IPlants {
     /// @notice How a commitment is paid under the plant rules: by the usual rules (planting off, rounds before the
     ///         first plant, or revealed not planted), as accepted (revealed planted), or not at all (its plant was
@@ -34,7 +36,7 @@ interface IPlants {
     ///         pool has left of it). Returns the amount credited.
     function onPlantedFail(uint256 runId, address verifier) external returns (uint256 amount);
 
-    /// @notice Verification only: a pass on a planted commitment was wrong; msg.value (its bond and penalty) joins
-    ///         the run's plant pool.
-    function onPlantedPass(uint256 runId) external payable;
+    /// @notice Verification only: the pass of seat `ref` on a planted commitment was wrong; msg.value (its bond) and
+    ///         the plant penalty slashed from `verifier`'s stake join the run's plant pool.
+    function onPlantedPass(AttestationRef calldata ref, address verifier) external payable;
 }

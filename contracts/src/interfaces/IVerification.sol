@@ -47,8 +47,8 @@ interface IVerification {
     /// @return provers How many seats prove the fault.
     function proverOf(AttestationRef calldata ref) external view returns (address prover, uint256 provers);
     /// @notice Plants only: the solver revealed its commitment of `round` as planted; overturn every pass on it
-    ///         (bond and `penalty` of the verifier's stake to the plant pool), pay every fail the jackpot.
-    function onPlantRevealed(uint256 runId, uint64 round, address solver, uint256 penalty) external;
+    ///         (its bond to the plant pool, the verifier's penalty slashed by Plants), pay every fail the jackpot.
+    function onPlantRevealed(uint256 runId, uint64 round, address solver) external;
     /// @notice RunRegistry only: create a joining solver's status slot.
     function onSolverJoined(uint256 runId, address solver) external;
 }

@@ -171,7 +171,7 @@ contract Handler is Fixture {
             this.commit(seed);
             if (calls["commit"] == before) vm.warp(t.commitEnd);
         } else if (block.timestamp < t.attestEnd) {
-            if (ver.seedBase(runId, t.round) == bytes32(0)) {
+            if (seedBaseOf(runId, t.round) == bytes32(0)) {
                 // the seed can be drawn only before openEnd; past it the round goes unverified (reports void it)
                 if (block.timestamp < t.openEnd) return this.drawSeed();
                 return vm.warp(t.attestEnd);
@@ -331,7 +331,7 @@ contract Handler is Fixture {
     function drawSeed() external {
         IRunRegistry.RoundTimes memory t = _times();
         if (t.finished || block.timestamp >= t.openEnd) return;
-        if (ver.seedBase(runId, t.round) != bytes32(0)) return;
+        if (seedBaseOf(runId, t.round) != bytes32(0)) return;
         if (block.timestamp < t.commitEnd) vm.warp(t.commitEnd); // the seed waits for the commit window
         vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1); // and for its block
         ver.drawSeed(runId, t.round);
@@ -340,7 +340,7 @@ contract Handler is Fixture {
 
     function attest(uint256 solverSeed, uint256 slotSeed, bool pass, uint256 sampleSeed) external {
         IRunRegistry.RoundTimes memory t = _times();
-        if (ver.seedBase(runId, t.round) == bytes32(0) || block.timestamp >= t.attestEnd) return;
+        if (seedBaseOf(runId, t.round) == bytes32(0) || block.timestamp >= t.attestEnd) return;
         for (uint256 k; k < 2 * solvers.length; ++k) {
             address solver = solvers[(solverSeed % 1024 + k / 2) % solvers.length];
             AttestationRef memory ref = AttestationRef(runId, t.round, solver, uint8((slotSeed % 1024 + k) % 2));

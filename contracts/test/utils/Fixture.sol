@@ -316,6 +316,11 @@ abstract contract Fixture is Test {
         }
     }
 
+    /// @dev The round's seed base (Verification.seedOf; zero until drawn).
+    function seedBaseOf(uint256 runId, uint64 round) internal view returns (bytes32 base) {
+        (, base,) = ver.seedOf(runId, round);
+    }
+
     function warpToClaim(uint256 runId) internal {
         vm.warp(reg.roundTimes(runId).challengeEnd);
         vm.roll(block.number + 1);
