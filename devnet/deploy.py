@@ -85,12 +85,19 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
             p["VerifierRegistry"],
             p["Plants"],
         ),
-        "Disputes": (p["StakeManager"], p["RunRegistry"], p["Verification"], p["ModelShares"], p["JurorRegistry"]),
+        "Disputes": (
+            p["StakeManager"],
+            p["RunRegistry"],
+            p["Verification"],
+            p["ModelShares"],
+            p["JurorRegistry"],
+            p["Plants"],
+        ),
         "ModelShares": (p["RunRegistry"], p["Verification"], p["Disputes"], p["FaultRewards"]),
         "JurorRegistry": (p["StakeManager"],),
         "FaultRewards": (p["Verification"], p["RunRegistry"], p["StakeManager"], p["ModelShares"]),
         "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
-        "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"]),
+        "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"], p["Disputes"]),
     }
 
 

@@ -23,6 +23,7 @@ from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import StateEncodingError
+from protocol.hashing import to_hash32
 from protocol.state import decode_state
 from protocol.training import State, get_params
 from protocol.types import AttestationRef, Commitment
@@ -160,6 +161,28 @@ class CommitmentChecker:
             result = check_sample(self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem)
         self.metrics.replays.inc()
         return result
+
+    def is_plant_true(
+        self, round_index: int, solver: str, commitment: Commitment, segment: int, secret: bytes
+    ) -> tuple[bool, str]:
+        """Does segment `segment` of a commitment revealed as planted replay as the planted training (the same steps
+        on the batches of the revealed `secret`)? A plant whose document or checkpoint is not served, or whose
+        document is not the commitment, is false: the solver must serve what it committed."""
+        ctx = self.ctx
+        try:
+            doc = self.get_document(round_index, solver)
+        except (PeerError, CommitmentDocError, KeyError) as exc:
+            return False, f"commitment document unavailable: {exc}"
+        problem = check_document(
+            doc, commitment, ctx.run_id, round_index, solver, self.protocol.theta_of(ctx.run_id, round_index)
+        )
+        if problem is not None:
+            return False, problem
+        if not 0 <= segment < len(doc.leaves):
+            return False, f"the document has no leaf for segment {segment}"
+        start, fetch_problem = self._fetch_state(doc.leaves[segment].start_hash, self.peers.url_of(solver))
+        check = check_sample(ctx.config, ctx.dataset, doc, 0, segment, start, fetch_problem or "", to_hash32(secret))
+        return check.accepted, check.reason
 
     def is_attestation_right(
         self, ref: AttestationRef, commitment: Commitment, is_fail: bool, sample_index: int

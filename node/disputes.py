@@ -24,6 +24,7 @@ from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.constants import JURY_PARTY_SLACK, MAX_APPEALS, get_appeal_jury_size
 from protocol.jury import (
     KIND_ATTESTATION,
+    KIND_PLANT,
     DisputeSubject,
     JurorEntry,
     Jury,
@@ -78,7 +79,10 @@ def get_drawn_jury(registry: JurorRegistryReader, record: DisputeRecord) -> Jury
 
 
 def get_parties(protocol: ProtocolClient, subject: DisputeSubject, challenger: str) -> tuple[str, ...]:
-    """Challenger, defendant (attester or claimer) and solver: the accounts that may not sit on the jury."""
+    """Challenger, defendant (attester, claimer, or the planting solver) and solver: the accounts that may not sit on
+    the jury."""
+    if subject.kind == KIND_PLANT:
+        return (challenger, subject.solver)
     if subject.kind == KIND_ATTESTATION:
         ref = AttestationRef(subject.run_id, subject.round, subject.solver, subject.slot)
         return (challenger, protocol.attester_of(ref), subject.solver)

@@ -48,6 +48,8 @@ from protocol.sampling import compute_sample
 JUROR_KEY_DOMAIN = b"gradledger.juror-bls-key.v1"
 KIND_ATTESTATION = 1
 KIND_CLAIM = 2
+KIND_PLANT = 3
+"""A commitment revealed as planted, disputed as not being the planted training (docs/planted-faults.md)."""
 ZERO_ADDRESS = "0x" + "00" * 20
 
 

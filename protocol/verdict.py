@@ -126,8 +126,10 @@ def check_sample(
     segment: int,
     start_checkpoint: State | None,
     fetch_problem: str = "",
+    plant_secret: Hash32 | None = None,
 ) -> SampleCheck:
-    """Replay segment `segment` from its served start checkpoint and judge it exactly.
+    """Replay segment `segment` from its served start checkpoint and judge it exactly; with the revealed
+    `plant_secret`, as the planted training it claims to be (a plant dispute).
 
     `start_checkpoint` None means the solver did not serve it (`fetch_problem` says why): a failed segment.
     """
@@ -139,7 +141,7 @@ def check_sample(
         return SampleCheck(sample_index, segment, False, f"the document has no leaf for sampled segment {segment}")
     leaf = doc.leaves[segment]
     try:
-        replayed = replay_segment(config, dataset, doc.round, doc.solver, segment, start_checkpoint)
+        replayed = replay_segment(config, dataset, doc.round, doc.solver, segment, start_checkpoint, plant_secret)
     except GradledgerError as exc:  # e.g. a checkpoint of another model: the solver's fault, not the verifier's
         reason = f"start checkpoint of segment {segment} cannot be replayed: {exc}"
         return SampleCheck(sample_index, segment, False, reason)

@@ -46,6 +46,7 @@ from protocol.hashing import hash_to_hex, to_hash32
 from protocol.jury import (
     KIND_ATTESTATION,
     KIND_CLAIM,
+    KIND_PLANT,
     DisputeSubject,
     Jury,
     JuryError,
@@ -222,7 +223,7 @@ class JuryDuty:
         if latest < start:
             return
         for event in self.chain.get_events(
-            start, latest, names=["AttestationChallenged", "ClaimChallenged"], contracts=["Disputes"]
+            start, latest, names=["AttestationChallenged", "ClaimChallenged", "PlantChallenged"], contracts=["Disputes"]
         ):
             a = event.args
             if a["runId"] != self.run_id:
@@ -239,6 +240,9 @@ class JuryDuty:
                 )
                 subject = DisputeSubject(KIND_ATTESTATION, a["runId"], a["round"], a["solver"], a["slot"], 0)
                 info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"], bool(is_fail), int(sample))
+            elif event.name == "PlantChallenged":
+                subject = DisputeSubject(KIND_PLANT, a["runId"], a["round"], a["solver"], 0, 0)
+                info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"], sample_index=int(a["segmentIndex"]))
             else:
                 subject = DisputeSubject(KIND_CLAIM, a["runId"], a["round"], claim_nonce=a["claimNonce"])
                 info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"])
@@ -287,6 +291,17 @@ class JuryDuty:
     def _decide(self, subject: DisputeSubject, info: dict) -> bool:
         """The juror's verdict: True when the challenger is right."""
         ctx = self.get_context()
+        if subject.kind == KIND_PLANT:
+            # the disputed segment (recorded as sample_index) must replay as the planted training of the secret
+            commitment = self.protocol.get_commitments(subject.run_id, subject.round, ctx.created_block)[subject.solver]
+            secret = self.protocol.plant_secret_of(subject.run_id, subject.round, subject.solver, ctx.created_block)
+            if secret is None:  # challengePlant needs a revealed plant: its event must be there (retry the tick)
+                raise GradledgerError(f"no PlantRevealed event found for the plant dispute {info['dispute_id']}")
+            true, reason = self.get_checker().is_plant_true(
+                subject.round, subject.solver, commitment, info["sample_index"], secret
+            )
+            log_event(logger, "juror check", dispute=info["dispute_id"][:18], plant_true=true, finding=reason)
+            return not true
         if subject.kind == KIND_ATTESTATION:
             commitments = self.protocol.get_commitments(subject.run_id, subject.round, ctx.created_block)
             commitment = commitments[subject.solver]

@@ -19,6 +19,7 @@ from typing import Literal
 from eth_abi import encode as abi_encode
 from eth_utils import to_canonical_address
 
+from protocol.errors import GradledgerError
 from protocol.hashing import keccak256, to_hash32
 
 SELECTION_DOMAIN = b"gradledger.whistleblower.selection.v1"
@@ -101,3 +102,32 @@ def can_challenge_attestation(now: int, round_index: int, current_round: int, ch
 def is_done(run_finished: bool, open_challenges: int, credits_wei: int) -> bool:
     """A whistleblower watching one run is done once it finished, its disputes closed and it was paid."""
     return run_finished and open_challenges == 0 and credits_wei == 0
+
+
+PLANT_CHECK_DOMAIN = b"gradledger.whistleblower.plant-check.v1"
+
+
+def choose_plant_check(
+    block_hash: bytes | str, run_id: int, round_index: int, solver: str, watcher: str, opened: int
+) -> int:
+    """Which opened draw of a commitment revealed as planted this whistleblower replays with the revealed secret.
+
+    From the hash of the reveal's block: the solver committed (and trained) before it existed, so it cannot make
+    only the checked segment genuine; each whistleblower checks a different draw.
+    """
+    if opened < 1:
+        raise GradledgerError(f"a planted commitment has at least one opened draw, got {opened}")
+    digest = keccak256(
+        abi_encode(
+            ["bytes32", "bytes32", "uint256", "uint64", "address", "address"],
+            [
+                keccak256(PLANT_CHECK_DOMAIN),
+                to_hash32(block_hash, "block hash"),
+                run_id,
+                round_index,
+                to_canonical_address(solver),
+                to_canonical_address(watcher),
+            ],
+        )
+    )
+    return int.from_bytes(digest, "big") % opened

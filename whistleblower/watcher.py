@@ -42,11 +42,12 @@ from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, DisputeSubject
+from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject
 from protocol.opening import OpeningError
 from protocol.types import AttestationRef, ClaimStatus, DisputeStatus
 from whistleblower.decide import (
     can_challenge_attestation,
+    choose_plant_check,
     decide_attestation_challenge,
     is_claim_wrong,
     is_done,
@@ -111,6 +112,7 @@ class Whistleblower(RunNode):
             report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), times.round)
             report_unrevealed_commitments(self.protocol, self.account, self.log, self.load(), times, now)
         if not times.finished:
+            self._isolated("plant checks", self._check_plants, now, times)
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
             self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
@@ -191,6 +193,60 @@ class Whistleblower(RunNode):
                     self._set(check, "not_selected", f"not in this whistleblower's {self.fraction:g} sample")
                     continue
             self._isolated(f"check {check['id']}", self._check_one, check)
+
+    # -- planted faults ----------------------------------------------------------------------
+
+    def _check_plants(self, now: int, times) -> None:
+        """Replay one opened segment of each commitment revealed as planted this round with the revealed secret, and
+        dispute the plant (KIND_PLANT) if it is not the planted training: a false plant is slashed and not paid."""
+        if times.finished or now >= times.challenge_end:
+            return
+        ctx = self.load()
+        for event in self.chain.get_events(ctx.created_block, names=["PlantRevealed"], contracts=["Plants"]):
+            a = event.args
+            if a["runId"] != self.run_id or a["round"] != times.round or not a["planted"]:
+                continue
+            key = f"plant:{self.run_id}:{times.round}:{a['solver']}"
+            if self.state.get("check", key) is not None:
+                continue
+            self._check_plant(key, a["solver"], a["secret"], bytes(self.chain.get_block(event.block_number)["hash"]))
+
+    def _check_plant(self, key: str, solver: str, secret: bytes, reveal_block_hash: bytes) -> None:
+        ctx, r = self.load(), self.protocol.round_times(self.run_id).round
+        commitment = self.protocol.get_commitments(ctx.run_id, r, ctx.created_block)[solver]
+        opening = self.protocol.get_opening(ctx.run_id, r, solver, ctx.created_block)
+        if opening is None:
+            raise OpeningError(f"no CommitmentOpened event for the planted commitment of {solver}")
+        pick = choose_plant_check(reveal_block_hash, ctx.run_id, r, solver, self.address, len(opening.entries))
+        opened = opening.entries[pick]
+        true, reason = self.checker.is_plant_true(r, solver, commitment, opened.segment, secret)
+        check = {
+            "id": key,
+            "round": r,
+            "solver": solver,
+            "status": "right" if true else "challenged",
+            "finding": reason,
+        }
+        self.state.put("check", key, check)
+        log_event(self.log, "plant checked", solver=solver, segment=opened.segment, verdict="true" if true else "false")
+        if true:
+            return
+        subject = DisputeSubject(KIND_PLANT, ctx.run_id, r, solver, 0, 0)
+        record = {
+            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": solver,
+            "kind": "plant", "reason": reason, "status": "sending", "outcome": "",
+        }  # fmt: skip
+        self.state.put("challenge", record["dispute_id"], record)
+        bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
+        try:
+            self.protocol.challenge_plant(
+                self.account, ctx.run_id, r, solver, commitment, opened.segment, opened.leaf, list(opened.proof), bond
+            )
+        except ContractRevertError as exc:
+            self._confirm(record, exc)
+            return
+        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
+        log_event(self.log, "challenged plant", solver=solver, segment=opened.segment, reason=reason)
 
     def _set(self, check: dict, status: str, finding: str) -> None:
         self.state.put("check", check["id"], {**check, "status": status, "finding": finding})
@@ -284,6 +340,8 @@ class Whistleblower(RunNode):
             key = (
                 seat_id(subject.run_id, subject.round, subject.solver, subject.slot)
                 if subject.kind == KIND_ATTESTATION
+                else f"plant:{subject.run_id}:{subject.round}:{subject.solver}"
+                if subject.kind == KIND_PLANT
                 else f"claim:{subject.run_id}:{subject.round}:{subject.claim_nonce}"
             )
             check = self.state.get("check", key)

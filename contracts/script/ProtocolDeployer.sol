@@ -68,13 +68,18 @@ library ProtocolDeployer {
             IPlants(at[8])
         );
         p.disputes = new Disputes(
-            IStakeManager(at[0]), IRunRegistry(at[1]), IVerification(at[2]), IModelShares(at[4]), IJurorRegistry(at[5])
+            IStakeManager(at[0]),
+            IRunRegistry(at[1]),
+            IVerification(at[2]),
+            IModelShares(at[4]),
+            IJurorRegistry(at[5]),
+            IPlants(at[8])
         );
         p.modelShares = new ModelShares(at[1], at[2], at[3], at[6]);
         p.jurorRegistry = new JurorRegistry(IStakeManager(at[0]));
         p.faultRewards = new FaultRewards(at[2], IRunRegistry(at[1]), IStakeManager(at[0]), IModelShares(at[4]));
         p.verifierRegistry = new VerifierRegistry(IStakeManager(at[0]), IRunRegistry(at[1]), at[2]);
-        p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]));
+        p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]), at[3]);
         _check("StakeManager", at[0], address(p.stakeManager));
         _check("RunRegistry", at[1], address(p.runRegistry));
         _check("Verification", at[2], address(p.verification));

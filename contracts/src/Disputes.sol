@@ -6,11 +6,13 @@ import {PullPayments} from "./base/PullPayments.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IJurorRegistry} from "./interfaces/IJurorRegistry.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
+import {IPlants} from "./interfaces/IPlants.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
 import {AttestationRef, CommitmentData, DisputeSubject, LeafData, NonSigner} from "./interfaces/Types.sol";
 import {BLS} from "./libraries/BLS.sol";
+import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
 /// @title Disputes
 /// @notice Challenges of attestations and of theta_(r+1) claims, with bonds; jury drawing from the JurorRegistry's
@@ -36,7 +38,12 @@ import {BLS} from "./libraries/BLS.sol";
 ///      signers (claimed after settlement), the remainder (and the division dust) to the run's reward pool. The
 ///      winner's own bond is returned. A solver fault the verdict proves (overturned pass, upheld fail) is
 ///      slashed by Verification and shared by all of that fault's provers, so no party gains by being the one
-///      whose proof lands first. ETH held: bonds of open disputes + credits + juror rewards not yet claimed.
+///      whose proof lands first. A plant dispute (KIND_PLANT, docs/planted-faults.md) asks whether a segment of a
+///      commitment revealed as planted replays as the planted training (the same steps on the batches of the
+///      revealed secret): if not, the plant was false (honest work claimed as planted, or work never done), the
+///      solver is slashed its solverMinStake (the dispute's total) and not paid; if it does, the challenger's bond
+///      is the total and the solver the winner. ETH held: bonds of open disputes + credits + juror rewards not yet
+///      claimed.
 contract Disputes is PullPayments, IDisputes {
     /// @notice Status of a dispute.
     enum Status {
@@ -71,12 +78,14 @@ contract Disputes is PullPayments, IDisputes {
 
     uint8 public constant KIND_ATTESTATION = 1;
     uint8 public constant KIND_CLAIM = 2;
+    uint8 public constant KIND_PLANT = 3;
 
     IStakeManager public immutable stakeManager;
     IRunRegistry public immutable runRegistry;
     IVerification public immutable verification;
     IModelShares public immutable modelShares;
     IJurorRegistry public immutable jurorRegistry;
+    IPlants public immutable plants;
 
     mapping(bytes32 disputeId => Dispute) internal _disputes;
     /// @notice Signatures of executed verdicts per round: the denominator of the jurors' share of the round.
@@ -96,6 +105,17 @@ contract Disputes is PullPayments, IDisputes {
         uint8 slot,
         address challenger,
         IVerification.ChallengedAttestation attestation,
+        LeafData leaf
+    );
+    /// @notice A commitment revealed as planted was challenged over segment `segmentIndex` (its committed `leaf`,
+    ///         proven under the root): the challenger says the segment does not replay as the planted training.
+    event PlantChallenged(
+        bytes32 indexed disputeId,
+        uint256 indexed runId,
+        uint64 indexed round,
+        address solver,
+        address challenger,
+        uint32 segmentIndex,
         LeafData leaf
     );
     /// @notice A theta_(r+1) claim was challenged with the challenge bond; it is Challenged and the round has
@@ -171,6 +191,8 @@ contract Disputes is PullPayments, IDisputes {
     error UnexpectedEther(address from);
     error ClaimWindowOpen(uint256 closesAt);
     error NothingToSweep();
+    error NotPlantChallengeable(uint256 runId, uint64 round, address solver);
+    error InvalidLeafProof();
 
     /// @param stakeManager_ The StakeManager.
     /// @param runRegistry_ The RunRegistry.
@@ -182,13 +204,15 @@ contract Disputes is PullPayments, IDisputes {
         IRunRegistry runRegistry_,
         IVerification verification_,
         IModelShares modelShares_,
-        IJurorRegistry jurorRegistry_
+        IJurorRegistry jurorRegistry_,
+        IPlants plants_
     ) {
         stakeManager = stakeManager_;
         runRegistry = runRegistry_;
         verification = verification_;
         modelShares = modelShares_;
         jurorRegistry = jurorRegistry_;
+        plants = plants_;
     }
 
     /// @notice Slash proceeds and forfeited bonds from the protocol contracts only.
@@ -228,6 +252,48 @@ contract Disputes is PullPayments, IDisputes {
         uint256 deadline = block.timestamp + terms.disputeTimeout;
         _open(disputeId, KIND_ATTESTATION, deadline);
         _emitChallenged(disputeId, ref, info, leaf);
+    }
+
+    /// @notice Challenge a commitment its solver revealed as planted, from the reveal until the round's challenge
+    ///         window closes, with the run's challenge bond: the challenger says committed segment `segmentIndex`
+    ///         does not replay as the planted training (protocol.replay.replay_segment with the revealed secret).
+    ///         One plant dispute per commitment.
+    /// @param runId The run.
+    /// @param round The current round.
+    /// @param solver The planting solver.
+    /// @param commitment The commitment fields (checked against the stored hash).
+    /// @param segmentIndex The disputed segment.
+    /// @param leaf Its committed leaf.
+    /// @param proof Its Merkle proof under the commitment root.
+    /// @return disputeId keccak256(abi.encode(DisputeSubject(KIND_PLANT, runId, round, solver, 0, 0))).
+    function challengePlant(
+        uint256 runId,
+        uint64 round,
+        address solver,
+        CommitmentData calldata commitment,
+        uint32 segmentIndex,
+        LeafData calldata leaf,
+        bytes32[] calldata proof
+    ) external payable returns (bytes32 disputeId) {
+        disputeId = _id(DisputeSubject(KIND_PLANT, runId, round, solver, 0, 0));
+        if (_disputes[disputeId].status != Status.None) revert DisputeExists(disputeId);
+        if (!plants.isPlantChallengeable(runId, round, solver)) revert NotPlantChallengeable(runId, round, solver);
+        SegmentLeaf.Leaf memory full = SegmentLeaf.Leaf({
+            runId: runId,
+            round: round,
+            solver: solver,
+            index: segmentIndex,
+            startHash: leaf.startHash,
+            endHash: leaf.endHash,
+            sketchHash: leaf.sketchHash,
+            tokens: leaf.tokens
+        });
+        if (!SegmentLeaf.verify(proof, commitment.root, full)) revert InvalidLeafProof();
+        IRunRegistry.DisputeTerms memory terms = runRegistry.onDisputeOpened(runId, round, solver, commitment);
+        // INVARIANT: one plant dispute per commitment, holding exactly the challengeBond, settled once.
+        if (msg.value != terms.challengeBond) revert WrongBond(msg.value, terms.challengeBond);
+        _open(disputeId, KIND_PLANT, block.timestamp + terms.disputeTimeout);
+        emit PlantChallenged(disputeId, runId, round, solver, msg.sender, segmentIndex, leaf);
     }
 
     /// @notice Challenge the current round's theta_(r+1) claim inside its window, with the challenge bond.
@@ -311,8 +377,9 @@ contract Disputes is PullPayments, IDisputes {
         // INVARIANT: the status leaves Decided before any slash or payout call, so a dispute pays out once.
         d.status = Status.Executed;
         uint256 bond = runRegistry.disputeTerms(subject.runId).challengeBond;
-        (address winner, uint256 total, uint256 bondReturned) =
-            subject.kind == KIND_ATTESTATION ? _resolveAttestation(subject, d, bond) : _resolveClaim(subject, d, bond);
+        (address winner, uint256 total, uint256 bondReturned) = subject.kind == KIND_ATTESTATION
+            ? _resolveAttestation(subject, d, bond)
+            : subject.kind == KIND_CLAIM ? _resolveClaim(subject, d, bond) : _resolvePlant(subject, d, bond);
         uint256 signerCount = _popcount(d.signers);
         uint256 toWinner = total * Constants.WINNER_REWARD_BPS / Constants.BPS_DENOMINATOR;
         uint256 rewardPerJuror = total * Constants.JUROR_REWARD_BPS / Constants.BPS_DENOMINATOR / signerCount;
@@ -325,7 +392,7 @@ contract Disputes is PullPayments, IDisputes {
         emit DisputeExecuted(
             disputeId, d.challengerWins, winner, total, toWinner, bondReturned, rewardPerJuror, signerCount, toPool
         );
-        if (subject.kind == KIND_ATTESTATION) runRegistry.onDisputeClosed(subject.runId);
+        if (subject.kind != KIND_CLAIM) runRegistry.onDisputeClosed(subject.runId);
         if (toPool > 0) modelShares.fundPool{value: toPool}(subject.runId);
     }
 
@@ -374,6 +441,8 @@ contract Disputes is PullPayments, IDisputes {
         if (subject.kind == KIND_ATTESTATION) {
             verification.onResolved(_ref(subject), IVerification.Resolution.Unresolved);
             runRegistry.onDisputeClosed(subject.runId);
+        } else if (subject.kind == KIND_PLANT) {
+            runRegistry.onDisputeClosed(subject.runId); // the plant stands: nobody is slashed
         } else {
             address claimer = runRegistry.claimerOf(subject.runId, subject.round);
             // the withdrawn claim's bond comes back here (onClaimResolved sends it) and is owed to its claimer
@@ -520,6 +589,22 @@ contract Disputes is PullPayments, IDisputes {
         return (claimer, challengeBond, 0);
     }
 
+    /// @dev A false plant: the solver is not paid (Plants) and slashed its solverMinStake, which is the total; a true
+    ///      one: the challenger's bond is the total and the solver wins it.
+    function _resolvePlant(DisputeSubject calldata subject, Dispute storage d, uint256 challengeBond)
+        internal
+        returns (address winner, uint256 total, uint256 bondReturned)
+    {
+        if (!d.challengerWins) return (subject.solver, challengeBond, 0);
+        plants.onFalsePlant(subject.runId, subject.round, subject.solver);
+        // INVARIANT: the same key as every other proof of a fault of this commitment: its solver is slashed once.
+        bytes32 faultKey = keccak256(abi.encode(Constants.FAULT_SOLVER, subject.runId, subject.round, subject.solver));
+        uint256 taken = stakeManager.slash(
+            subject.solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(subject.runId), faultKey
+        );
+        return (d.challenger, taken, challengeBond);
+    }
+
     function _slashAttester(DisputeSubject calldata subject, address attester) internal returns (uint256) {
         // INVARIANT: one slash per attestation: the fault key is unique to the seat (run, round, solver, slot).
         bytes32 faultKey = keccak256(
@@ -652,6 +737,7 @@ contract Disputes is PullPayments, IDisputes {
     function _parties(DisputeSubject calldata subject) internal view returns (address defendant, address solver) {
         // an existing dispute's subject is an attestation or a claim (its id commits to the kind)
         if (subject.kind == KIND_ATTESTATION) return (verification.attesterOf(_ref(subject)), subject.solver);
+        if (subject.kind == KIND_PLANT) return (subject.solver, subject.solver);
         return (runRegistry.claimerOf(subject.runId, subject.round), address(0));
     }
 

@@ -48,11 +48,13 @@ contract Plants is IPlants, PullPayments {
         bool revealed;
         bool planted;
         bool reported; // reported unrevealed (and slashed)
+        bool disproven; // a jury found the plant false (Disputes, KIND_PLANT)
     }
 
     IRunRegistry public immutable runRegistry;
     IVerification public immutable verification;
     IStakeManager public immutable stakeManager;
+    address public immutable disputes;
 
     mapping(uint256 runId => PlantTerms) internal _terms;
     /// @notice ETH available for jackpots per run.
@@ -78,11 +80,15 @@ contract Plants is IPlants, PullPayments {
     event UnrevealedSlashed(
         uint256 indexed runId, uint64 indexed round, address indexed solver, address reporter, uint256 taken
     );
+    /// @notice A jury found a revealed plant false (it does not replay as the planted training): the commitment is
+    ///         not paid and its solver was slashed by Disputes.
+    event PlantDisproven(uint256 indexed runId, uint64 indexed round, address indexed solver);
     /// @notice A fail on a planted commitment earned `amount` (the jackpot, or what was left of the pool).
     event JackpotPaid(uint256 indexed runId, address indexed verifier, uint256 amount, uint256 pool);
 
     error NotCreator(address caller);
     error NotVerification(address caller);
+    error NotDisputes(address caller);
     error TermsAlreadySet(uint256 runId);
     error TermsOnlyInRoundZero(uint64 round);
     error RateTooHigh(uint256 rateBps, uint256 max);
@@ -108,10 +114,17 @@ contract Plants is IPlants, PullPayments {
     /// @param runRegistry_ The RunRegistry (runs, rounds, membership, creators).
     /// @param verification_ Verification (seed bases; pays jackpots and forfeits passes through the hooks).
     /// @param stakeManager_ The StakeManager (slashes a solver that withholds a reveal).
-    constructor(IRunRegistry runRegistry_, IVerification verification_, IStakeManager stakeManager_) {
+    /// @param disputes_ Disputes (a plant dispute found a plant false).
+    constructor(
+        IRunRegistry runRegistry_,
+        IVerification verification_,
+        IStakeManager stakeManager_,
+        address disputes_
+    ) {
         runRegistry = runRegistry_;
         verification = verification_;
         stakeManager = stakeManager_;
+        disputes = disputes_;
     }
 
     /// @notice Slash proceeds (an unrevealed plant, a lazy pass's penalty), from the StakeManager (added to the pool in
@@ -239,7 +252,22 @@ contract Plants is IPlants, PullPayments {
         emit PlantForfeitReceived(ref.runId, amount, updated);
     }
 
+    /// @inheritdoc IPlants
+    function onFalsePlant(uint256 runId, uint64 round, address solver) external {
+        if (msg.sender != disputes) revert NotDisputes(msg.sender);
+        _reveals[runId][round][solver].disproven = true;
+        emit PlantDisproven(runId, round, solver);
+    }
+
     // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IPlants
+    function isPlantChallengeable(uint256 runId, uint64 round, address solver) external view returns (bool) {
+        Reveal memory r = _reveals[runId][round][solver];
+        if (!r.planted || r.disproven) return false;
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        return round == t.round && !t.finished && block.timestamp < t.challengeEnd;
+    }
 
     /// @inheritdoc IPlants
     function payOf(uint256 runId, uint64 round, address solver) external view returns (Pay) {
@@ -247,7 +275,7 @@ contract Plants is IPlants, PullPayments {
         // INVARIANT: while planting is on, pay needs an anchor old enough: skipping it is no way out of planting
         if (!_isEligible(runId, round, solver)) return Pay.Unpaid;
         Reveal memory r = _reveals[runId][round][solver];
-        if (!r.revealed) return Pay.Unpaid;
+        if (!r.revealed || r.disproven) return Pay.Unpaid;
         return r.planted ? Pay.Planted : Pay.Normal;
     }
 
@@ -321,7 +349,8 @@ contract Plants is IPlants, PullPayments {
     /// @dev Record the reveal of the current round in its window, and have Verification apply a plant.
     function _recordReveal(uint256 runId, uint64 round, bytes32 secret, uint64 anchorRound) internal {
         bool planted = _isPlanted(runId, round, msg.sender, secret, anchorRound);
-        _reveals[runId][round][msg.sender] = Reveal({revealed: true, planted: planted, reported: false});
+        _reveals[runId][round][msg.sender] =
+            Reveal({revealed: true, planted: planted, reported: false, disproven: false});
         emit PlantRevealed(runId, round, msg.sender, secret, planted);
         // INVARIANT: checks-effects-interactions: the reveal is recorded before Verification applies it.
         if (planted) verification.onPlantRevealed(runId, round, msg.sender);

@@ -3,10 +3,12 @@ pragma solidity ^0.8.28;
 
 import {Constants} from "../src/Constants.sol";
 import {Plants} from "../src/Plants.sol";
+import {RunRegistry} from "../src/RunRegistry.sol";
 import {Verification} from "../src/Verification.sol";
 import {IPlants} from "../src/interfaces/IPlants.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
-import {AttestationRef, CommitmentData, LeafData} from "../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData} from "../src/interfaces/Types.sol";
+import {Disputes} from "../src/Disputes.sol";
 import {Planting} from "../src/libraries/Planting.sol";
 import {Fixture} from "./utils/Fixture.sol";
 
@@ -307,6 +309,116 @@ contract PlantsTest is Fixture {
         assertEq(uint8(plants.payOf(runId, PLANT_ROUND, solvers[0])), uint8(IPlants.Pay.Normal));
         ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
         assertEq(plants.pool(runId), POOL, "no jackpot, no forfeit");
+    }
+
+    // ------------------------------------------------------------------ plant disputes (KIND_PLANT)
+
+    function _plantSubject() internal view returns (DisputeSubject memory) {
+        return DisputeSubject(dis.KIND_PLANT(), runId, PLANT_ROUND, solvers[0], 0, 0);
+    }
+
+    /// @dev `outsider` challenges solver 0's planted commitment over segment `segment` (its leaf and proof).
+    function _challengePlant(CommitmentData memory c, uint32 segment) internal {
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], segment);
+        uint256 bond = reg.runEconomics(runId).challengeBond;
+        vm.deal(outsider, outsider.balance + bond);
+        vm.prank(outsider);
+        dis.challengePlant{value: bond}(runId, PLANT_ROUND, solvers[0], c, segment, leaf, proof);
+    }
+
+    /// @dev A revealed plant, a lazy pass overturned by it: the round waits for the plant dispute.
+    function _revealedPlant() internal returns (CommitmentData memory c) {
+        _toPlantRound(true);
+        c = _commitPlantRound();
+        attestPassAs(_ref(0), c);
+        _warpToReveal();
+        _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
+    }
+
+    /// @dev The attack: a solver drawn to plant commits checkpoints it never trained (or trains honestly, to have
+    ///      honest passes overturned) and is still paid as planted. A jury that replays a segment with the revealed
+    ///      secret finds the plant false: the solver is slashed and not paid.
+    function test_challengePlant_falsePlant_slashesAndUnpays_succeeds() public {
+        CommitmentData memory c = _revealedPlant();
+        uint256 stake = _bonded(solvers[0], Constants.ROLE_SOLVER);
+        _challengePlant(c, 3);
+        DisputeSubject memory subject = _plantSubject();
+        drawJury(subject);
+        decide(subject, true, 0);
+        dis.execute(subject);
+        assertEq(_bonded(solvers[0], Constants.ROLE_SOLVER), stake - 10 ether, "the false planter is slashed");
+        assertEq(dis.credits(outsider), 2 ether + 5 ether, "bond back + WINNER_REWARD_BPS of the slash");
+        assertEq(uint8(plants.payOf(runId, PLANT_ROUND, solvers[0])), uint8(IPlants.Pay.Unpaid));
+        assertFalse(plants.isPlantChallengeable(runId, PLANT_ROUND, solvers[0]), "decided once");
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAccepted.selector, runId, PLANT_ROUND, solvers[0]));
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
+    }
+
+    function test_challengePlant_truePlant_challengerLosesBond_succeeds() public {
+        CommitmentData memory c = _revealedPlant();
+        _challengePlant(c, 0);
+        DisputeSubject memory subject = _plantSubject();
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 1);
+        bytes32 id = dis.disputeIdOf(subject);
+        vm.deal(outsider, 2 ether);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.DisputeExists.selector, id));
+        dis.challengePlant{value: 2 ether}(runId, PLANT_ROUND, solvers[0], c, 1, leaf, proof);
+        drawJury(subject);
+        decide(subject, false, 0);
+        dis.execute(subject);
+        assertEq(dis.credits(solvers[0]), 1 ether, "the planter wins WINNER_REWARD_BPS of the bond");
+        assertEq(dis.credits(outsider), 0);
+        assertEq(uint8(plants.payOf(runId, PLANT_ROUND, solvers[0])), uint8(IPlants.Pay.Planted));
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
+    }
+
+    function test_challengePlant_settleWaitsForTheDispute_reverts() public {
+        CommitmentData memory c = _revealedPlant();
+        _challengePlant(c, 0);
+        warpToClaim(runId);
+        uint256 bond = reg.runEconomics(runId).challengeBond;
+        vm.prank(creator);
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.DisputesOpen.selector, 1));
+        reg.postClaim{value: bond}(runId, PLANT_ROUND, keccak256("theta3"));
+    }
+
+    function test_challengePlant_notRevealedPlanted_reverts() public {
+        _toPlantRound(false);
+        CommitmentData memory c = _commitPlantRound();
+        _warpToReveal();
+        _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 0);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotPlantChallengeable.selector, runId, PLANT_ROUND, solvers[0]));
+        dis.challengePlant(runId, PLANT_ROUND, solvers[0], c, 0, leaf, proof);
+    }
+
+    function test_challengePlant_afterChallengeWindow_reverts() public {
+        CommitmentData memory c = _revealedPlant();
+        vm.warp(reg.roundTimes(runId).challengeEnd);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 0);
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Disputes.NotPlantChallengeable.selector, runId, PLANT_ROUND, solvers[0]));
+        dis.challengePlant(runId, PLANT_ROUND, solvers[0], c, 0, leaf, proof);
+    }
+
+    function test_challengePlant_wrongLeaf_reverts() public {
+        CommitmentData memory c = _revealedPlant();
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 2);
+        vm.prank(outsider);
+        vm.expectRevert(Disputes.InvalidLeafProof.selector);
+        dis.challengePlant(runId, PLANT_ROUND, solvers[0], c, 3, leaf, proof); // segment 2's leaf named as 3
+    }
+
+    function test_onFalsePlant_notDisputes_reverts() public {
+        vm.prank(outsider);
+        vm.expectRevert(abi.encodeWithSelector(Plants.NotDisputes.selector, outsider));
+        plants.onFalsePlant(runId, PLANT_ROUND, solvers[0]);
     }
 
     // ------------------------------------------------------------------ withholding and skipping

@@ -164,7 +164,7 @@ class ProtocolClient:
         return self.chain.send(account, "Verification", "drawSeed", run_id, round_index)
 
     def seed_base(self, run_id: int, round_index: int) -> Hash32:
-        """The round's seed base (Verification.seedOf: the first 12 bytes of the seed block's hash; zero until drawn)."""
+        """The round's seed base (Verification.seedOf: the seed block hash's first 12 bytes; zero until drawn)."""
         return to_hash32(self.chain.call_fields("Verification", "seedOf", run_id, round_index)["seedBase"])
 
     def assigned_verifier(self, ref: AttestationRef) -> tuple[str, bool]:
@@ -331,6 +331,32 @@ class ProtocolClient:
             account, "Disputes", "challengeAttestation", ref.to_abi(), commitment.to_abi(), sample_index,
             leaf.to_abi(), list(proof), value=bond_wei,
         )  # fmt: skip
+
+    def challenge_plant(
+        self,
+        account: LocalAccount,
+        run_id: int,
+        round_index: int,
+        solver: str,
+        commitment: Commitment,
+        segment: int,
+        leaf: LeafData,
+        proof: list[bytes],
+        bond_wei: int,
+    ) -> TxResult:
+        """Disputes.challengePlant: segment `segment` of a planted commitment is not its planted training."""
+        return self.chain.send(
+            account, "Disputes", "challengePlant", run_id, round_index, to_checksum_address(solver),
+            commitment.to_abi(), segment, leaf.to_abi(), list(proof), value=bond_wei,
+        )  # fmt: skip
+
+    def plant_secret_of(self, run_id: int, round_index: int, solver: str, from_block: int) -> Hash32 | None:
+        """The secret a solver revealed for a round (its PlantRevealed event), None if it did not reveal it."""
+        for event in self.chain.get_events(from_block, names=["PlantRevealed"], contracts=["Plants"]):
+            a = event.args
+            if a["runId"] == run_id and a["round"] == round_index and a["solver"].lower() == solver.lower():
+                return to_hash32(a["secret"])
+        return None
 
     def challenge_claim(
         self, account: LocalAccount, run_id: int, round_index: int, claim_nonce: int, bond_wei: int

@@ -40,7 +40,7 @@ class ChainStandIn:
         return self.theta_hash
 
 
-def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str):
+def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str, plant_secret=None):
     store = LocalArtifactStore(tmp_path / name)
     global_state = get_initial_global_state(config)
     theta_hash = put_state(store, global_state)
@@ -50,7 +50,9 @@ def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str):
         return put_state(store, state)
 
     if behaviour is None:
-        records, end = train_round(config, dataset, theta, ROUND, SOLVER_A, save_checkpoint=save)
+        records, end = train_round(
+            config, dataset, theta, ROUND, SOLVER_A, save_checkpoint=save, plant_secret=plant_secret
+        )
     else:
         records, end = train_dishonest_round(behaviour, config, dataset, theta, ROUND, SOLVER_A, save, seed=5)
     delta_hash = put_state(store, compute_pseudo_gradient(theta, end))
@@ -109,3 +111,32 @@ def test_dishonest_verifiers_attest_without_checking():
     assert lazy.kind == "pass" and "without replaying" in lazy.reason
     false_fail = decide_dishonest_attestation(VerifierAdversary.FAIL_HONEST, [(0, 2), (1, 0)])
     assert (false_fail.kind, false_fail.sample_index, false_fail.segment) == ("fail", 0, 2)
+
+
+PLANT_SECRET = bytes.fromhex("ab" * 32)
+
+
+def test_a_true_plant_replays_with_its_secret_and_fails_without(tmp_path, tiny_config, dataset):
+    """The juror's and the whistleblower's question in a plant dispute (KIND_PLANT), on every segment."""
+    checker, _, doc, commitment = _publish(tmp_path, tiny_config, dataset, None, "planted", PLANT_SECRET)
+    for segment in range(len(doc.leaves)):
+        assert checker.is_plant_true(ROUND, SOLVER_A, commitment, segment, PLANT_SECRET)[0], segment
+    decision, _ = checker.check_commitment(SEAT, commitment)
+    assert decision.kind == "fail", "a planted commitment fails an honest replay"
+    assert not checker.is_plant_true(ROUND, SOLVER_A, commitment, 0, bytes.fromhex("cd" * 32))[0], "another secret"
+
+
+@pytest.mark.parametrize("behaviour", [None, Behaviour.SCALED_UPDATE])
+def test_a_false_plant_is_found_false(tmp_path, tiny_config, dataset, behaviour):
+    """Honest training claimed as planted (to have honest passes overturned), or work never done claimed as
+    planted (to be paid without the compute): neither replays as the planted training."""
+    checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, behaviour, f"false-{behaviour}")
+    true, reason = checker.is_plant_true(ROUND, SOLVER_A, commitment, 1, PLANT_SECRET)
+    assert not true and reason, reason
+
+
+def test_an_unserved_plant_is_false(tmp_path, tiny_config, dataset):
+    checker, store, doc, commitment = _publish(tmp_path, tiny_config, dataset, None, "unserved", PLANT_SECRET)
+    store.delete(doc.leaves[1].start_hash)
+    true, reason = checker.is_plant_true(ROUND, SOLVER_A, commitment, 1, PLANT_SECRET)
+    assert not true and "not served" in reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +71,19 @@ def test_selection_rate_matches_the_fraction(fraction, salt):
     # 400 Bernoulli draws: within 5 standard deviations of the mean.
     sd = (n * fraction * (1 - fraction)) ** 0.5
     assert abs(chosen - n * fraction) <= 5 * sd
+
+
+def test_choose_plant_check_is_a_pure_draw_over_the_opened_draws():
+    """Every whistleblower re-derives its own pick from the reveal's block: different watchers spread over the draws."""
+    from protocol.errors import GradledgerError
+    from whistleblower.decide import choose_plant_check
+
+    block = keccak256(b"reveal block")
+    solver = "0x" + "11" * 20
+    picks = {choose_plant_check(block, 1, 2, solver, "0x" + f"{w:040x}", 4) for w in range(1, 40)}
+    assert picks == {0, 1, 2, 3}
+    assert choose_plant_check(block, 1, 2, solver, "0x" + "22" * 20, 4) == choose_plant_check(
+        block, 1, 2, solver, "0x" + "22" * 20, 4
+    )
+    with pytest.raises(GradledgerError):
+        choose_plant_check(block, 1, 2, solver, "0x" + "22" * 20, 0)

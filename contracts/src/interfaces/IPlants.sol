@@ -32,6 +32,13 @@ interface IPlants {
     /// @notice A run's plant terms: planted commitments per 10,000, the jackpot of a fail, the penalty of a pass.
     function termsOf(uint256 runId) external view returns (uint256 rateBps, uint256 jackpot, uint256 penalty);
 
+    /// @notice Whether a commitment can be plant-disputed now (Disputes.challengePlant): revealed as planted, in the
+    ///         current round, before its challenge window closes.
+    function isPlantChallengeable(uint256 runId, uint64 round, address solver) external view returns (bool);
+
+    /// @notice Disputes only: a jury found the plant false; the commitment is not paid.
+    function onFalsePlant(uint256 runId, uint64 round, address solver) external;
+
     /// @notice Verification only: a fail on a planted commitment stands; credit its verifier the jackpot (what the
     ///         pool has left of it). Returns the amount credited.
     function onPlantedFail(uint256 runId, address verifier) external returns (uint256 amount);
