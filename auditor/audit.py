@@ -122,7 +122,7 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
         raise AuditError(
             "the deployed contracts' ABIs lack events or fields the audit reads: "
             f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/history/events.py "
-            "and the handlers in protocol/history/ (registry.py, disputes.py, accounts.py) to match"
+            "and the handlers in protocol/history/ (registry.py, disputes.py, accounts.py, plants.py) to match"
         )
     block = chain.block_number()
     block_time = int(chain.get_block(block)["timestamp"])

@@ -5,7 +5,8 @@ Each returns a `CheckResult` (name, passed, one-line detail, evidence). None doe
 stores; the unit tests pass a dict), everything else takes plain values.
 
 Rules are the contracts' (contracts/src):
-- accepted commitment: at least one standing pass and no standing fault (Verification);
+- accepted commitment: at least one standing pass and no standing fault (Verification), and not unpaid under
+  the plant rules (a planted Δ never is: its passes were overturned; `protocol.history.records.Round`);
 - θ_(r+1) = `protocol.outer.compute_outer_step(θ_r, accepted Δs)`, nothing accepted leaves θ as is;
 - shares minted and stake slashed: auditor/payout_checks.py;
 - ETH: the contracts hold exactly what `protocol.ledger.compute_ledger(events)` says.

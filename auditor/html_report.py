@@ -25,6 +25,8 @@ from auditor.report import (
     _iso,
     _shares,
     build_json,
+    describe_plant,
+    summarize_plants,
 )
 from protocol.history.records import RunHistory
 
@@ -162,6 +164,22 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[Any]], numeric: Itera
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _plants_section(h: RunHistory) -> list[str]:
+    """The run's plant terms, pool and jackpots per verifier (nothing when the run does not plant)."""
+    terms = h.plants.terms
+    if terms is None or not terms.rate_bps:
+        return []
+    rows = [(h.label_of(v), v, _eth(wei)) for v, wei in sorted(h.jackpots.items())]
+    anchors = ", ".join(f"{h.label_of(a.solver)} (round {a.round})" for a in h.plants.anchors) or "none"
+    summary = (
+        f"<p>{terms.rate_bps / 100:g}% of commitments planted; jackpot {_eth(terms.jackpot)} ETH per fail on a "
+        f"planted commitment, penalty {_eth(terms.penalty)} ETH per pass on one; pool now {_eth(h.plants.pool)} ETH; "
+        f"anchors: {html.escape(anchors)}</p>"
+    )
+    table = _table(("verifier", "address", "jackpots (ETH)"), rows, (2,)) if rows else "<p>no jackpot paid</p>"
+    return ["<h2>planted faults</h2>", summary, table]
+
+
 def render_html(report: AuditReport) -> str:
     """A self-contained HTML report: no scripts, no external references."""
     h = report.history
@@ -186,8 +204,9 @@ def render_html(report: AuditReport) -> str:
     figures = "".join(
         f'<figure id="plot-{name}"><img alt="{e(alt)}" src="{uri}"></figure>' for name, uri, alt in plots if uri
     )
+    plants = any(rnd.planted for rnd in h.rounds)
     round_rows = []
-    for entry in data["rounds"]:
+    for rnd, entry in zip(h.rounds, data["rounds"], strict=True):
         round_rows.append(
             (
                 entry["round"],
@@ -197,25 +216,28 @@ def render_html(report: AuditReport) -> str:
                 sum(1 for a in entry["attestations"] if a["kind"] == "pass"),
                 sum(1 for a in entry["attestations"] if a["kind"] == "fail"),
                 len(entry["disputes"]),
+                *([summarize_plants(rnd)] if plants else []),
                 "-" if entry["loss"] is None else f"{entry['loss']:.4f}",
                 short(entry["settled_theta_hash"], 14),
                 "-" if entry["rederived_theta_hash"] is None else ("yes" if entry["rederived"] else "NO"),
             )
         )
+    planting = any(rnd.plants_on for rnd in h.rounds)
     commitment_rows = [
         (
-            entry["round"],
-            c["label"],
-            c["solver"],
-            short(c["root"], 14),
-            c["tokens"],
-            c.get("opening", "-"),
-            "yes" if c["accepted"] else "no",
-            c["document"],
-            c["checkpoints_checked"],
+            rnd.index,
+            h.label_of(c.solver),
+            c.solver,
+            short(c.root, 14),
+            c.tokens,
+            c.opening,
+            "yes" if rnd.is_accepted(c.solver) else "no",
+            *(["yes" if rnd.is_paid(c.solver) else "no", describe_plant(rnd, c)] if planting else []),
+            entry["document"],
+            entry["checkpoints_checked"],
         )
-        for entry in data["rounds"]
-        for c in entry["commitments"]
+        for rnd, round_entry in zip(h.rounds, data["rounds"], strict=True)
+        for c, entry in zip(rnd.commitments, round_entry["commitments"], strict=True)
     ]
     attestation_rows = [
         (
@@ -224,7 +246,7 @@ def render_html(report: AuditReport) -> str:
             h.label_of(a["solver"]),
             a["slot"],
             a["kind"],
-            a["state"],
+            a["state"] + (" (plant)" if a["planted"] else ""),
             "-" if a["segment_index"] is None else a["segment_index"],
         )
         for entry in data["rounds"]
@@ -276,18 +298,31 @@ def render_html(report: AuditReport) -> str:
                 "passes",
                 "fails",
                 "disputes",
+                *(["plants"] if plants else []),
                 "loss of θ_r",
                 "θ_(r+1) settled",
                 "re-derived",
             ),
             round_rows,
-            (0, 4, 5, 6, 7),
+            (0, 4, 5, 6, 8 if plants else 7),
         ),
+        *_plants_section(h),
         "<h2>commitments</h2>",
         _table(
-            ("round", "solver", "address", "root", "tokens", "opening", "accepted", "document", "checkpoints"),
+            (
+                "round",
+                "solver",
+                "address",
+                "root",
+                "tokens",
+                "opening",
+                "Δ accepted",
+                *(["paid", "plant"] if planting else []),
+                "document",
+                "checkpoints",
+            ),
             commitment_rows,
-            (0, 4, 8),
+            (0, 4, 10 if planting else 8),
         ),
         "<h2>attestations</h2>",
         _table(("round", "verifier", "solver", "slot", "kind", "state", "segment"), attestation_rows, (0, 3)),

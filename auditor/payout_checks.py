@@ -3,12 +3,18 @@
 Pure functions of the run's history, like every check (auditor/checks.py holds the others and
 the rules they follow). The formulas are the contracts' (contracts/src):
 - shares per settled round (Verification.claimSolverShares / claimVerifierShares,
-  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) * tokens / acceptedTokens),
-  verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing attestation,
-  juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict;
+  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) * tokens / acceptedTokens)
+  per paid commitment, verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing
+  attestation, juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict.
+  Paid and acceptedTokens follow the plant rules (docs/planted-faults.md, `protocol.history.records.Round`):
+  a planted commitment that was attested is paid as accepted, an unpaid one (plant not revealed, or no
+  anchor old enough) never is but its tokens still count in acceptedTokens when its tally accepts it;
 - slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
-  solver (fault key FAULT_SOLVER); an overturned attestation slashes its verifier
-  (FAULT_ATTESTATION); a dispute that ends unresolved (no verdict after every appeal) slashes nobody.
+  solver (fault key FAULT_SOLVER, the run's solverMinStake); an attestation overturned by a jury slashes
+  its verifier (FAULT_ATTESTATION, verifierMinStake); a pass overturned by a planted reveal slashes its
+  verifier the plant penalty (FAULT_ATTESTATION) and nobody else -- a fail on a planted commitment is right,
+  so its finalization slashes no solver; a plant reported unrevealed slashes its solver (FAULT_UNREVEALED,
+  solverMinStake); a dispute that ends unresolved (no verdict after every appeal) slashes nobody.
 """
 
 from __future__ import annotations
@@ -17,8 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.checks import SHARES, SLASHES, CheckResult, make_check_result, short
-from protocol.history.events import compute_attestation_fault_key, compute_solver_fault_key
+from protocol.history.events import (
+    compute_attestation_fault_key,
+    compute_solver_fault_key,
+    compute_unrevealed_fault_key,
+)
 from protocol.history.records import RunHistory
+from protocol.types import PlantPay
 
 # ---------------------------------------------------------------------------------------------
 # Shares
@@ -35,13 +46,14 @@ class Contribution:
 
 
 def expected_contributions(history: RunHistory) -> list[Contribution]:
-    """Every contribution of a settled round that earns shares, with the amount the contracts owe."""
+    """Every contribution of a settled round that earns shares, with the amount the contracts owe: paid commitments
+    (planted ones included), standing attestations, signatures of executed verdicts."""
     s = history.terms
     claimed = {(c.round, c.kind, _claim_key(c)) for c in history.share_claims}
     out = []
     for rnd in history.settled_rounds:
         tokens, checks, votes = rnd.accepted_tokens, rnd.standing_checks, rnd.juror_votes
-        for solver in rnd.accepted:
+        for solver in rnd.paid:
             c = rnd.commitment_of(solver)
             key = f"commitment {solver}"
             out.append(
@@ -160,8 +172,8 @@ def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str
     s = history.terms
     if claim.kind == "solver":
         c = rnd.commitment_of(claim.solver)
-        if c is None or not rnd.is_accepted(claim.solver):
-            return 0, "the commitment is not accepted verified work"
+        if c is None or not rnd.is_paid(claim.solver):
+            return 0, f"the commitment is not paid work ({_why_unpaid(rnd, claim.solver)})"
         if claim.holder != claim.solver:
             return 0, f"paid to {claim.holder}, not the solver {claim.solver}"
         return s.solver_bucket * c.tokens // rnd.accepted_tokens, None
@@ -180,53 +192,87 @@ def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str
     return s.juror_bucket // rnd.juror_votes, None
 
 
+def _why_unpaid(rnd: Any, solver: str) -> str:
+    pay = rnd.pay_of(solver)
+    if pay == PlantPay.UNPAID:
+        c = rnd.commitment_of(solver)
+        if c is not None and c.plant_eligible:
+            return "its plant secret was not revealed in the reveal window"
+        return "the run plants and the solver had no anchor two rounds old"
+    if pay == PlantPay.PLANTED:
+        return "planted but never attested"
+    return "not accepted: no standing pass, or a standing fault"
+
+
 # ---------------------------------------------------------------------------------------------
 # Slashes
 
 
-def expected_slashes(history: RunHistory) -> tuple[dict[str, str], list[str]]:
-    """(fault key -> why it must have been slashed, faults still pending) from attestation outcomes."""
-    due: dict[str, str] = {}
+@dataclass(frozen=True)
+class DueSlash:
+    """A slash the outcomes prove is due: why, and the stake the contract must have asked for."""
+
+    why: str
+    requested: int
+
+
+def expected_slashes(history: RunHistory) -> tuple[dict[str, DueSlash], list[str]]:
+    """(fault key -> the slash due, faults still pending) from commitment and attestation outcomes."""
+    s = history.terms
+    due: dict[str, DueSlash] = {}
     pending: list[str] = []
     executed = {(d.round, d.solver, d.slot): d for r in history.rounds for d in r.disputes if d.kind == "attestation"}
+    penalty = history.plants.terms.penalty if history.plants.terms is not None else 0
     for rnd in history.rounds:
         for c in rnd.commitments:
             if c.opening == "unopened":  # reported after the opening deadline with the seed drawn
                 key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
-                due.setdefault(key, f"round {rnd.index} {c.solver}: commitment not opened by the deadline")
+                why = f"round {rnd.index} {c.solver}: commitment not opened by the deadline"
+                due.setdefault(key, DueSlash(why, s.solver_min_stake))
+            if c.unrevealed_reported:  # its own key: a fault of the same commitment may be slashed as well
+                key = compute_unrevealed_fault_key(history.run_id, rnd.index, c.solver)
+                why = f"round {rnd.index} {c.solver}: plant secret not revealed in the reveal window (reported)"
+                due[key] = DueSlash(why, s.solver_min_stake)
         for a in rnd.attestations:
             dispute = executed.get((rnd.index, a.solver, a.slot))
             solver_key = compute_solver_fault_key(history.run_id, rnd.index, a.solver)
             where = f"round {rnd.index} {a.solver} slot {a.slot}"
-            if a.is_fail and a.state == "finalized":
-                due.setdefault(solver_key, f"{where}: fail attestation finalized")
+            if a.planted:  # the plant decided: a pass is the verifier's fault, a fail is right and slashes nobody
+                if a.state == "overturned":
+                    key = compute_attestation_fault_key(history.run_id, rnd.index, a.solver, a.slot)
+                    due[key] = DueSlash(f"{where}: pass on a planted commitment overturned by the reveal", penalty)
+            elif a.is_fail and a.state == "finalized":
+                due.setdefault(solver_key, DueSlash(f"{where}: fail attestation finalized", s.solver_min_stake))
             elif a.is_fail and a.state == "upheld" and dispute is not None and dispute.status == "executed":
-                due.setdefault(solver_key, f"{where}: fail attestation upheld by a jury")
+                why = f"{where}: fail attestation upheld by a jury"
+                due.setdefault(solver_key, DueSlash(why, s.solver_min_stake))
             elif a.state == "overturned":
                 key = compute_attestation_fault_key(history.run_id, rnd.index, a.solver, a.slot)
-                due[key] = f"{where}: {a.kind} attestation overturned by a jury"
+                due[key] = DueSlash(f"{where}: {a.kind} attestation overturned by a jury", s.verifier_min_stake)
                 if not a.is_fail:
-                    due.setdefault(solver_key, f"{where}: pass overturned (the commitment is a proven fault)")
+                    why = f"{where}: pass overturned (the commitment is a proven fault)"
+                    due.setdefault(solver_key, DueSlash(why, s.solver_min_stake))
             elif a.is_fail and a.state in ("attested", "challenged"):
                 pending.append(f"{where}: fail attestation not finalized yet (the solver's slash is pending)")
     return due, pending
 
 
 def check_slashes(history: RunHistory) -> tuple[CheckResult, list[str]]:
-    """Exactly the faults the attestation outcomes prove were slashed, each at the run's stake."""
-    s = history.terms
+    """Exactly the faults the outcomes prove were slashed, each for what the contracts ask: the run's stake, or the
+    plant penalty for a pass on a planted commitment."""
     due, pending = expected_slashes(history)
     problems = []
     slashed = {x.fault_key: x for x in history.slashes}
-    for key, why in due.items():
+    for key, expected in due.items():
         if key not in slashed:
-            problems.append(f"{why}, but no slash with fault key {short(key, 18)}")
+            problems.append(f"{expected.why}, but no slash with fault key {short(key, 18)}")
     for key, x in slashed.items():
         if key not in due:
             problems.append(f"{x.account} slashed {x.amount} for {x.fault} in round {x.round} without a proven fault")
-        wanted = s.solver_min_stake if x.fault == "solver fault" else s.verifier_min_stake
+            continue
+        wanted = due[key].requested
         if x.requested != wanted:
-            problems.append(f"{x.account}: slash requested {x.requested}, the run's stake is {wanted}")
+            problems.append(f"{x.account}: slash requested {x.requested}, the rules ask {wanted} ({due[key].why})")
         if x.amount > x.requested:
             problems.append(f"{x.account}: {x.amount} taken, more than the {x.requested} requested")
     total = sum(x.amount for x in history.slashes)

@@ -24,7 +24,7 @@ from auditor.audit import AuditReport
 from auditor.checks import judge_document, short
 from protocol.hashing import hash_to_hex
 from protocol.history.fold import get_round_phase
-from protocol.history.records import RevenueKind
+from protocol.history.records import Commitment, RevenueKind, Round, RunHistory
 
 SCHEMA = "gradledger-audit/1"
 KIND_COLORS = {"solver": "#1f77b4", "verifier": "#2ca02c", "juror": "#9467bd"}
@@ -43,6 +43,42 @@ def _eth(wei: int) -> str:
 
 def _shares(units: int) -> str:
     return f"{units / 1e18:,.4f}"
+
+
+def describe_plant(rnd: Round, c: Commitment) -> str:
+    """A commitment's plant status in a few words ("-" when the round cannot be planted)."""
+    if not rnd.plants_on:
+        return "-"
+    if not c.plant_eligible:
+        return "no anchor two rounds old (unpaid)"
+    if c.planted:
+        return "planted"
+    if c.revealed:
+        return "revealed, not planted"
+    return "not revealed, reported" if c.unrevealed_reported else "not revealed (unpaid)"
+
+
+def summarize_plants(rnd: Round) -> str:
+    """A round's plants in one line: planted commitments, lazy passes they caught, jackpots ("-": none)."""
+    planted = len(rnd.planted)
+    if not planted:
+        return "-"
+    caught = len(rnd.lazy_plant_passes)
+    return f"{planted} planted, {caught} lazy pass(es) caught, jackpots {_eth(rnd.jackpots)} ETH"
+
+
+def _plants_json(h: RunHistory) -> dict[str, Any] | None:
+    terms = h.plants.terms
+    if terms is None:
+        return None
+    return {
+        "rate_bps": terms.rate_bps,
+        "jackpot_wei": terms.jackpot,
+        "penalty_wei": terms.penalty,
+        "pool_wei": h.plants.pool,
+        "anchors": [{"solver": a.solver, "label": h.label_of(a.solver), "round": a.round} for a in h.plants.anchors],
+        "jackpots_wei": h.jackpots,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +110,9 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                     "tokens": c.tokens,
                     "opening": c.opening,
                     "accepted": rnd.is_accepted(c.solver),
+                    "paid": rnd.is_paid(c.solver),
+                    "pay": rnd.pay_of(c.solver).name.lower(),
+                    "plant": describe_plant(rnd, c),
                     "block": c.block,
                     "time": c.time,
                     "document": "verified" if verdict is None else verdict,
@@ -100,7 +139,13 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                 "loss": report.losses.get(rnd.index),
                 "loss_after": report.losses.get(rnd.index + 1) if rnd.settled else None,
                 "accepted": list(rnd.accepted),
+                "paid": list(rnd.paid),
                 "accepted_tokens": rnd.accepted_tokens,
+                "plants": {
+                    "planted": [c.solver for c in rnd.planted],
+                    "lazy_passes_caught": len(rnd.lazy_plant_passes),
+                    "jackpots_wei": rnd.jackpots,
+                },
                 "standing_checks": rnd.standing_checks,
                 "seed": None if rnd.seed is None else {"seed_base": rnd.seed.seed_base, "block": rnd.seed.block_number},
                 "commitments": commitments,
@@ -114,6 +159,8 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                         "state": a.state,
                         "sample_index": a.sample_index,
                         "segment_index": a.segment_index,
+                        "planted": a.planted,
+                        "jackpot_wei": a.jackpot,
                         "block": a.block,
                         "time": a.time,
                     }
@@ -185,6 +232,7 @@ def build_json(report: AuditReport) -> dict[str, Any]:
             "rounds_settled": len(h.settled_rounds),
             "finished": h.finished,
             "settings": {f.name: _json_value(getattr(s, f.name)) for f in fields(s)},
+            "plants": _plants_json(h),
         },
         "checks": [c.to_json() for c in report.checks],
         "rounds": _round_entries(report),
@@ -313,6 +361,7 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
     console.print(table)
     rounds = Table(title="rounds", title_justify="left")
     disputes = any(rnd.disputes for rnd in h.rounds)
+    plants = any(rnd.planted for rnd in h.rounds)
     columns = [
         "round",
         "status",
@@ -320,6 +369,7 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
         "commits (accepted)",
         "pass/fail",
         *(["disputes"] if disputes else []),
+        *(["plants"] if plants else []),
         "loss",
         "θ_(r+1) re-derived",
     ]
@@ -338,6 +388,7 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
             f"{len(rnd.commitments)} ({len(rnd.accepted)})",
             f"{passes}/{len(rnd.attestations) - passes}",
             *([str(len(rnd.disputes))] if disputes else []),
+            *([summarize_plants(rnd)] if plants else []),
             "-" if loss is None else f"{loss:.4f}",
             rederived,
         )
@@ -347,6 +398,14 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
             "final", "", short(h.rounds[-1].next_theta_hash, 10), "", *blanks, f"{report.losses[len(h.rounds)]:.4f}", ""
         )
     console.print(rounds)
+    terms = h.plants.terms
+    if terms is not None and terms.rate_bps:
+        jackpots = ", ".join(f"{h.label_of(v)} {_eth(w)}" for v, w in h.jackpots.items()) or "none"
+        console.print(
+            f"plants: {terms.rate_bps / 100:g}% of commitments, jackpot {_eth(terms.jackpot)} ETH, penalty "
+            f"{_eth(terms.penalty)} ETH; pool {_eth(h.plants.pool)} ETH; jackpots earned (ETH): {jackpots}",
+            highlight=False,
+        )
     if not compact:
         holders = Table(title=f"ownership shares (total {_shares(h.total_supply)})", title_justify="left")
         holders.add_column("holder")

@@ -13,6 +13,7 @@ from protocol.history.events import (
     ChainEvent,
     compute_attestation_fault_key,
     compute_solver_fault_key,
+    compute_unrevealed_fault_key,
     share_token_contract,
 )
 
@@ -23,6 +24,9 @@ VERIFIER = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
 CHALLENGER = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
 JUROR = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"
 CREATOR = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+SOLVER_C = "0x976EA74026E726554dB657fA54763abd0C3a0aa9"
+SOLVER_D = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f"
+VERIFIER_2 = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"
 TOKEN = "0x856e4424f806D16E8CBC702B3c0F2ede5468eae5"
 ZERO = "0x" + "00" * 20
 TOKENS = 768
@@ -71,6 +75,8 @@ class RunEvents:
         self.block = 10
         self.minted: dict[int, int] = {}
         self.stakes: dict[tuple[str, int], int] = {}
+        self.seats: dict[tuple[int, str], list[tuple[str, int, bool]]] = {}  # (round, solver) -> (verifier, slot, fail)
+        self.plant: dict[str, int] = {"jackpot": 0, "penalty": 0, "pool": 0}
 
     @property
     def timestamps(self) -> dict[int, int]:
@@ -195,6 +201,7 @@ class RunEvents:
 
     def attest(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0, fail: bool = False) -> None:
         self.step()
+        self.seats.setdefault((r, solver), []).append((verifier, slot, fail))
         if fail:
             leaf = {"startHash": b"\x01" * 32, "endHash": b"\x02" * 32, "sketchHash": b"\x03" * 32, "tokens": 256}
             self.emit(
@@ -214,7 +221,10 @@ class RunEvents:
                 "Verification", "PassAttested", runId=self.run_id, round=r, solver=solver, verifier=verifier, slot=slot
             )
 
-    def finalize(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0, fail: bool = False) -> None:
+    def finalize(
+        self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0, fail: bool = False, planted: bool = False
+    ) -> None:
+        """Finalize a seat; a fail slashes the solver, unless the commitment was revealed as planted."""
         self.step()
         self.emit(
             "Verification",
@@ -226,7 +236,7 @@ class RunEvents:
             verifier=verifier,
             bond=self.config["attestationBond"],
         )
-        if fail:
+        if fail and not planted:
             key = compute_solver_fault_key(self.run_id, r, solver)
             taken = self.slash(solver, 1, key, recipient="Verification")
             self.emit(
@@ -249,6 +259,66 @@ class RunEvents:
                     amount=taken - taken // 2,
                     pool=0,
                 )
+
+    # -- planted faults (Plants, and Verification's onPlantRevealed) --------------------------
+
+    def set_plant_terms(
+        self, rate_bps: int = 2000, jackpot: int = ETH, penalty: int = 3 * ETH, pool: int = 10 * ETH
+    ) -> None:
+        self.step()
+        self.plant = {"jackpot": jackpot, "penalty": penalty, "pool": pool}
+        self.emit(
+            "Plants", "PlantTermsSet", runId=self.run_id, rateBps=rate_bps, jackpot=jackpot, penalty=penalty, pool=pool
+        )
+
+    def set_anchor(self, solver: str, r: int) -> None:
+        self.step()
+        anchor = bytes([0xAC]) + solver.encode()[2:33].ljust(31, b"0")
+        self.emit("Plants", "PlantAnchorSet", runId=self.run_id, solver=solver, anchor=anchor, round=r)
+
+    def reveal(self, r: int, solver: str, planted: bool) -> None:
+        """A reveal in the window; if planted, what Verification.onPlantRevealed does in the same transaction: every
+        attested pass overturned (verifier slashed the penalty, bond + penalty to the pool), every fail paid the
+        jackpot."""
+        self.step()
+        self.emit(
+            "Plants", "PlantRevealed", runId=self.run_id, round=r, solver=solver, secret=b"\x5e" * 32, planted=planted
+        )
+        seats = self.seats.get((r, solver), [])
+        if not planted or not seats:
+            return
+        bond = self.config["attestationBond"]
+        passes = sum(1 for _, _, fail in seats if not fail)
+        self.emit(
+            "Verification", "PlantApplied", runId=self.run_id, round=r, solver=solver, overturned=passes,
+            forfeited=passes * bond,
+        )  # fmt: skip
+        for verifier, slot, fail in seats:
+            if fail:
+                amount = min(self.plant["jackpot"], self.plant["pool"])
+                self.plant["pool"] -= amount
+                self.emit(
+                    "Plants", "JackpotPaid", runId=self.run_id, verifier=verifier, amount=amount,
+                    pool=self.plant["pool"],
+                )  # fmt: skip
+                continue
+            self.emit(
+                "Verification", "VerifierDeregistered", runId=self.run_id, verifier=verifier, index=0, slashed=True
+            )
+            key = compute_attestation_fault_key(self.run_id, r, solver, slot)
+            taken = self.slash(verifier, 2, key, requested=self.plant["penalty"], recipient="Verification")
+            self.plant["pool"] += bond + taken
+            self.emit("Plants", "PlantForfeitReceived", runId=self.run_id, amount=bond + taken, pool=self.plant["pool"])
+
+    def report_unrevealed(self, r: int, solver: str, reporter: str = CHALLENGER) -> None:
+        """`Plants.reportUnrevealed`: the solver slashed (up to solverMinStake) into the plant pool."""
+        self.step()
+        key = compute_unrevealed_fault_key(self.run_id, r, solver)
+        taken = self.slash(solver, 1, key, requested=self.config["solverMinStake"], recipient="Plants")
+        self.plant["pool"] += taken
+        self.emit(
+            "Plants", "UnrevealedSlashed", runId=self.run_id, round=r, solver=solver, reporter=reporter, taken=taken
+        )
 
     def claim_theta(self, r: int, claimer: str = SOLVER_A, nonce: int = 0, value: bytes | None = None) -> None:
         self.step()
@@ -452,6 +522,62 @@ def honest_two_rounds(events: RunEvents | None = None, unclaimed: tuple[tuple[in
             if (r, solver) not in unclaimed:
                 ev.claim_solver(r, solver, 400 * ETH)
             ev.claim_verifier(r, solver, 75 * ETH)
+    return ev
+
+
+def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B)) -> RunEvents:
+    """Three rounds of a run that plants (20%, jackpot 1 ETH, penalty 3 ETH, pool 10 ETH); two seats per commitment.
+
+    Round 1: SOLVER_D commits without an anchor old enough -- paid as usual, plants start in round 2. Round 2:
+    - SOLVER_A (anchor in round 0) is planted: VERIFIER's pass on it is overturned by the reveal, VERIFIER_2's fail
+      earns the jackpot and is finalized without slashing the solver; paid, its Δ not accepted;
+    - SOLVER_B (anchor in round 0) reveals "not planted": accepted and paid;
+    - SOLVER_C (anchor in round 0) never reveals and is reported: slashed, unpaid, its Δ not accepted;
+    - SOLVER_D (anchor in round 1, too young) is unpaid and its Δ not accepted.
+    The solver shares of `claimed` of round 2 are claimed (200 ETH each: 800 over four commitments' tokens).
+    """
+    ev = RunEvents(maxRounds=3, verifiersPerCommitment=2)
+    solvers = (SOLVER_A, SOLVER_B, SOLVER_C, SOLVER_D)
+    for account in solvers:
+        ev.deposit(account, 1)
+    for verifier in (VERIFIER, VERIFIER_2):
+        ev.deposit(verifier, 2)
+    ev.create()
+    ev.set_plant_terms()
+    for solver in solvers:
+        ev.join(solver)
+    for solver in (SOLVER_A, SOLVER_B, SOLVER_C):
+        ev.set_anchor(solver, 0)
+    ev.register(VERIFIER, 0)
+    ev.register(VERIFIER_2, 1)
+    ev.seed(0)
+    ev.claim_theta(0, value=theta(0))
+    ev.settle(0, theta_hash=theta(0))
+    ev.set_anchor(SOLVER_D, 1)
+    ev.commit(1, SOLVER_D)
+    ev.seed(1)
+    ev.attest(1, SOLVER_D)
+    ev.finalize(1, SOLVER_D)
+    ev.claim_theta(1)
+    ev.settle(1)
+    ev.claim_solver(1, SOLVER_D, 800 * ETH)
+    for solver in solvers:
+        ev.commit(2, solver)
+    ev.seed(2)
+    ev.attest(2, SOLVER_A, VERIFIER, 0)
+    ev.attest(2, SOLVER_A, VERIFIER_2, 1, fail=True)
+    for solver in (SOLVER_B, SOLVER_C, SOLVER_D):
+        ev.attest(2, solver, VERIFIER, 0)
+    ev.reveal(2, SOLVER_A, planted=True)
+    ev.reveal(2, SOLVER_B, planted=False)
+    ev.report_unrevealed(2, SOLVER_C)
+    ev.finalize(2, SOLVER_A, VERIFIER_2, 1, fail=True, planted=True)
+    for solver in (SOLVER_B, SOLVER_C, SOLVER_D):
+        ev.finalize(2, solver)
+    ev.claim_theta(2)
+    ev.settle(2)
+    for solver in claimed:
+        ev.claim_solver(2, solver, 200 * ETH)
     return ev
 
 

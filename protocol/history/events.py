@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from eth_abi import encode as abi_encode
 from eth_utils import to_canonical_address, to_checksum_address
 
-from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, FAULT_UNREVEALED, ROLE_SOLVER, ROLE_VERIFIER
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, keccak256, to_hash32
 from protocol.history.records import ShareKind
@@ -206,5 +206,14 @@ def compute_attestation_fault_key(run_id: int, round_index: int, solver: str, sl
     encoded = abi_encode(
         ["bytes32", "uint256", "uint64", "address", "uint8"],
         [FAULT_ATTESTATION, run_id, round_index, to_canonical_address(solver), slot],
+    )
+    return hash_to_hex(keccak256(encoded))
+
+
+def compute_unrevealed_fault_key(run_id: int, round_index: int, solver: str) -> str:
+    """keccak256(abi.encode(FAULT_UNREVEALED, runId, round, solver)), as Plants.reportUnrevealed computes it."""
+    encoded = abi_encode(
+        ["bytes32", "uint256", "uint64", "address"],
+        [FAULT_UNREVEALED, run_id, round_index, to_canonical_address(solver)],
     )
     return hash_to_hex(keccak256(encoded))

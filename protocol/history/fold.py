@@ -21,8 +21,9 @@ Which events belong to the run: those carrying its `runId`; dispute events throu
 ids its challenges opened; the run's share token through its contract name
 (`share_token_contract(run_id)`, which the auditor registers the token under); stake events of
 every account that takes part in the run; slashes through their fault keys, recomputed as the
-contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)) and
-keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot))).
+contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)),
+keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)) -- a wrong attestation, or a
+pass on a planted commitment -- and keccak256(abi.encode(FAULT_UNREVEALED, runId, round, solver))).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from protocol.history import accounts, disputes, registry
+from protocol.history import accounts, disputes, plants, registry
 from protocol.history.events import EventLike, HistoryError, decode_run_terms, to_address
 from protocol.history.records import Participant, Round, RunHistory, RunSummary
 from protocol.history.state import FoldState, Handler
@@ -47,7 +48,7 @@ def _merge_handlers(*families: Mapping[str, Handler]) -> dict[str, Handler]:
     return merged
 
 
-HANDLERS: dict[str, Handler] = _merge_handlers(registry.HANDLERS, disputes.HANDLERS, accounts.HANDLERS)
+HANDLERS: dict[str, Handler] = _merge_handlers(registry.HANDLERS, disputes.HANDLERS, accounts.HANDLERS, plants.HANDLERS)
 
 
 def list_runs(events: Iterable[EventLike]) -> tuple[RunSummary, ...]:
@@ -95,7 +96,7 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
                 b.start_time,
                 b.start_block,
                 b.theta_hash,
-                tuple(b.commitments),
+                plants.with_eligibility(state, index, b.commitments),
                 b.seed,
                 tuple(sorted(b.attestations.values(), key=lambda x: (x.block, x.solver, x.slot))),
                 tuple(state.disputes[d] for d in b.disputes),
@@ -106,6 +107,7 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
                 b.settled_time,
                 b.claimer,
                 b.pool_released,
+                plants.is_planting_round(state, index),
             )
         )
     participants = _participants(state, labels)
@@ -129,6 +131,7 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
         revenue=tuple(state.revenue),
         participants=participants,
         last_block=state.last_block,
+        plants=plants.freeze_plants(state),
     )
 
 

@@ -3,24 +3,34 @@
 Hashes are 0x-hex strings, addresses checksummed, amounts in wei, times in seconds since the epoch
 (block timestamps), so a `RunHistory` serialises to the auditor's JSON as it is -- but for the run's
 on-chain terms, `RunHistory.terms`, which is `protocol.types.RunTerms` (hashes as bytes, hex at the
-edges).
+edges), and its plant terms, `PlantHistory.terms` (`protocol.types.PlantTerms`).
+
+Which commitments count, per round (docs/planted-faults.md; the contracts' rules, spelled once here):
+- tally-accepted: Verification's `passes > 0 && faults == 0` over the round's seats;
+- pay (`Round.pay_of`, Plants.payOf): normal, planted (revealed as planted), or unpaid (planting on and the plant
+  not revealed in its window, or no anchor old enough);
+- accepted (`Round.accepted`, the Δs of θ_(r+1)): tally-accepted and not unpaid (a planted one has no standing pass);
+- paid (`Round.paid`, claimSolverShares): planted and attested, or normal and tally-accepted;
+- the pay denominator (`Round.accepted_tokens`, Verification's totalTokens): tokens of the tally-accepted commitments
+  (unpaid ones included: they never mint) and of the planted ones that were attested.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from eth_utils import to_canonical_address
 
-from protocol.types import RunTerms, is_commitment_accepted
+from protocol.types import PlantPay, PlantTerms, RunTerms, is_commitment_accepted
 
 AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned", "voided"]
 DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
 ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
 ShareKind = Literal["solver", "verifier", "juror"]
 StakeChange = Literal["deposit", "unbond", "withdraw", "slash"]
-FaultName = Literal["solver fault", "wrong attestation"]
+FaultName = Literal["solver fault", "wrong attestation", "unrevealed plant"]
 RevenueKind = Literal[
     "reward pool",
     "pool funded",
@@ -47,6 +57,14 @@ class Commitment:
     time: int | None
     opening: str = "none"
     """"opened", "unopened" (reported after the deadline, solver slashed), "void" (reported, seed never drawn)."""
+    plant_eligible: bool = False
+    """The round could be planted: the run plants and the solver's anchor is PLANT_DELAY_ROUNDS old (Plants)."""
+    revealed: bool = False
+    """The solver revealed the round's plant secret inside the reveal window (PlantRevealed)."""
+    planted: bool = False
+    """The reveal said the commitment was planted: its passes were overturned, its fails stand."""
+    unrevealed_reported: bool = False
+    """Reported after the reveal window without a reveal (UnrevealedSlashed): the solver slashed, the work unpaid."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,10 @@ class Attestation:
     ended_block: int | None = None
     bond_returned: int = 0
     bond_forfeited: int = 0
+    planted: bool = False
+    """Made on a commitment its solver revealed as planted: a pass was overturned by the reveal (bond to the plant
+    pool, the verifier slashed the plant penalty), a fail stands and earned `jackpot`."""
+    jackpot: int = 0
 
     @property
     def standing(self) -> bool:
@@ -89,8 +111,16 @@ class Attestation:
     @property
     def is_fault_counted(self) -> bool:
         """A fault of the commitment (Verification's `faults`): a fail not overturned (a voided fail keeps
-        blocking) or an overturned pass (a proven fault)."""
+        blocking) or a pass overturned by a jury (a proven fault). A pass overturned by a plant is no fault of the
+        solver: the plant made it wrong on purpose, and Verification leaves `faults` as it was."""
+        if self.planted:
+            return self.is_fail
         return self.is_fail != (self.state == "overturned")
+
+    @property
+    def is_lazy_plant_pass(self) -> bool:
+        """A pass on a planted commitment: wrong by construction, so its verifier did not replay (or replayed wrong)."""
+        return self.planted and not self.is_fail
 
     @property
     def kind(self) -> str:
@@ -165,6 +195,8 @@ class Round:
     settled_time: int | None = None
     claimer: str | None = None
     pool_released: int = 0
+    plants_on: bool = False
+    """The run plants (rate > 0) and the round is PLANT_DELAY_ROUNDS or later: its pay follows the plant rules."""
 
     def commitment_of(self, solver: str) -> Commitment | None:
         return next((c for c in self.commitments if c.solver == solver), None)
@@ -172,22 +204,81 @@ class Round:
     def attestations_of(self, solver: str) -> tuple[Attestation, ...]:
         return tuple(a for a in self.attestations if a.solver == solver)
 
-    def is_accepted(self, solver: str) -> bool:
+    def is_tally_accepted(self, solver: str) -> bool:
         """Verification's rule (`is_commitment_accepted`) over this round's seats of `solver`."""
         attestations = self.attestations_of(solver)
         passes = sum(1 for a in attestations if a.is_pass_counted)
         faults = sum(1 for a in attestations if a.is_fault_counted)
         return is_commitment_accepted(passes, faults)
 
+    def pay_of(self, solver: str) -> PlantPay:
+        """Plants.payOf: normal while the round cannot be planted; else unpaid without an anchor old enough or a
+        reveal in the window (skipping either is no way out of planting), planted or normal as revealed."""
+        if not self.plants_on:
+            return PlantPay.NORMAL
+        c = self.commitment_of(solver)
+        if c is None or not c.plant_eligible or not c.revealed:
+            return PlantPay.UNPAID
+        return PlantPay.PLANTED if c.planted else PlantPay.NORMAL
+
+    def is_accepted(self, solver: str) -> bool:
+        """Whether the Δ of `solver` enters θ_(r+1): tally-accepted and not unpaid. A planted Δ never does (its passes
+        were overturned), and neither does one whose plant went unrevealed (ProtocolClient.is_accepted)."""
+        return self.is_tally_accepted(solver) and self.pay_of(solver) != PlantPay.UNPAID
+
+    def is_paid(self, solver: str) -> bool:
+        """Whether `claimSolverShares` pays the commitment: planted and attested at all (the planting solver is paid
+        as if accepted), normal and tally-accepted, never unpaid (ProtocolClient.is_paid)."""
+        pay = self.pay_of(solver)
+        if pay == PlantPay.UNPAID:
+            return False
+        if pay == PlantPay.PLANTED:
+            return self._is_planted_and_attested(solver)
+        return self.is_tally_accepted(solver)
+
+    def _is_planted_and_attested(self, solver: str) -> bool:
+        """Verification's `st.tokens > 0` for a planted commitment: it was attested (its status written) at all."""
+        c = self.commitment_of(solver)
+        return c is not None and c.planted and c.tokens > 0 and bool(self.attestations_of(solver))
+
     @property
     def accepted(self) -> tuple[str, ...]:
-        """Solvers whose commitment is accepted, sorted by address bytes (the outer step's order)."""
-        solvers = [c.solver for c in self.commitments if self.is_accepted(c.solver)]
-        return tuple(sorted(solvers, key=to_canonical_address))
+        """Solvers whose Δ enters θ_(r+1), sorted by address bytes (the outer step's order)."""
+        return self._sorted(c.solver for c in self.commitments if self.is_accepted(c.solver))
+
+    @property
+    def paid(self) -> tuple[str, ...]:
+        """Solvers whose commitment earns solver shares, sorted by address bytes."""
+        return self._sorted(c.solver for c in self.commitments if self.is_paid(c.solver))
 
     @property
     def accepted_tokens(self) -> int:
-        return sum(c.tokens for c in self.commitments if self.is_accepted(c.solver))
+        """Verification's `totalTokens`, the denominator of every solver's shares: tokens of tally-accepted
+        commitments (an unpaid one too: it simply never mints) and of planted commitments that were attested."""
+        return sum(
+            c.tokens
+            for c in self.commitments
+            if self.is_tally_accepted(c.solver) or self._is_planted_and_attested(c.solver)
+        )
+
+    @property
+    def planted(self) -> tuple[Commitment, ...]:
+        """The commitments revealed as planted."""
+        return tuple(c for c in self.commitments if c.planted)
+
+    @property
+    def lazy_plant_passes(self) -> tuple[Attestation, ...]:
+        """Passes the plants caught: overturned by a reveal, no whistleblower needed."""
+        return tuple(a for a in self.attestations if a.is_lazy_plant_pass)
+
+    @property
+    def jackpots(self) -> int:
+        """Jackpots paid to the fails on this round's planted commitments (wei)."""
+        return sum(a.jackpot for a in self.attestations)
+
+    @staticmethod
+    def _sorted(solvers: Iterable[str]) -> tuple[str, ...]:
+        return tuple(sorted(solvers, key=to_canonical_address))
 
     @property
     def standing_checks(self) -> int:
@@ -279,6 +370,34 @@ class Participant:
 
 
 @dataclass(frozen=True)
+class PlantAnchor:
+    """A solver's registered chain anchor (Plants.setAnchor): its rounds from `round` + PLANT_DELAY_ROUNDS on can
+    be planted, and must be revealed to be paid."""
+
+    solver: str
+    anchor: str
+    round: int
+    block: int
+
+
+@dataclass(frozen=True)
+class PlantHistory:
+    """A run's planted faults (the Plants contract): its terms (None: never set, so nothing is planted), the plant
+    pool after the last event, and every solver's anchor."""
+
+    terms: PlantTerms | None = None
+    pool: int = 0
+    anchors: tuple[PlantAnchor, ...] = ()
+
+    @property
+    def rate_bps(self) -> int:
+        return 0 if self.terms is None else self.terms.rate_bps
+
+    def anchor_of(self, solver: str) -> PlantAnchor | None:
+        return next((a for a in self.anchors if a.solver == solver), None)
+
+
+@dataclass(frozen=True)
 class RunHistory:
     run_id: int
     creator: str
@@ -298,6 +417,7 @@ class RunHistory:
     revenue: tuple[RevenueFlow, ...]
     participants: tuple[Participant, ...]
     last_block: int
+    plants: PlantHistory = field(default_factory=PlantHistory)
 
     @property
     def settled_rounds(self) -> tuple[Round, ...]:
@@ -324,6 +444,16 @@ class RunHistory:
 
     def revenue_total(self, kind: str) -> int:
         return sum(f.amount for f in self.revenue if f.kind == kind)
+
+    @property
+    def jackpots(self) -> dict[str, int]:
+        """Jackpots earned per verifier (wei), by fails on planted commitments."""
+        out: dict[str, int] = {}
+        for rnd in self.rounds:
+            for a in rnd.attestations:
+                if a.jackpot:
+                    out[a.verifier] = out.get(a.verifier, 0) + a.jackpot
+        return out
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ Handlers for the run's creation, rounds, solver commitments, θ_(r+1) claims and
 and the solver and verifier share claims (Verification). Each is a plain function
 `handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names to
 them for `protocol.history.fold`. Every commitment and attestation records the fault key a slash
-for it would carry, as the contracts compute it. Pure: no I/O, no clock.
+for it would carry, as the contracts compute it (a commitment also the key of an unrevealed plant's slash).
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from protocol.history.events import (
     EventLike,
     compute_attestation_fault_key,
     compute_solver_fault_key,
+    compute_unrevealed_fault_key,
     decode_run_terms,
     get_tx_hash,
     to_address,
@@ -76,6 +78,8 @@ def on_committed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     )
     s.role(solver, "solver")
     s.fault_keys[compute_solver_fault_key(s.run_id, index, solver)] = ("solver fault", index, solver, None)
+    # Plants.reportUnrevealed slashes before it emits UnrevealedSlashed, so the key must be known from the commit on
+    s.fault_keys[compute_unrevealed_fault_key(s.run_id, index, solver)] = ("unrevealed plant", index, solver, None)
 
 
 def _set_opening(s: FoldState, a: Mapping[str, Any], opening: str) -> None:

@@ -4,7 +4,7 @@
 the share claims, disputes, stakes, slashes, ETH flows, share balances and the participants -- and
 the small helpers every handler family uses (block time, participant roles, round lookup, "is
 this event ours", attestation updates). The handlers (`registry.py`, `disputes.py`,
-`accounts.py`) are plain functions `handler(state, event, args)`; `fold.py` dispatches events to
+`accounts.py`, `plants.py`) are plain functions `handler(state, event, args)`; `fold.py` dispatches events to
 them and freezes the state into a `RunHistory`. Pure: no I/O, no clock.
 """
 
@@ -20,6 +20,7 @@ from protocol.history.records import (
     Commitment,
     Dispute,
     FaultName,
+    PlantAnchor,
     RevenueFlow,
     Seed,
     ShareClaim,
@@ -28,7 +29,7 @@ from protocol.history.records import (
     StakePoint,
     ThetaClaim,
 )
-from protocol.types import RunTerms
+from protocol.types import PlantTerms, RunTerms
 
 # What a slash's fault key stands for: (fault, round, solver, slot or None for a solver fault).
 FaultCause = tuple[FaultName, int, str, int | None]
@@ -88,6 +89,11 @@ class FoldState:
     roles: dict[str, list[str]] = field(default_factory=dict)
     order: dict[str, list[str]] = field(default_factory=lambda: {"solver": [], "verifier": [], "juror": []})
     last_block: int = 0
+    plant_terms: PlantTerms | None = None
+    plant_pool: int = 0
+    anchors: dict[str, PlantAnchor] = field(default_factory=dict)
+    applying_plant: tuple[int, str] | None = None
+    """(round, solver) of the last planted reveal: the jackpots that follow in its transaction carry no round."""
 
     @property
     def token_contract(self) -> str:

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 from auditor import payout_checks
+from protocol.history.events import compute_attestation_fault_key, compute_solver_fault_key
 from protocol.history.fold import fold_run_history
-from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds, with_args
+from tests.history_builder import (
+    ETH,
+    SOLVER_A,
+    SOLVER_B,
+    SOLVER_C,
+    SOLVER_D,
+    VERIFIER,
+    VERIFIER_2,
+    RunEvents,
+    honest_two_rounds,
+    planted_run,
+    with_args,
+)
 
 
 def _fold(ev: RunEvents):
@@ -100,8 +113,6 @@ def test_slashes_fail_on_a_missing_or_unexplained_slash():
     assert not result.passed and "fail attestation finalized, but no slash" in result.detail
 
     ev = honest_two_rounds()
-    from protocol.history.events import compute_solver_fault_key
-
     ev.step()
     ev.slash(SOLVER_B, 1, compute_solver_fault_key(1, 1, SOLVER_B))
     result, _ = payout_checks.check_slashes(_fold(ev))
@@ -157,3 +168,71 @@ def test_an_unopened_report_without_its_slash_fails_the_audit():
     ev.events = [e for e in ev.events if e.name != "StakeSlashed"]
     result, _ = payout_checks.check_slashes(_fold(ev))
     assert not result.passed and "commitment not opened by the deadline, but no slash" in result.detail
+
+
+# -- planted faults --------------------------------------------------------------------------------
+
+
+def test_planted_round_pays_the_planting_solver_and_passes_both_checks():
+    history = _fold(planted_run())
+    shares, contributions = payout_checks.check_shares(history)
+    assert shares.passed, shares.detail
+    solver_pay = {(c.round, c.holder): c.expected for c in contributions if c.kind == "solver"}
+    # round 2: A (planted) and B (revealed, not planted) are paid over four commitments' tokens; C and D never are
+    assert solver_pay == {(1, SOLVER_D): 800 * ETH, (2, SOLVER_A): 200 * ETH, (2, SOLVER_B): 200 * ETH}
+    verifier_seats = {(c.holder, c.key) for c in contributions if c.kind == "verifier" and c.round == 2}
+    assert (VERIFIER_2, f"attestation {SOLVER_A} slot 1") in verifier_seats  # the planted fail stands
+    assert (VERIFIER, f"attestation {SOLVER_A} slot 0") not in verifier_seats  # the lazy pass does not
+    assert all(c.expected == 150 * ETH // 4 for c in contributions if c.kind == "verifier" and c.round == 2)
+    slashes, pending = payout_checks.check_slashes(history)
+    # the lazy pass's penalty (3 ETH, not verifierMinStake) and the unrevealed solver's stake (solverMinStake)
+    assert slashes.passed, slashes.detail
+    assert slashes.evidence["slashed_wei"] == 13 * ETH and pending == []
+
+
+def test_an_unpaid_commitment_minted_fails_the_shares_check():
+    ev = planted_run(claimed=(SOLVER_A, SOLVER_B, SOLVER_C))
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert not result.passed
+    assert "round 2 solver shares of solver-3: the commitment is not paid work (its plant secret was not revealed" in (
+        result.detail
+    )
+    ev = planted_run(claimed=(SOLVER_A, SOLVER_B, SOLVER_D))
+    result, _ = payout_checks.check_shares(_fold(ev))
+    assert not result.passed and "no anchor two rounds old" in result.detail
+
+
+def test_a_solver_slashed_for_a_planted_fail_fails_the_slash_check():
+    ev = planted_run()
+    ev.step()
+    ev.slash(SOLVER_A, 1, compute_solver_fault_key(1, 2, SOLVER_A))  # as if the finalized planted fail slashed it
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed
+    assert (
+        f"{SOLVER_A} slashed 10000000000000000000 for solver fault in round 2 without a proven fault" in result.detail
+    )
+
+
+def test_a_planted_pass_must_be_slashed_the_plant_penalty():
+    ev = planted_run()
+    key = compute_attestation_fault_key(1, 2, SOLVER_A, 0)
+    ev.events = [
+        with_args(e, requested=10 * ETH) if e.name == "StakeSlashed" and e.args["faultKey"].hex() == key[2:] else e
+        for e in ev.events
+    ]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed
+    assert "slash requested 10000000000000000000, the rules ask 3000000000000000000" in result.detail
+    assert "pass on a planted commitment overturned by the reveal" in result.detail
+    ev = planted_run()
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == VERIFIER)]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "overturned by the reveal, but no slash" in result.detail
+
+
+def test_an_unrevealed_report_without_its_slash_fails_the_audit():
+    ev = planted_run()
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == SOLVER_C)]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed
+    assert "plant secret not revealed in the reveal window (reported), but no slash" in result.detail

@@ -15,7 +15,16 @@ from auditor.report import SCHEMA, build_json, print_summary, write_atomic, writ
 from gradledger.commands.audit import read_labels
 from protocol.errors import GradledgerError
 from protocol.history.fold import fold_run_history
-from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds
+from tests.history_builder import (
+    ETH,
+    SOLVER_A,
+    SOLVER_B,
+    VERIFIER,
+    VERIFIER_2,
+    RunEvents,
+    honest_two_rounds,
+    planted_run,
+)
 
 
 def _report(ev: RunEvents, failed: bool = False) -> AuditReport:
@@ -92,6 +101,32 @@ def test_terminal_summary_names_failures():
     print_summary(_report(honest_two_rounds(), failed=True), Console(file=out, width=140))
     text = out.getvalue()
     assert "1 of 2 checks failed: ETH balance" in text and "round 9: something" in text and "alice" in text
+
+
+def test_plants_are_shown_per_round_and_commitment():
+    report = _report(planted_run())
+    data = build_json(report)
+    plants = data["run"]["plants"]
+    assert (plants["rate_bps"], plants["penalty_wei"], plants["jackpots_wei"]) == (2000, 3 * ETH, {VERIFIER_2: ETH})
+    planted = data["rounds"][2]
+    assert planted["plants"] == {"planted": [SOLVER_A], "lazy_passes_caught": 1, "jackpots_wei": ETH}
+    by_solver = {c["solver"]: c for c in planted["commitments"]}
+    assert (by_solver[SOLVER_A]["pay"], by_solver[SOLVER_A]["paid"], by_solver[SOLVER_A]["accepted"]) == (
+        "planted",
+        True,
+        False,
+    )
+    assert [a["planted"] for a in planted["attestations"][:2]] == [True, True]
+    assert (
+        data["rounds"][1]["plants"]["planted"] == []
+        and build_json(_report(honest_two_rounds()))["run"]["plants"] is None
+    )
+    page = render_html(report)
+    assert "planted faults" in page and "1 planted, 1 lazy pass(es) caught, jackpots 1.000000 ETH" in page
+    assert "overturned (plant)" in page and "not revealed, reported" in page
+    out = io.StringIO()
+    print_summary(report, Console(file=out, width=200))
+    assert "1 planted, 1 lazy pass(es) caught" in out.getvalue() and "plants: 20% of commitments" in out.getvalue()
 
 
 def test_outputs_are_written_whole_or_not_at_all(tmp_path):

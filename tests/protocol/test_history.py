@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.history import accounts, disputes, registry
+from protocol.history import accounts, disputes, plants, registry
 from protocol.history.events import (
     EVENT_FIELDS,
     ChainEvent,
     HistoryError,
+    compute_attestation_fault_key,
     compute_solver_fault_key,
+    compute_unrevealed_fault_key,
     find_missing_event_fields,
     share_token_contract,
 )
 from protocol.history.fold import HANDLERS, fold_run_history, get_round_phase, list_runs
-from protocol.types import RunTerms
+from protocol.types import PlantPay, PlantTerms, RunTerms
 from tests.history_builder import (
     CHALLENGER,
     CONFIG,
@@ -23,12 +25,16 @@ from tests.history_builder import (
     JUROR,
     SOLVER_A,
     SOLVER_B,
+    SOLVER_C,
+    SOLVER_D,
     TOKEN,
     TOKENS,
     VERIFIER,
+    VERIFIER_2,
     ZERO,
     RunEvents,
     honest_two_rounds,
+    planted_run,
     theta,
     time_of,
     with_args,
@@ -287,5 +293,97 @@ def test_tuple_config_is_refused_not_read_by_position():
 
 def test_every_handled_event_is_declared_once():
     assert set(HANDLERS) <= set(EVENT_FIELDS)
-    families = [registry.HANDLERS, disputes.HANDLERS, accounts.HANDLERS]
+    families = [registry.HANDLERS, disputes.HANDLERS, accounts.HANDLERS, plants.HANDLERS]
     assert sum(len(f) for f in families) == len(HANDLERS)
+
+
+# -- planted faults ----------------------------------------------------------------------------------
+
+
+def _sorted(*solvers: str) -> tuple[str, ...]:
+    return tuple(sorted(solvers, key=lambda a: bytes.fromhex(a[2:])))
+
+
+def test_planted_round_folds_to_the_plant_rules_accepted_paid_and_tokens():
+    ev = planted_run()
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    assert h.plants.terms == PlantTerms(2000, ETH, 3 * ETH)
+    assert [(a.solver, a.round) for a in h.plants.anchors] == [
+        (SOLVER_A, 0),
+        (SOLVER_B, 0),
+        (SOLVER_C, 0),
+        (SOLVER_D, 1),
+    ]
+    # 10 ETH + the lazy pass's bond and penalty - the jackpot + the unrevealed solver's stake
+    assert h.plants.pool == 10 * ETH + ETH + 3 * ETH - ETH + 10 * ETH
+    # round 1 cannot be planted: a solver without an anchor is paid as usual
+    early = h.rounds[1]
+    assert not early.plants_on and early.pay_of(SOLVER_D) == PlantPay.NORMAL
+    assert early.accepted == early.paid == (SOLVER_D,)
+    rnd = h.rounds[2]
+    assert rnd.plants_on
+    pays = {c.solver: rnd.pay_of(c.solver) for c in rnd.commitments}
+    assert pays == {
+        SOLVER_A: PlantPay.PLANTED,
+        SOLVER_B: PlantPay.NORMAL,
+        SOLVER_C: PlantPay.UNPAID,  # eligible, not revealed (and reported)
+        SOLVER_D: PlantPay.UNPAID,  # its anchor is one round old
+    }
+    eligible = {c.solver: c.plant_eligible for c in rnd.commitments}
+    assert eligible == {SOLVER_A: True, SOLVER_B: True, SOLVER_C: True, SOLVER_D: False}
+    assert [c.solver for c in rnd.planted] == [SOLVER_A]
+    assert rnd.commitment_of(SOLVER_C).unrevealed_reported and not rnd.commitment_of(SOLVER_C).revealed
+    # the outer step takes only B's Δ: A's passes were overturned, C and D are unpaid although their tally accepts
+    assert rnd.accepted == (SOLVER_B,)
+    assert rnd.is_tally_accepted(SOLVER_C) and rnd.is_tally_accepted(SOLVER_D) and not rnd.is_tally_accepted(SOLVER_A)
+    # the planting solver is paid as accepted; C and D never are
+    assert rnd.paid == _sorted(SOLVER_A, SOLVER_B)
+    # Verification's totalTokens: A (planted, attested) and B, C, D (tally-accepted, unpaid ones included)
+    assert rnd.accepted_tokens == 4 * TOKENS
+    # totalChecks: A's fail stands, its lazy pass does not; B, C, D's passes
+    assert rnd.standing_checks == 4
+
+
+def test_planted_pass_is_overturned_with_no_dispute_and_the_fail_earns_the_jackpot():
+    ev = planted_run()
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    lazy, honest = rnd.attestations_of(SOLVER_A)
+    assert (lazy.verifier, lazy.kind, lazy.state, lazy.planted) == (VERIFIER, "pass", "overturned", True)
+    assert lazy.bond_forfeited == ETH and lazy.bond_returned == 0 and lazy.jackpot == 0
+    assert not lazy.is_pass_counted and not lazy.is_fault_counted  # Verification leaves `faults` as it was
+    assert (honest.verifier, honest.kind, honest.state, honest.planted) == (VERIFIER_2, "fail", "finalized", True)
+    assert honest.jackpot == ETH and honest.bond_returned == ETH and honest.is_fault_counted
+    assert rnd.lazy_plant_passes == (lazy,) and rnd.jackpots == ETH and h.jackpots == {VERIFIER_2: ETH}
+    assert rnd.disputes == ()
+    slashes = {(x.account, x.fault, x.requested, x.round) for x in h.slashes}
+    assert slashes == {(VERIFIER, "wrong attestation", 3 * ETH, 2), (SOLVER_C, "unrevealed plant", 10 * ETH, 2)}
+    keys = {x.account: x.fault_key for x in h.slashes}
+    assert keys[VERIFIER] == compute_attestation_fault_key(1, 2, SOLVER_A, 0)
+    assert keys[SOLVER_C] == compute_unrevealed_fault_key(1, 2, SOLVER_C)
+    assert "reporter" in {p.address: p.roles for p in h.participants}[CHALLENGER]
+
+
+def test_a_reveal_that_is_not_planted_or_a_run_without_terms_changes_nothing():
+    ev = planted_run()
+    ev.events = [with_args(e, planted=False) if e.name == "PlantRevealed" else e for e in ev.events]
+    ev.events = [e for e in ev.events if e.name not in ("PlantApplied", "JackpotPaid")]
+    rnd = fold_run_history(ev.events, 1, ev.timestamps).rounds[2]
+    assert rnd.pay_of(SOLVER_A) == PlantPay.NORMAL and not rnd.planted
+    assert {a.state for a in rnd.attestations_of(SOLVER_A)} == {"attested", "finalized"}
+    assert not rnd.is_accepted(SOLVER_A) and not rnd.is_paid(SOLVER_A)  # a standing fail: the usual rules
+    # planting never set up (no terms): anchors and reveals do not gate anything
+    ev = planted_run()
+    ev.events = [e for e in ev.events if e.name != "PlantTermsSet"]
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    assert h.plants.terms is None and not rnd.plants_on
+    assert rnd.pay_of(SOLVER_C) == rnd.pay_of(SOLVER_D) == PlantPay.NORMAL
+    assert rnd.accepted == rnd.paid == _sorted(SOLVER_B, SOLVER_C, SOLVER_D)
+
+
+def test_jackpot_outside_a_planted_reveal_is_an_error():
+    ev = planted_run()
+    ev.events = [e for e in ev.events if e.name != "PlantRevealed" or e.args["solver"] != SOLVER_A]
+    with pytest.raises(HistoryError, match="outside a planted reveal"):
+        fold_run_history(ev.events, 1, ev.timestamps)
