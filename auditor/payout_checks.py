@@ -7,14 +7,17 @@ the rules they follow). The formulas are the contracts' (contracts/src):
   per paid commitment, verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing
   attestation, juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict.
   Paid and acceptedTokens follow the plant rules (docs/planted-faults.md, `protocol.history.records.Round`):
-  a planted commitment that was attested is paid as accepted, an unpaid one (plant not revealed, or no
-  anchor old enough) never is but its tokens still count in acceptedTokens when its tally accepts it;
+  a planted commitment that was attested is paid as accepted, an unpaid one (plant not revealed, no anchor
+  old enough, or the plant disproven by a jury) never is but its tokens still count in acceptedTokens when its
+  tally accepts it (a disproven plant's too: Plants.onFalsePlant leaves Verification's totals as they were);
 - slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
   solver (fault key FAULT_SOLVER, the run's solverMinStake); an attestation overturned by a jury slashes
   its verifier (FAULT_ATTESTATION, verifierMinStake); a pass overturned by a planted reveal slashes its
   verifier the plant penalty (FAULT_ATTESTATION) and nobody else -- a fail on a planted commitment is right,
   so its finalization slashes no solver; a plant reported unrevealed slashes its solver (FAULT_UNREVEALED,
-  solverMinStake); a dispute that ends unresolved (no verdict after every appeal) slashes nobody.
+  solverMinStake); a plant dispute won by its challenger (the plant disproven) slashes the solver (FAULT_SOLVER,
+  solverMinStake), one lost or unresolved slashes nobody; a dispute that ends unresolved (no verdict after every
+  appeal) slashes nobody.
 """
 
 from __future__ import annotations
@@ -196,6 +199,8 @@ def _why_unpaid(rnd: Any, solver: str) -> str:
     pay = rnd.pay_of(solver)
     if pay == PlantPay.UNPAID:
         c = rnd.commitment_of(solver)
+        if c is not None and c.disproven:
+            return "its plant was disproven by a jury"
         if c is not None and c.plant_eligible:
             return "its plant secret was not revealed in the reveal window"
         return "the run plants and the solver had no anchor two rounds old"
@@ -233,6 +238,10 @@ def expected_slashes(history: RunHistory) -> tuple[dict[str, DueSlash], list[str
                 key = compute_unrevealed_fault_key(history.run_id, rnd.index, c.solver)
                 why = f"round {rnd.index} {c.solver}: plant secret not revealed in the reveal window (reported)"
                 due[key] = DueSlash(why, s.solver_min_stake)
+            if c.disproven:  # Disputes._resolvePlant: the same key as any proven fault of the commitment
+                key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
+                why = f"round {rnd.index} {c.solver}: plant disproven by a jury (not the planted training)"
+                due.setdefault(key, DueSlash(why, s.solver_min_stake))
         for a in rnd.attestations:
             dispute = executed.get((rnd.index, a.solver, a.slot))
             solver_key = compute_solver_fault_key(history.run_id, rnd.index, a.solver)

@@ -51,6 +51,8 @@ def describe_plant(rnd: Round, c: Commitment) -> str:
         return "-"
     if not c.plant_eligible:
         return "no anchor two rounds old (unpaid)"
+    if c.disproven:
+        return "planted, disproven by a jury (unpaid)"
     if c.planted:
         return "planted"
     if c.revealed:
@@ -59,12 +61,17 @@ def describe_plant(rnd: Round, c: Commitment) -> str:
 
 
 def summarize_plants(rnd: Round) -> str:
-    """A round's plants in one line: planted commitments, lazy passes they caught, jackpots ("-": none)."""
+    """A round's plants in one line: planted commitments, lazy passes they caught, jackpots, and the plant disputes
+    with the plants they disproved, if any ("-": nothing planted)."""
     planted = len(rnd.planted)
     if not planted:
         return "-"
     caught = len(rnd.lazy_plant_passes)
-    return f"{planted} planted, {caught} lazy pass(es) caught, jackpots {_eth(rnd.jackpots)} ETH"
+    line = f"{planted} planted, {caught} lazy pass(es) caught, jackpots {_eth(rnd.jackpots)} ETH"
+    disputed = len(rnd.plant_disputes)
+    if disputed:
+        line += f", {disputed} disputed, {len(rnd.disproven_plants)} disproven"
+    return line
 
 
 def _plants_json(h: RunHistory) -> dict[str, Any] | None:
@@ -145,6 +152,8 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                     "planted": [c.solver for c in rnd.planted],
                     "lazy_passes_caught": len(rnd.lazy_plant_passes),
                     "jackpots_wei": rnd.jackpots,
+                    "disputed": [d.solver for d in rnd.plant_disputes],
+                    "disproven": [c.solver for c in rnd.disproven_plants],
                 },
                 "standing_checks": rnd.standing_checks,
                 "seed": None if rnd.seed is None else {"seed_base": rnd.seed.seed_base, "block": rnd.seed.block_number},
@@ -173,6 +182,7 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                         "status": x.status,
                         "solver": x.solver,
                         "slot": x.slot,
+                        "segment_index": x.segment_index,
                         "claim_nonce": x.claim_nonce,
                         "challenger": x.challenger,
                         "challenger_wins": x.challenger_wins,

@@ -65,7 +65,7 @@ def compute_ledger(events: Iterable[EventLike]) -> Ledger:
                 ledger.add("attestation bonds", attestation_bond[a["runId"]])
             case "AttestationChallenged":
                 ledger.add("challenge bonds", challenge_bond[a["runId"]])
-            case "ClaimChallenged":
+            case "ClaimChallenged" | "PlantChallenged":
                 ledger.add("challenge bonds", challenge_bond[a["runId"]])
             case "ThetaClaimed":
                 ledger.add("claim bonds", a["bond"])

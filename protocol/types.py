@@ -255,7 +255,7 @@ class PlantPay(IntEnum):
 
     NORMAL = 0  # planting off, rounds before the first plant, or revealed not planted: the usual rules
     PLANTED = 1  # revealed planted: paid as accepted (if attested at all); its Δ is not accepted
-    UNPAID = 2  # plant not revealed in its window, or no anchor old enough while planting is on
+    UNPAID = 2  # plant not revealed in its window, disproven by a jury, or no anchor old enough while planting is on
 
 
 @dataclass(frozen=True)

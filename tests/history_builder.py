@@ -7,7 +7,7 @@ contracts/src/*.sol, one block per step; tests then fold them with protocol.hist
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from protocol.history.events import (
     ChainEvent,
@@ -415,6 +415,12 @@ class RunEvents:
 
     def leave_unresolved(self, r: int, solver: str, dispute: str, verifier: str = VERIFIER, slot: int = 0) -> None:
         """Two appeals of silent juries, then the unresolved end: the pass voided, the challenger's fee to the pool."""
+        self.expire(dispute)
+        self.emit("Verification", "AttestationResolved", runId=self.run_id, round=r, solver=solver, slot=slot,
+                  verifier=verifier, state=6, bond=self.config["attestationBond"])  # fmt: skip
+
+    def expire(self, dispute: str) -> None:
+        """Two appeals of silent juries, then `expire` ends the dispute: the challenger's bond back less the fee."""
         for appeals, jury_size in ((1, 7), (2, 15)):
             self.step()
             self.emit("Disputes", "DisputeAppealed", disputeId=bytes.fromhex(dispute[2:]), appeals=appeals,
@@ -423,12 +429,9 @@ class RunEvents:
         fee = self.config["challengeBond"] * 2000 // 10_000
         self.emit("Disputes", "DisputeExpired", disputeId=bytes.fromhex(dispute[2:]), challenger=CHALLENGER,
                   bondReturned=self.config["challengeBond"] - fee, fee=fee)  # fmt: skip
-        self.emit("Verification", "AttestationResolved", runId=self.run_id, round=r, solver=solver, slot=slot,
-                  verifier=verifier, state=6, bond=self.config["attestationBond"])  # fmt: skip
 
-    def overturn_pass(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0) -> str:
-        """Challenge, jury, verdict (challenger wins, 1 signer) and execution; returns the dispute id."""
-        dispute = self.challenge_pass(r, solver, slot)
+    def decide(self, dispute: str, challenger_wins: bool) -> None:
+        """A jury of one seat drawn, and its verdict (1 signer) submitted."""
         self.step()
         self.emit(
             "Disputes",
@@ -446,10 +449,33 @@ class RunEvents:
             "Disputes",
             "VerdictSubmitted",
             disputeId=bytes.fromhex(dispute[2:]),
-            challengerWins=True,
+            challengerWins=challenger_wins,
             signers=1,
             signerCount=1,
         )
+
+    def _executed(self, dispute: str, challenger_wins: bool, winner: str, total: int, bond_returned: int) -> None:
+        """DisputeExecuted as Disputes.execute splits `total` (WINNER_REWARD_BPS, JUROR_REWARD_BPS, the rest)."""
+        to_winner = total // 2
+        reward = total * 2000 // 10_000
+        self.emit(
+            "Disputes",
+            "DisputeExecuted",
+            disputeId=bytes.fromhex(dispute[2:]),
+            challengerWins=challenger_wins,
+            winner=winner,
+            total=total,
+            toWinner=to_winner,
+            bondReturned=bond_returned,
+            rewardPerJuror=reward,
+            signerCount=1,
+            toPool=total - to_winner - reward,
+        )
+
+    def overturn_pass(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0) -> str:
+        """Challenge, jury, verdict (challenger wins, 1 signer) and execution; returns the dispute id."""
+        dispute = self.challenge_pass(r, solver, slot)
+        self.decide(dispute, True)
         self.step()
         self.emit(
             "Verification",
@@ -465,23 +491,33 @@ class RunEvents:
         self.emit("Verification", "VerifierDeregistered", runId=self.run_id, verifier=verifier, index=0, slashed=True)
         taken = self.slash(verifier, 2, compute_attestation_fault_key(self.run_id, r, solver, slot))
         taken += self.slash(solver, 1, compute_solver_fault_key(self.run_id, r, solver))
-        total = taken + self.config["attestationBond"]
-        to_winner = total // 2
-        reward = total * 2000 // 10_000
-        self.emit(
-            "Disputes",
-            "DisputeExecuted",
-            disputeId=bytes.fromhex(dispute[2:]),
-            challengerWins=True,
-            winner=CHALLENGER,
-            total=total,
-            toWinner=to_winner,
-            bondReturned=self.config["challengeBond"],
-            rewardPerJuror=reward,
-            signerCount=1,
-            toPool=total - to_winner - reward,
-        )
+        self._executed(dispute, True, CHALLENGER, taken + self.config["attestationBond"], self.config["challengeBond"])
         return dispute
+
+    # -- a dispute over a plant (KIND_PLANT) ---------------------------------------------------
+
+    def challenge_plant(self, r: int, solver: str, segment: int = 2) -> str:
+        """`Disputes.challengePlant` of `solver`'s planted commitment over `segment`; returns the dispute id."""
+        dispute = "0x" + "d3" * 32
+        self.step()
+        leaf = {"startHash": b"\x01" * 32, "endHash": b"\x02" * 32, "sketchHash": b"\x03" * 32, "tokens": 256}
+        self.emit(
+            "Disputes", "PlantChallenged", disputeId=bytes.fromhex(dispute[2:]), runId=self.run_id, round=r,
+            solver=solver, challenger=CHALLENGER, segmentIndex=segment, leaf=leaf,
+        )  # fmt: skip
+        return dispute
+
+    def execute_plant(self, r: int, solver: str, dispute: str, false_plant: bool) -> None:
+        """`Disputes.execute` of a decided plant dispute (`_resolvePlant`): a false plant is disproven (Plants), its
+        solver slashed solverMinStake (FAULT_SOLVER) and the challenger wins that; a true one wins the bond."""
+        self.step()
+        if not false_plant:
+            self._executed(dispute, False, solver, self.config["challengeBond"], 0)
+            return
+        self.emit("Plants", "PlantDisproven", runId=self.run_id, round=r, solver=solver)
+        key = compute_solver_fault_key(self.run_id, r, solver)
+        taken = self.slash(solver, 1, key, requested=self.config["solverMinStake"], recipient="Disputes")
+        self._executed(dispute, True, CHALLENGER, taken, self.config["challengeBond"])
 
     def claim_juror(self, r: int, dispute: str, shares: int, juror: str = JUROR) -> None:
         self.step()
@@ -525,7 +561,12 @@ def honest_two_rounds(events: RunEvents | None = None, unclaimed: tuple[tuple[in
     return ev
 
 
-def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B)) -> RunEvents:
+PlantDispute = Literal["false plant", "true plant", "unresolved"]
+"""How `planted_run`'s dispute of SOLVER_A's plant ends: won by the challenger (the plant disproven), lost by it,
+or expired without a verdict."""
+
+
+def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantDispute | None = None) -> RunEvents:
     """Three rounds of a run that plants (20%, jackpot 1 ETH, penalty 3 ETH, pool 10 ETH); two seats per commitment.
 
     Round 1: SOLVER_D commits without an anchor old enough -- paid as usual, plants start in round 2. Round 2:
@@ -535,6 +576,9 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B)) -> RunEvents:
     - SOLVER_C (anchor in round 0) never reveals and is reported: slashed, unpaid, its Δ not accepted;
     - SOLVER_D (anchor in round 1, too young) is unpaid and its Δ not accepted.
     The solver shares of `claimed` of round 2 are claimed (200 ETH each: 800 over four commitments' tokens).
+    With `dispute`, CHALLENGER disputes SOLVER_A's plant (segment 2) after the reveals, and a juror claims its reward
+    of an executed verdict (50 ETH: the round's juror bucket over one signature); a disproven plant is not paid,
+    so then leave SOLVER_A out of `claimed` (claimSolverShares would revert).
     """
     ev = RunEvents(maxRounds=3, verifiersPerCommitment=2)
     solvers = (SOLVER_A, SOLVER_B, SOLVER_C, SOLVER_D)
@@ -571,6 +615,12 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B)) -> RunEvents:
     ev.reveal(2, SOLVER_A, planted=True)
     ev.reveal(2, SOLVER_B, planted=False)
     ev.report_unrevealed(2, SOLVER_C)
+    disputed = None if dispute is None else ev.challenge_plant(2, SOLVER_A)
+    if disputed is not None and dispute == "unresolved":
+        ev.expire(disputed)
+    elif disputed is not None:
+        ev.decide(disputed, dispute == "false plant")
+        ev.execute_plant(2, SOLVER_A, disputed, dispute == "false plant")
     ev.finalize(2, SOLVER_A, VERIFIER_2, 1, fail=True, planted=True)
     for solver in (SOLVER_B, SOLVER_C, SOLVER_D):
         ev.finalize(2, solver)
@@ -578,6 +628,8 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B)) -> RunEvents:
     ev.settle(2)
     for solver in claimed:
         ev.claim_solver(2, solver, 200 * ETH)
+    if disputed is not None and dispute != "unresolved":
+        ev.claim_juror(2, disputed, 50 * ETH)
     return ev
 
 

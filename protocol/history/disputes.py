@@ -1,11 +1,13 @@
 """The disputes of a run's history: challenges, juries, verdicts and juror rewards.
 
 Handlers for the Disputes contract's events and for the challenges that open a dispute (an
-attestation or a θ claim challenged): every dispute of the run by id, from open to executed or
-expired, with its verdict, payouts and the juror rewards claimed. Each is a plain function
-`handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names to
-them for `protocol.history.fold`. Dispute events carry no runId: they belong to the run through
-the dispute ids its challenges opened. Pure: no I/O, no clock.
+attestation, a θ claim or a planted commitment challenged): every dispute of the run by id, from
+open to executed or expired, with its verdict, payouts and the juror rewards claimed. A plant
+dispute changes no seat: its outcome is Plants' PlantDisproven (`protocol.history.plants`) and the
+solver's slash, or nothing. Each is a plain function `handler(state, event, args)` over
+`protocol.history.state.FoldState`; `HANDLERS` maps event names to them for
+`protocol.history.fold`. Dispute events carry no runId: they belong to the run through the
+dispute ids its challenges opened. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -37,6 +39,27 @@ def on_attestation_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) 
     )
     s.round(index).disputes.append(dispute_id)
     s.set_attestation(index, to_address(a["solver"]), int(a["slot"]), state="challenged")
+    s.role(challenger, "challenger")
+
+
+def on_plant_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Disputes.challengePlant: a commitment revealed as planted disputed over one segment (KIND_PLANT)."""
+    if not s.ours(a):
+        return
+    dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
+    challenger = to_address(a["challenger"])
+    s.disputes[dispute_id] = Dispute(
+        dispute_id,
+        "plant",
+        index,
+        challenger,
+        e.block_number,
+        s.time(e.block_number),
+        "open",
+        solver=to_address(a["solver"]),
+        segment_index=int(a["segmentIndex"]),
+    )
+    s.round(index).disputes.append(dispute_id)
     s.role(challenger, "challenger")
 
 
@@ -145,6 +168,7 @@ def on_juror_reward_claimed(s: FoldState, e: EventLike, a: Mapping[str, Any]) ->
 HANDLERS: dict[str, Handler] = {
     "AttestationChallenged": on_attestation_challenged,
     "ClaimChallenged": on_claim_challenged,
+    "PlantChallenged": on_plant_challenged,
     "JuryDrawn": on_jury_drawn,
     "DisputeAppealed": on_dispute_appealed,
     "VerdictSubmitted": on_verdict_submitted,

@@ -65,6 +65,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     # Disputes
     "AttestationChallenged": ("disputeId", "runId", "round", "solver", "slot", "challenger"),
     "ClaimChallenged": ("disputeId", "runId", "round", "claimNonce", "claimer", "challenger"),
+    "PlantChallenged": ("disputeId", "runId", "round", "solver", "challenger", "segmentIndex"),
     "JuryDrawn": ("disputeId", "appeals", "seats"),
     "DisputeAppealed": ("disputeId", "appeals", "jurySize", "deadline"),
     "VerdictSubmitted": ("disputeId", "challengerWins", "signerCount"),
@@ -101,6 +102,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "PlantRevealed": ("runId", "round", "solver", "secret", "planted"),
     "UnrevealedSlashed": ("runId", "round", "solver", "reporter", "taken"),
     "JackpotPaid": ("runId", "verifier", "amount", "pool"),
+    "PlantDisproven": ("runId", "round", "solver"),
     "PlantApplied": ("runId", "round", "solver", "overturned", "forfeited"),
     # RunShares (the run's share token)
     "Transfer": ("from", "to", "value"),

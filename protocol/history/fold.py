@@ -13,15 +13,17 @@ event or field is one edit there; `find_missing_event_fields` compares them with
 ABIs), the typed records in `records.py`, the mutable state of one fold and its helpers in
 `state.py`. The handlers are plain functions `handler(state, event, args)`, one module per event
 family, each exporting `HANDLERS` (event name -> handler): `registry.py` (RunRegistry and
-Verification), `disputes.py` (Disputes), `accounts.py` (StakeManager, ModelShares, the run's
-share token). This module merges them, dispatches each event by name and freezes the state.
+Verification), `disputes.py` (Disputes: attestation, claim and plant disputes), `accounts.py`
+(StakeManager, ModelShares, the run's share token), `plants.py` (Plants and Verification's
+PlantApplied). This module merges them, dispatches each event by name and freezes the state.
 `protocol/ledger.py` only sums ETH flows.
 
 Which events belong to the run: those carrying its `runId`; dispute events through the dispute
 ids its challenges opened; the run's share token through its contract name
 (`share_token_contract(run_id)`, which the auditor registers the token under); stake events of
 every account that takes part in the run; slashes through their fault keys, recomputed as the
-contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)),
+contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)) -- a proven
+fault of the commitment, or its plant disproven by a jury --,
 keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)) -- a wrong attestation, or a
 pass on a planted commitment -- and keccak256(abi.encode(FAULT_UNREVEALED, runId, round, solver))).
 """

@@ -1,12 +1,14 @@
 """Planted faults in a run's history: the Plants contract's events and Verification's PlantApplied.
 
 Handlers for the run's plant terms and pool, each solver's chain anchor, the reveals made inside a round's reveal
-window (and which said "planted"), the plants reported unrevealed, the jackpots of the fails on planted
-commitments, and the plant's effect on the seats (PlantApplied: every pass overturned with its bond forfeited into
-the plant pool, every fail left standing). Each is a plain function `handler(state, event, args)` over
-`protocol.history.state.FoldState`; `HANDLERS` maps event names to them for `protocol.history.fold`, which also
-calls `freeze_plants`, `is_planting_round` and `with_eligibility` when it freezes the rounds: whether a round's pay
-follows the plant rules depends on the run's terms and each solver's anchor, both known only once folded.
+window (and which said "planted"), the plants reported unrevealed, the plants a jury disproved (a plant dispute
+won by its challenger: the work unpaid; the dispute itself is folded by `protocol.history.disputes`), the jackpots
+of the fails on planted commitments, and the plant's effect on the seats (PlantApplied: every pass overturned with
+its bond forfeited into the plant pool, every fail left standing). Each is a plain function
+`handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names to them for
+`protocol.history.fold`, which also calls `freeze_plants`, `is_planting_round` and `with_eligibility` when it
+freezes the rounds: whether a round's pay follows the plant rules depends on the run's terms and each solver's
+anchor, both known only once folded.
 The rules are docs/planted-faults.md's; `records.Round` applies them (pay, accepted, paid). Pure: no I/O, no clock.
 """
 
@@ -73,6 +75,18 @@ def on_unrevealed_slashed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> N
     s.role(to_address(a["reporter"]), "reporter")
 
 
+def on_plant_disproven(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Plants.onFalsePlant, inside the execution of a plant dispute the challenger won: the commitment is unpaid from
+    now on (the solver's slash, FAULT_SOLVER at solverMinStake, and DisputeExecuted follow in the transaction)."""
+    if not s.ours(a):
+        return
+    index, solver = int(a["round"]), to_address(a["solver"])
+    if not any(d.kind == "plant" and d.round == index and d.solver == solver for d in s.disputes.values()):
+        raise HistoryError(f"run {s.run_id} round {index}: plant of {solver} disproven without a plant dispute")
+    if not _set_commitment(s, index, solver, disproven=True):
+        raise HistoryError(f"run {s.run_id} round {index}: plant of {solver} disproven without a commitment")
+
+
 def on_jackpot_paid(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     """A fail on the plant being applied earned the jackpot (or what was left of the pool)."""
     if not s.ours(a):
@@ -118,6 +132,7 @@ HANDLERS: dict[str, Handler] = {
     "PlantAnchorSet": on_plant_anchor_set,
     "PlantRevealed": on_plant_revealed,
     "UnrevealedSlashed": on_unrevealed_slashed,
+    "PlantDisproven": on_plant_disproven,
     "JackpotPaid": on_jackpot_paid,
     # Verification
     "PlantApplied": on_plant_applied,

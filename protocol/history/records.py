@@ -8,11 +8,12 @@ edges), and its plant terms, `PlantHistory.terms` (`protocol.types.PlantTerms`).
 Which commitments count, per round (docs/planted-faults.md; the contracts' rules, spelled once here):
 - tally-accepted: Verification's `passes > 0 && faults == 0` over the round's seats;
 - pay (`Round.pay_of`, Plants.payOf): normal, planted (revealed as planted), or unpaid (planting on and the plant
-  not revealed in its window, or no anchor old enough);
+  not revealed in its window, no anchor old enough, or the plant disproven by a jury);
 - accepted (`Round.accepted`, the Δs of θ_(r+1)): tally-accepted and not unpaid (a planted one has no standing pass);
 - paid (`Round.paid`, claimSolverShares): planted and attested, or normal and tally-accepted;
 - the pay denominator (`Round.accepted_tokens`, Verification's totalTokens): tokens of the tally-accepted commitments
-  (unpaid ones included: they never mint) and of the planted ones that were attested.
+  (unpaid ones included: they never mint) and of the planted ones that were attested (a disproven plant's too:
+  Plants.onFalsePlant leaves Verification's totals as they were).
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Commitment:
     """The reveal said the commitment was planted: its passes were overturned, its fails stand."""
     unrevealed_reported: bool = False
     """Reported after the reveal window without a reveal (UnrevealedSlashed): the solver slashed, the work unpaid."""
+    disproven: bool = False
+    """Revealed as planted, then found by a jury not to be the planted training (PlantDisproven, a plant dispute the
+    challenger won): the solver slashed its solverMinStake, the work unpaid; its seats stay as the reveal left them."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +140,17 @@ class JurorReward:
     block: int
 
 
+DisputeKind = Literal["attestation", "claim", "plant"]
+"""What a dispute is about: an attestation, a θ claim, or a commitment revealed as planted (KIND_PLANT: is it the
+planted training?)."""
+
+
 @dataclass(frozen=True)
 class Dispute:
-    """A challenge (of an attestation or a θ claim), its jury, verdict and payout."""
+    """A challenge (of an attestation, a θ claim or a plant), its jury, verdict and payout."""
 
     dispute_id: str
-    kind: Literal["attestation", "claim"]
+    kind: DisputeKind
     round: int
     challenger: str
     opened_block: int
@@ -149,6 +158,7 @@ class Dispute:
     status: DisputeStatus
     solver: str | None = None
     slot: int | None = None
+    segment_index: int | None = None  # of a plant dispute: the segment said not to replay as the planted training
     claim_nonce: int | None = None
     claimer: str | None = None
     jury_size: int | None = None  # seats of the latest jury drawn
@@ -213,11 +223,12 @@ class Round:
 
     def pay_of(self, solver: str) -> PlantPay:
         """Plants.payOf: normal while the round cannot be planted; else unpaid without an anchor old enough or a
-        reveal in the window (skipping either is no way out of planting), planted or normal as revealed."""
+        reveal in the window (skipping either is no way out of planting) or once a jury disproved the plant, planted
+        or normal as revealed."""
         if not self.plants_on:
             return PlantPay.NORMAL
         c = self.commitment_of(solver)
-        if c is None or not c.plant_eligible or not c.revealed:
+        if c is None or not c.plant_eligible or not c.revealed or c.disproven:
             return PlantPay.UNPAID
         return PlantPay.PLANTED if c.planted else PlantPay.NORMAL
 
@@ -263,8 +274,18 @@ class Round:
 
     @property
     def planted(self) -> tuple[Commitment, ...]:
-        """The commitments revealed as planted."""
+        """The commitments revealed as planted (disproven ones included: the reveal's effects on the seats stand)."""
         return tuple(c for c in self.commitments if c.planted)
+
+    @property
+    def disproven_plants(self) -> tuple[Commitment, ...]:
+        """The planted commitments a jury found not to be the planted training (slashed, unpaid)."""
+        return tuple(c for c in self.commitments if c.disproven)
+
+    @property
+    def plant_disputes(self) -> tuple[Dispute, ...]:
+        """The round's disputes of a plant (KIND_PLANT), whatever their outcome."""
+        return tuple(d for d in self.disputes if d.kind == "plant")
 
     @property
     def lazy_plant_passes(self) -> tuple[Attestation, ...]:

@@ -7,6 +7,7 @@ from protocol.history.events import compute_attestation_fault_key, compute_solve
 from protocol.history.fold import fold_run_history
 from tests.history_builder import (
     ETH,
+    JUROR,
     SOLVER_A,
     SOLVER_B,
     SOLVER_C,
@@ -236,3 +237,62 @@ def test_an_unrevealed_report_without_its_slash_fails_the_audit():
     result, _ = payout_checks.check_slashes(_fold(ev))
     assert not result.passed
     assert "plant secret not revealed in the reveal window (reported), but no slash" in result.detail
+
+
+# -- plant disputes --------------------------------------------------------------------------------
+
+
+def test_a_disproven_plant_is_slashed_the_solver_stake_unpaid_and_passes_both_checks():
+    history = _fold(planted_run(claimed=(SOLVER_B,), dispute="false plant"))
+    shares, contributions = payout_checks.check_shares(history)
+    assert shares.passed, shares.detail
+    solver_pay = {(c.round, c.holder): c.expected for c in contributions if c.kind == "solver" and c.round == 2}
+    # A is no longer paid; B's part is still over four commitments' tokens (Verification's totals are untouched)
+    assert solver_pay == {(2, SOLVER_B): 200 * ETH}
+    jurors = [c for c in contributions if c.kind == "juror"]
+    assert [(c.round, c.holder, c.expected, c.claimed) for c in jurors] == [(2, JUROR, 50 * ETH, True)]
+    due, pending = payout_checks.expected_slashes(history)
+    key = compute_solver_fault_key(1, 2, SOLVER_A)
+    assert due[key].requested == 10 * ETH and "plant disproven by a jury" in due[key].why and pending == []
+    slashes, _ = payout_checks.check_slashes(history)
+    # the lazy pass's penalty, the unrevealed solver's stake and the false planter's stake
+    assert slashes.passed, slashes.detail
+    assert slashes.evidence["slashed_wei"] == 23 * ETH
+
+
+def test_a_disproven_plant_without_its_slash_or_with_a_wrong_one_fails_the_audit():
+    ev = planted_run(claimed=(SOLVER_B,), dispute="false plant")
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == SOLVER_A)]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed
+    assert "plant disproven by a jury (not the planted training), but no slash" in result.detail
+    ev = planted_run(claimed=(SOLVER_B,), dispute="false plant")
+    ev.events = [
+        with_args(e, requested=3 * ETH) if e.name == "StakeSlashed" and e.args["account"] == SOLVER_A else e
+        for e in ev.events
+    ]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "slash requested 3000000000000000000, the rules ask 10000000000000000000" in (
+        result.detail
+    )
+
+
+def test_a_disproven_plant_minted_fails_the_shares_check():
+    result, _ = payout_checks.check_shares(_fold(planted_run(dispute="false plant")))
+    assert not result.passed
+    assert "round 2 solver shares of solver-1: the commitment is not paid work (its plant was disproven by a jury)" in (
+        result.detail
+    )
+
+
+def test_a_plant_found_true_slashes_nobody_and_a_slash_of_its_solver_is_unexplained():
+    for dispute in ("true plant", "unresolved"):
+        history = _fold(planted_run(dispute=dispute))
+        assert payout_checks.check_shares(history)[0].passed, dispute
+        slashes, _ = payout_checks.check_slashes(history)
+        assert slashes.passed and slashes.evidence["slashed_wei"] == 13 * ETH, slashes.detail
+    ev = planted_run(dispute="true plant")
+    ev.step()
+    ev.slash(SOLVER_A, 1, compute_solver_fault_key(1, 2, SOLVER_A))  # as if the lost dispute slashed the solver
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and f"{SOLVER_A} slashed 10000000000000000000 for solver fault in round 2" in result.detail

@@ -109,7 +109,13 @@ def test_plants_are_shown_per_round_and_commitment():
     plants = data["run"]["plants"]
     assert (plants["rate_bps"], plants["penalty_wei"], plants["jackpots_wei"]) == (2000, 3 * ETH, {VERIFIER_2: ETH})
     planted = data["rounds"][2]
-    assert planted["plants"] == {"planted": [SOLVER_A], "lazy_passes_caught": 1, "jackpots_wei": ETH}
+    assert planted["plants"] == {
+        "planted": [SOLVER_A],
+        "lazy_passes_caught": 1,
+        "jackpots_wei": ETH,
+        "disputed": [],
+        "disproven": [],
+    }
     by_solver = {c["solver"]: c for c in planted["commitments"]}
     assert (by_solver[SOLVER_A]["pay"], by_solver[SOLVER_A]["paid"], by_solver[SOLVER_A]["accepted"]) == (
         "planted",
@@ -127,6 +133,43 @@ def test_plants_are_shown_per_round_and_commitment():
     out = io.StringIO()
     print_summary(report, Console(file=out, width=200))
     assert "1 planted, 1 lazy pass(es) caught" in out.getvalue() and "plants: 20% of commitments" in out.getvalue()
+
+
+def test_plant_disputes_and_disproven_plants_are_shown():
+    report = _report(planted_run(claimed=(SOLVER_B,), dispute="false plant"))
+    data = build_json(report)
+    planted = data["rounds"][2]
+    assert planted["plants"]["disputed"] == [SOLVER_A] and planted["plants"]["disproven"] == [SOLVER_A]
+    (dispute,) = planted["disputes"]
+    assert (dispute["kind"], dispute["solver"], dispute["segment_index"], dispute["challenger_wins"]) == (
+        "plant",
+        SOLVER_A,
+        2,
+        True,
+    )
+    assert dispute["total_wei"] == 10 * ETH and dispute["status"] == "executed"
+    by_solver = {c["solver"]: c for c in planted["commitments"]}
+    assert (by_solver[SOLVER_A]["pay"], by_solver[SOLVER_A]["paid"], by_solver[SOLVER_A]["plant"]) == (
+        "unpaid",
+        False,
+        "planted, disproven by a jury (unpaid)",
+    )
+    assert [(x["address"], x["fault"], x["requested_wei"]) for x in data["slashed"] if x["round"] == 2][-1] == (
+        SOLVER_A,
+        "solver fault",
+        10 * ETH,
+    )
+    page = render_html(report)
+    assert "planted, disproven by a jury (unpaid)" in page and "<td>plant</td>" in page
+    assert "1 planted, 1 lazy pass(es) caught, jackpots 1.000000 ETH, 1 disputed, 1 disproven" in page
+    out = io.StringIO()
+    print_summary(report, Console(file=out, width=220))
+    assert "1 disputed, 1 disproven" in out.getvalue()
+    # a plant the jury found true: disputed, not disproven, still paid as planted
+    kept = build_json(_report(planted_run(dispute="true plant")))["rounds"][2]
+    assert kept["plants"]["disputed"] == [SOLVER_A] and kept["plants"]["disproven"] == []
+    assert {c["solver"]: c["pay"] for c in kept["commitments"]}[SOLVER_A] == "planted"
+    assert kept["disputes"][0]["winner"] == SOLVER_A and kept["disputes"][0]["challenger_wins"] is False
 
 
 def test_outputs_are_written_whole_or_not_at_all(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from auditor.audit import audit_run, open_sources
 from gradledger.plant_scenario import PLANT_ROUND, PLANT_RULES, SOLVER, check_planted_fault, play_planted_fault
 from protocol.adapters.keys import get_devnet_account
+from protocol.types import PlantPay
 from tests.disputes.conftest import all_events, assert_balance_matches_events
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +42,8 @@ def test_lazy_pass_on_a_planted_fault_loses_its_bond_without_a_whistleblower(fre
     history = report.history
     rnd = history.rounds[PLANT_ROUND]
     assert [c.solver for c in rnd.planted] == [solver] and rnd.paid == (solver,) and rnd.accepted == ()
+    # nobody disputed the plant (a true one): it stands, paid as planted, its solver not slashed
+    assert rnd.plant_disputes == () and rnd.disproven_plants == () and rnd.pay_of(solver) == PlantPay.PLANTED
     assert len(rnd.lazy_plant_passes) == 1 and rnd.jackpots == PLANT_RULES.plant_jackpot_wei
     assert [(x.fault, x.requested) for x in history.slashes] == [("wrong attestation", PLANT_RULES.plant_penalty_wei)]
     assert history.plants.pool == outcome.pool_after_wei

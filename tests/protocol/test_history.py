@@ -16,6 +16,7 @@ from protocol.history.events import (
     share_token_contract,
 )
 from protocol.history.fold import HANDLERS, fold_run_history, get_round_phase, list_runs
+from protocol.ledger import compute_ledger
 from protocol.types import PlantPay, PlantTerms, RunTerms
 from tests.history_builder import (
     CHALLENGER,
@@ -387,3 +388,83 @@ def test_jackpot_outside_a_planted_reveal_is_an_error():
     ev.events = [e for e in ev.events if e.name != "PlantRevealed" or e.args["solver"] != SOLVER_A]
     with pytest.raises(HistoryError, match="outside a planted reveal"):
         fold_run_history(ev.events, 1, ev.timestamps)
+
+
+# -- plant disputes ----------------------------------------------------------------------------------
+
+
+def test_a_plant_disproven_by_a_jury_is_unpaid_not_accepted_and_its_solver_slashed():
+    ev = planted_run(claimed=(SOLVER_B,), dispute="false plant")
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    (d,) = rnd.disputes
+    assert rnd.plant_disputes == (d,)
+    assert (d.kind, d.round, d.solver, d.slot, d.segment_index, d.challenger) == (
+        "plant",
+        2,
+        SOLVER_A,
+        None,
+        2,
+        CHALLENGER,
+    )
+    assert (d.status, d.challenger_wins, d.winner, d.total, d.bond_returned) == (
+        "executed",
+        True,
+        CHALLENGER,
+        10 * ETH,
+        2 * ETH,
+    )
+    a = rnd.commitment_of(SOLVER_A)
+    assert a.planted and a.disproven and rnd.disproven_plants == (a,) and rnd.planted == (a,)
+    # Plants.payOf: unpaid once disproven; neither paid as planted nor accepted into θ
+    assert rnd.pay_of(SOLVER_A) == PlantPay.UNPAID
+    assert not rnd.is_paid(SOLVER_A) and not rnd.is_accepted(SOLVER_A)
+    assert rnd.paid == (SOLVER_B,) and rnd.accepted == (SOLVER_B,)
+    # Verification's totals are untouched by onFalsePlant: A's tokens stay in the pay denominator, its seats as the
+    # reveal left them (the lazy pass overturned, the fail standing with its jackpot)
+    assert rnd.accepted_tokens == 4 * TOKENS and rnd.standing_checks == 4
+    assert [x.state for x in rnd.attestations_of(SOLVER_A)] == ["overturned", "finalized"] and rnd.jackpots == ETH
+    # the solver slashed its solverMinStake under FAULT_SOLVER (the same key as any proven fault of the commitment)
+    (slash,) = [x for x in h.slashes if x.account == SOLVER_A]
+    assert (slash.fault, slash.round, slash.requested, slash.amount) == ("solver fault", 2, 10 * ETH, 10 * ETH)
+    assert slash.fault_key == compute_solver_fault_key(1, 2, SOLVER_A)
+    assert rnd.juror_votes == 1 and [c.kind for c in h.share_claims if c.round == 2] == ["solver", "juror"]
+    assert "challenger" in {p.address: p.roles for p in h.participants}[CHALLENGER]
+
+
+def test_a_plant_found_true_or_left_unresolved_stays_paid_as_planted():
+    for dispute, status, winner in (("true plant", "executed", SOLVER_A), ("unresolved", "expired", None)):
+        ev = planted_run(dispute=dispute)
+        h = fold_run_history(ev.events, 1, ev.timestamps)
+        rnd = h.rounds[2]
+        (d,) = rnd.plant_disputes
+        assert (d.status, d.winner) == (status, winner), dispute
+        assert not rnd.commitment_of(SOLVER_A).disproven and rnd.disproven_plants == ()
+        assert rnd.pay_of(SOLVER_A) == PlantPay.PLANTED and rnd.paid == _sorted(SOLVER_A, SOLVER_B)
+        assert not any(x.account == SOLVER_A for x in h.slashes), dispute
+    assert d.appeals == 2 and d.bond_returned == 2 * ETH * 8 // 10
+
+
+def test_an_open_plant_dispute_holds_the_round():
+    ev = planted_run()
+    ev.events = ev.events[: next(i for i, e in enumerate(ev.events) if e.name == "UnrevealedSlashed") + 1]
+    ev.challenge_plant(2, SOLVER_A, segment=1)
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    (d,) = rnd.disputes
+    assert (d.kind, d.status, d.segment_index) == ("plant", "open", 1)
+    assert rnd.pay_of(SOLVER_A) == PlantPay.PLANTED  # until a verdict says otherwise
+    assert get_round_phase(h, 2, time_of(ev.block)) == "dispute open"
+
+
+def test_a_plant_disproven_without_a_plant_dispute_is_an_error():
+    ev = planted_run(claimed=(SOLVER_B,), dispute="false plant")
+    ev.events = [e for e in ev.events if e.name != "PlantChallenged"]
+    with pytest.raises(HistoryError, match="disproven without a plant dispute"):
+        fold_run_history(ev.events, 1, ev.timestamps)
+
+
+def test_a_plant_challenge_bond_enters_the_ledger():
+    plain, disputed = planted_run(), planted_run(dispute="unresolved")
+    bonds = [compute_ledger(ev.events).by_kind.get("challenge bonds", 0) for ev in (plain, disputed)]
+    assert bonds == [0, 2 * ETH]
