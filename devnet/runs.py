@@ -54,6 +54,20 @@ class RunRules:
         return PlantTerms(rate_bps=self.plant_rate_bps, jackpot=self.plant_jackpot_wei, penalty=self.plant_penalty_wei)
 
 
+PRODUCTION_RULES = RunRules(
+    rounds=1000, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=15, commit_window_s=3600,
+    attest_window_s=1800, challenge_window_s=1800, dispute_timeout_s=3600, solver_min_stake_wei=10 * ETH,
+    verifier_min_stake_wei=10 * ETH, attestation_bond_wei=ETH, challenge_bond_wei=2 * ETH, plant_rate_bps=100,
+    plant_jackpot_wei=ETH // 50, plant_penalty_wei=5 * ETH, plant_pool_wei=10 * ETH,
+)  # fmt: skip
+"""The documented production preset (docs/economics.md): 2 seats of 1 sample, juries of 15, 1% of commitments
+planted with a 0.02 ETH jackpot and a 5 ETH penalty, for rounds of PRODUCTION_INNER_STEPS inner steps in segments of
+PRODUCTION_STEPS_PER_SEGMENT. bench/economics.py shows every dishonest strategy loses under it while seats and
+whistleblowers re-checking half the seats replay 6% of the training compute."""
+PRODUCTION_INNER_STEPS = 500
+PRODUCTION_STEPS_PER_SEGMENT = 10
+
+
 def build_run_terms(
     config_hash: bytes, dataset_root: bytes, theta0: bytes, config: RunConfig, rules: RunRules
 ) -> RunTerms:

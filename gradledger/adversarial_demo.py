@@ -66,8 +66,8 @@ ADVERSARIES = {
 }
 ADVERSARIAL_RULES = RunRules(
     rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
-    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, plant_rate_bps=1000, plant_jackpot_wei=ETH,
-    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
+    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, challenge_bond_wei=6 * ETH,
+    plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
 )  # fmt: skip
 """Windows sized for 8 node processes sharing 2 CPU cores: every verifier and the whistleblower must
 replay its samples of the default model inside the attest and challenge windows."""

@@ -53,7 +53,8 @@ PARTICIPANTS = (
 )
 DEMO_RULES = RunRules(
     rounds=3, commit_window_s=20, attest_window_s=12, challenge_window_s=10, dispute_timeout_s=60,
-    plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
+    challenge_bond_wei=6 * ETH, plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH,
+    plant_pool_wei=20 * ETH,
 )  # fmt: skip
 """Planting on (docs/economics.md): from round 2, a solver's commitment is planted with probability 10%; the reveal
 window is the first half of the challenge window."""
