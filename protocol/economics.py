@@ -449,9 +449,11 @@ def _compute_capture(
 
 def compute_verification_cost_ratio(terms: EconomicTerms, population: Population) -> Fraction:
     """Replayed inner steps per trained one: every seat replays s segments of k steps, whistleblowers re-check a
-    fraction F of the seats the same way and replay one segment of each planted commitment (the plant check)."""
-    replays = terms.seats * terms.samples * terms.steps_per_segment * (1 + population.recheck_fraction)
-    replays += terms.plant_rate * population.plant_check * terms.steps_per_segment
+    fraction F of the seats of unplanted commitments the same way (a planted seat is decided by the reveal) and
+    replay one segment of each planted commitment (the plant check)."""
+    rho = terms.plant_rate
+    replays = terms.seats * terms.samples * terms.steps_per_segment * (1 + population.recheck_fraction * (1 - rho))
+    replays += rho * population.plant_check * terms.steps_per_segment
     return replays / terms.inner_steps
 
 
