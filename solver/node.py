@@ -233,9 +233,9 @@ class SolverNode(RunNode):
 
     def _unfinalized(self, round_index: int) -> list[AttestationRef]:
         ctx = self.load()
-        refs = []
+        refs, seats = [], self.protocol.seat_count(ctx.run_id, round_index)
         for solver in self.protocol.get_commitments(ctx.run_id, round_index, ctx.created_block):
-            for slot in range(ctx.terms.verifiers_per_commitment):
+            for slot in range(seats):
                 ref = AttestationRef(ctx.run_id, round_index, solver, slot)
                 if self.protocol.attestation_of(ref).state == AttestationState.ATTESTED:
                     refs.append(ref)

@@ -182,9 +182,9 @@ class VerifierWorker(RunNode):
 
     def _my_seats(self, round_index: int) -> list[tuple[AttestationRef, Commitment]]:
         ctx = self.load()
-        seats = []
+        seats, count = [], self.protocol.seat_count(ctx.run_id, round_index)  # fewer when the list shrank
         for solver, commitment in self.protocol.get_commitments(ctx.run_id, round_index, ctx.created_block).items():
-            for slot in range(ctx.terms.verifiers_per_commitment):
+            for slot in range(count):
                 ref = AttestationRef(ctx.run_id, round_index, solver, slot)
                 assigned, eligible = self.protocol.assigned_verifier(ref)
                 if eligible and assigned.lower() == self.address.lower():

@@ -167,6 +167,12 @@ class ProtocolClient:
         """The round's seed base (Verification.seedOf: the seed block hash's first 12 bytes; zero until drawn)."""
         return to_hash32(self.chain.call_fields("Verification", "seedOf", run_id, round_index)["seedBase"])
 
+    def seat_count(self, run_id: int, round_index: int) -> int:
+        """Seats of the round's commitments that are not void: fewer than the run's when the verifier list is shorter
+        (protocol.opening.get_opened_seat_count; 0 until the seed is drawn)."""
+        seed = self.round_seed(run_id, round_index)
+        return get_opened_seat_count(seed["verifiers"], seed["verifierCount"])
+
     def assigned_verifier(self, ref: AttestationRef) -> tuple[str, bool]:
         f = self.chain.call_fields("Verification", "assignedVerifier", ref.to_abi())
         return f["verifier"], f["eligible"]
@@ -185,10 +191,10 @@ class ProtocolClient:
     def opened_segments(self, run_id: int, round_index: int, solver: str) -> tuple[int, ...]:
         """The segment of every entry a commitment's opening must prove, seat-major (the seed must be drawn)."""
         rs = self.round_seed(run_id, round_index)
-        seats = get_opened_seat_count(rs["verifiers"], rs["verifierCount"])
         return compute_opened_segments(
-            self.seed_base(run_id, round_index), run_id, round_index, solver, seats, rs["samples"], rs["numSegments"]
-        )
+            self.seed_base(run_id, round_index), run_id, round_index, solver, self.seat_count(run_id, round_index),
+            rs["samples"], rs["numSegments"],
+        )  # fmt: skip
 
     def open_commitment(
         self, account: LocalAccount, run_id: int, round_index: int, solver: str, commitment: Commitment,

@@ -1,13 +1,19 @@
-"""A real run on a real anvil: 2 solvers + 1 verifier as processes, 2 rounds, settled and paid."""
+"""A real run on a real anvil: 2 solvers + 1 verifier as processes, 2 rounds, settled and paid.
+
+The run asks for 2 seats per commitment and has 1 verifier, so seat 1 is void every round (as after a slashed
+verifier leaves a 2-verifier list in the adversarial demo): the verifier attests the seat it has and the work is
+accepted."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from protocol.adapters.keys import get_devnet_account
 from protocol.ledger import compute_ledger
 from protocol.types import ROLE_SOLVER
-from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -15,7 +21,8 @@ SOLVERS, VERIFIER = [11, 12], 13
 
 
 def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
-    setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER])
+    rules = replace(FAST_RULES, verifiers_per_commitment=2)  # one verifier: seat 1 is void
+    setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules)
     protocol, run_id = setup.protocol, setup.run_id
     processes = [
         start_node(setup, "solver", SOLVERS[0], "--coordinator"),
