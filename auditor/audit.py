@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor import checks
-from auditor.checks import CheckResult, DocumentFacts, PublicState, RunDefinitionFacts, ThetaDerivation
+from auditor.checks import (
+    AuditWarning,
+    CheckResult,
+    DocumentFacts,
+    PublicState,
+    RunDefinitionFacts,
+    ThetaDerivation,
+)
 from auditor.payout_checks import Contribution, check_shares, check_slashes
 from auditor.sources import ArtifactSources, find_home_stores
 from protocol.adapters.chain import ChainClient, ChainEvent
@@ -85,6 +92,8 @@ class AuditReport:
     ledger_by_kind: Mapping[str, int]
     sources: str
     timings: Mapping[str, float] = field(default_factory=dict)
+    warnings: tuple[AuditWarning, ...] = ()
+    """Not failures (`passed` ignores them): what a consistent run must still show, e.g. that it accepted nothing."""
 
     @property
     def passed(self) -> bool:
@@ -387,6 +396,7 @@ def audit_run(
             "checks": round(decide_s, 3),
             "total": round(time.perf_counter() - started, 3),
         },
+        warnings=checks.find_warnings(history),
     )
 
 

@@ -38,6 +38,7 @@ SLASHES = "slashes"
 PUBLIC_STATE = "public state matches events"
 BALANCE = "ETH balance"
 CHECK_ORDER = (RUN_DEFINITION, THETA, DOCUMENTS, CHECKPOINTS, INTEGRITY, SHARES, SLASHES, PUBLIC_STATE, BALANCE)
+ACCEPTED_WORK = "accepted work"
 MAX_LISTED = 6
 
 
@@ -50,6 +51,20 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "detail": self.detail, "evidence": dict(self.evidence)}
+
+
+@dataclass(frozen=True)
+class AuditWarning:
+    """Something true of the run that its operators must see although every check passed: the run is consistent
+    (events, state, ETH and θ agree) but did not do what a run is for, e.g. it accepted no work and paid its pool
+    to nobody. Shown as a warning row next to the checks; `gradledger audit --strict` exits non-zero on one."""
+
+    name: str
+    detail: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "detail": self.detail, "evidence": dict(self.evidence)}
 
 
 def _listed(problems: Sequence[str]) -> str:
@@ -393,3 +408,39 @@ def check_balance(contract_balances: Mapping[str, int], implied: int, by_kind: M
             evidence,
         )
     return CheckResult(BALANCE, True, f"contracts hold {held / 1e18:.6f} ETH, exactly what the events imply", evidence)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warnings
+
+
+def find_warnings(history: RunHistory) -> tuple[AuditWarning, ...]:
+    """What a passed audit must still point out. One today: settled rounds that accepted no work.
+
+    A run whose every round missed its windows settles with θ unchanged and releases its pool to a share token
+    nobody holds; every check passes, because that is what the contracts' rules say happens. Reported here as
+    such (with how to get the pool back), so "all checks passed" is never the whole story of an empty run.
+    """
+    settled = history.settled_rounds
+    idle = [r for r in settled if not r.accepted]
+    if not idle:
+        return ()
+    released = sum(r.pool_released for r in idle)
+    evidence = {"rounds": [r.index for r in idle], "settled_rounds": len(settled), "pool_released_wei": released}
+    if len(idle) < len(settled):
+        listed = ", ".join(str(r.index) for r in idle)
+        detail = (
+            f"round(s) {listed} of {len(settled)} settled accepted no work: θ stayed as it was in them "
+            f"({released / 1e18:,.6f} ETH of the pool was released to those rounds)"
+        )
+        return (AuditWarning(ACCEPTED_WORK, detail, evidence),)
+    detail = (
+        f"no work was accepted in any of the {len(settled)} settled round(s): θ never changed and no solver was paid"
+    )
+    if history.finished and history.total_supply == 0:
+        detail += (
+            f"; the reward pool ({history.reward_pool / 1e18:,.6f} ETH) went to a share token nobody holds: the "
+            f"creator can reclaim it 30 days after the last settlement with `gradledger run reclaim --run "
+            f"{history.run_id}`"
+        )
+    return (AuditWarning(ACCEPTED_WORK, detail, evidence),)

@@ -139,10 +139,10 @@ _CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#222}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 .meta{color:#555;font-size:13px}.verdict{padding:10px 14px;border-radius:6px;font-weight:600;margin:14px 0}
-.ok{background:#e6f4ea;color:#1e6b34}.bad{background:#fde8e8;color:#9b1c1c}
+.ok{background:#e6f4ea;color:#1e6b34}.bad{background:#fde8e8;color:#9b1c1c}.warn{background:#fff4d6;color:#7a5300}
 table{border-collapse:collapse;font-size:13px;width:100%;margin:8px 0}
 th,td{border:1px solid #ddd;padding:4px 7px;text-align:left;vertical-align:top}th{background:#f4f4f4}
-td.pass{color:#1e6b34;font-weight:600}td.fail{color:#9b1c1c;font-weight:700}code{font-size:12px}
+td.pass{color:#1e6b34;font-weight:600}td.fail{color:#9b1c1c;font-weight:700}td.warn{color:#7a5300;font-weight:700}code{font-size:12px}
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plots figure{margin:0;flex:0 1 calc(50% - 6px)}
 .plots img{width:100%;border:1px solid #eee}.num{text-align:right;font-variant-numeric:tabular-nums}
 """
@@ -192,9 +192,15 @@ def render_html(report: AuditReport) -> str:
         else f'<div class="verdict bad">{len(failed)} of {len(report.checks)} checks failed: '
         f"{e(', '.join(c.name for c in failed))}</div>"
     )
+    if report.warnings:
+        verdict += (
+            f'<div class="verdict warn">{len(report.warnings)} warning(s): '
+            f"{e('; '.join(w.detail for w in report.warnings))}</div>"
+        )
     checks_table = _table(
         ("check", "result", "evidence"),
-        [(c.name, ("pass", "pass") if c.passed else ("FAIL", "fail"), c.detail) for c in report.checks],
+        [(c.name, ("pass", "pass") if c.passed else ("FAIL", "fail"), c.detail) for c in report.checks]
+        + [(w.name, ("WARN", "warn"), w.detail) for w in report.warnings],
     )
     plots = [
         ("loss", plot_loss(report), "held-out loss of θ_r"),

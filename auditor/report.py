@@ -245,6 +245,7 @@ def build_json(report: AuditReport) -> dict[str, Any]:
             "plants": _plants_json(h),
         },
         "checks": [c.to_json() for c in report.checks],
+        "warnings": [w.to_json() for w in report.warnings],
         "rounds": _round_entries(report),
         "loss": {str(k): v for k, v in sorted(report.losses.items())},
         "slashed": [
@@ -368,6 +369,8 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
     table.add_column("evidence", overflow="fold")
     for c in report.checks:
         table.add_row(c.name, "[green]pass[/]" if c.passed else "[bold red]FAIL[/]", c.detail)
+    for w in report.warnings:
+        table.add_row(w.name, "[bold yellow]WARN[/]", w.detail)
     console.print(table)
     rounds = Table(title="rounds", title_justify="left")
     disputes = any(rnd.disputes for rnd in h.rounds)
@@ -442,9 +445,12 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
         if len(shown) < len(report.pending):
             console.print(f"  ... and {len(report.pending) - len(shown)} more (see the JSON / HTML report)")
     failed = report.failed
+    warned = f"; [bold yellow]{len(report.warnings)} warning(s):[/] " + ", ".join(w.name for w in report.warnings)
     if failed:
         console.print(
-            f"[bold red]{len(failed)} of {len(report.checks)} checks failed:[/] " + ", ".join(c.name for c in failed)
+            f"[bold red]{len(failed)} of {len(report.checks)} checks failed:[/] "
+            + ", ".join(c.name for c in failed)
+            + (warned if report.warnings else "")
         )
     else:
-        console.print(f"[bold green]all {len(report.checks)} checks passed[/]")
+        console.print(f"[bold green]all {len(report.checks)} checks passed[/]" + (warned if report.warnings else ""))

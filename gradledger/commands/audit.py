@@ -2,7 +2,8 @@
 
 Exit status: 0 when every check passed, 1 when a check failed (the reports are still written,
 they say which and why), 2 when the audit could not be completed -- unreachable or dropping RPC,
-missing manifest, unknown run -- in which case nothing is written.
+missing manifest, unknown run -- in which case nothing is written, and 3, only with `--strict`, when
+every check passed but the report carries a warning (e.g. a run that accepted no work).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from protocol.errors import GradledgerError
 LABELS_FILE = "labels.json"
 EXIT_FAILED_CHECK = 1
 EXIT_INCOMPLETE = 2
+EXIT_WARNING = 3
 logger = get_logger("audit")
 
 
@@ -43,6 +45,11 @@ def audit_command(
     ),
     rpc_retries: int = typer.Option(6, min=0, max=20, help="retries (with backoff) when the RPC connection drops"),
     threads: int = typer.Option(1, min=1, help="torch threads for re-deriving θ and evaluating loss (same results)"),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help=f"exit {EXIT_WARNING} when every check passed but a warning stands (e.g. a run that accepted no work)",
+    ),
 ) -> None:
     """Rebuild a run from chain events and artifacts alone, re-derive every θ, check shares, slashes and ETH."""
     import torch
@@ -82,12 +89,16 @@ def audit_command(
         run=run,
         passed=report.passed,
         failed=[c.name for c in report.failed],
+        warnings=[w.name for w in report.warnings],
         block=report.block,
         seconds=report.timings.get("total"),
     )
     if not report.passed:
         sys.stdout.flush()
         raise typer.Exit(EXIT_FAILED_CHECK)
+    if strict and report.warnings:
+        sys.stdout.flush()
+        raise typer.Exit(EXIT_WARNING)
 
 
 def read_labels(home: Path) -> dict[str, str]:

@@ -137,20 +137,38 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
     )
 
 
+ROLE_ORDER = ("creator", "solver", "verifier", "juror", "claimer", "challenger", "reporter", "holder")
+"""How a participant's roles are listed (its first is its `role_of`), and participants with them."""
+
+
 def _participants(state: FoldState, labels: Mapping[str, str]) -> tuple[Participant, ...]:
+    """The participants, labelled and ordered the same way on every audit of the same accounts.
+
+    Within a role, participants are numbered by address ("solver-1" is the solver with the lowest address), not by
+    the order they joined or acted in: nodes race to join, so numbering by that order named another account
+    "solver-1" from one run (or one audit of a restarted chain) to the next. Roles are listed in ROLE_ORDER, and
+    participants by their first role, then address. `labels` (address -> name) override the derived names.
+    """
     given = {to_address(k): v for k, v in labels.items()}
+    rank = {role: i for i, role in enumerate(ROLE_ORDER)}
+
+    def role_key(role: str) -> tuple[int, str]:
+        return rank.get(role, len(rank)), role
+
+    roles_of = {address: tuple(sorted(roles, key=role_key)) for address, roles in state.roles.items()}
     derived: dict[str, str] = {}
     for role in ("solver", "verifier", "juror"):
-        for n, address in enumerate(state.order[role], start=1):
+        for n, address in enumerate(sorted(state.order[role], key=str.lower), start=1):
             derived.setdefault(address, f"{role}-{n}")
     out = []
     others: dict[str, int] = {}
-    for address, roles in state.roles.items():
+    for address in sorted(roles_of, key=lambda a: (role_key(roles_of[a][0]), a.lower())):
+        roles = roles_of[address]
         label = given.get(address) or derived.get(address)
         if label is None:
             others[roles[0]] = others.get(roles[0], 0) + 1
             label = "creator" if roles[0] == "creator" else f"{roles[0]}-{others[roles[0]]}"
-        out.append(Participant(address, label, tuple(roles)))
+        out.append(Participant(address, label, roles))
     return tuple(out)
 
 
@@ -163,8 +181,8 @@ def fold_run_history(
     """The history of run `run_id` from a deployment's chain-ordered events.
 
     `timestamps` maps block numbers to block timestamps (missing blocks give `time=None`);
-    `labels` names participants (address -> label), else they are numbered per role in the order
-    they joined the run ("solver-1", "verifier-2", ...).
+    `labels` names participants (address -> label), else they are numbered per role by address
+    ("solver-1", "verifier-2", ...; `_participants`).
     """
     state = FoldState(run_id, timestamps or {})
     for event in sorted(events, key=lambda e: (e.block_number, e.log_index)):

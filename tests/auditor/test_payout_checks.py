@@ -195,7 +195,7 @@ def test_an_unpaid_commitment_minted_fails_the_shares_check():
     ev = planted_run(claimed=(SOLVER_A, SOLVER_B, SOLVER_C))
     result, _ = payout_checks.check_shares(_fold(ev))
     assert not result.passed
-    assert "round 2 solver shares of solver-3: the commitment is not paid work (its plant secret was not revealed" in (
+    assert "round 2 solver shares of solver-4: the commitment is not paid work (its plant secret was not revealed" in (
         result.detail
     )
     ev = planted_run(claimed=(SOLVER_A, SOLVER_B, SOLVER_D))
@@ -280,7 +280,7 @@ def test_a_disproven_plant_without_its_slash_or_with_a_wrong_one_fails_the_audit
 def test_a_disproven_plant_minted_fails_the_shares_check():
     result, _ = payout_checks.check_shares(_fold(planted_run(dispute="false plant")))
     assert not result.passed
-    assert "round 2 solver shares of solver-1: the commitment is not paid work (its plant was disproven by a jury)" in (
+    assert "round 2 solver shares of solver-3: the commitment is not paid work (its plant was disproven by a jury)" in (
         result.detail
     )
 

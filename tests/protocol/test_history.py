@@ -79,9 +79,24 @@ def test_shares_balances_and_labels():
     }
     assert [m.minted_in_round for m in h.mints if m.round == 1] == [400 * ETH, 475 * ETH, 875 * ETH, 950 * ETH]
     labels = {p.address: p.label for p in h.participants}
-    assert labels == {CREATOR: "creator", SOLVER_A: "solver-1", SOLVER_B: "solver-2", VERIFIER: "verifier-1"}
+    # numbered by address within a role (SOLVER_B's is the lower), not by who joined first
+    assert labels == {CREATOR: "creator", SOLVER_B: "solver-1", SOLVER_A: "solver-2", VERIFIER: "verifier-1"}
+    assert [p.address for p in h.participants] == [CREATOR, SOLVER_B, SOLVER_A, VERIFIER]
     renamed = fold_run_history(ev.events, 1, ev.timestamps, labels={VERIFIER.lower(): "alice"})
-    assert renamed.label_of(VERIFIER) == "alice" and renamed.label_of(SOLVER_A) == "solver-1"
+    assert renamed.label_of(VERIFIER) == "alice" and renamed.label_of(SOLVER_A) == "solver-2"
+
+
+def test_labels_and_participant_order_do_not_depend_on_who_joined_first():
+    first, swapped = honest_two_rounds(), honest_two_rounds()
+    joins = [i for i, e in enumerate(swapped.events) if e.name == "SolverJoined"]
+    a, b = swapped.events[joins[0]], swapped.events[joins[1]]
+    swapped.events[joins[0]], swapped.events[joins[1]] = (
+        with_args(a, solver=b.args["solver"]),
+        with_args(b, solver=a.args["solver"]),
+    )
+    assert [e.args["solver"] for e in swapped.events if e.name == "SolverJoined"] == [SOLVER_B, SOLVER_A]
+    one, other = fold_run_history(first.events, 1), fold_run_history(swapped.events, 1)
+    assert one.participants == other.participants
 
 
 def test_share_transfer_moves_balance():
