@@ -15,7 +15,7 @@ from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.runs import publish_run_artifacts
 from protocol.config import RunConfig
-from protocol.data import DatasetManifest
+from protocol.data import DatasetManifest, verify_dataset_fits_config
 from protocol.outer import get_initial_global_state
 from protocol.types import PlantTerms, RunTerms
 
@@ -107,7 +107,11 @@ def create_run(
     rules: RunRules,
     reward_pool_wei: int,
 ) -> tuple[int, RunTerms]:
-    """Publish the run's artifacts and create it on-chain; returns (run id, terms)."""
+    """Publish the run's artifacts and create it on-chain; returns (run id, terms).
+
+    A dataset too small for the config is refused before anything is published or sent (a run that can never
+    train would lock its reward pool)."""
+    verify_dataset_fits_config(manifest, config)
     config_hash, dataset_root, theta0 = publish_run_artifacts(
         store, config, manifest, shards, get_initial_global_state(config)
     )

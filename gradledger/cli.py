@@ -62,8 +62,9 @@ def simulate(
     """Train with DiLoCo locally (no chain): loss per round, bytes communicated, JSON + PNG."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from protocol.adapters.corpus import load_corpus_shards
+    from protocol.adapters.corpus import describe_corpus, load_corpus_shards
     from protocol.config import build_run_config
+    from protocol.data import verify_dataset_fits_config
     from protocol.hashing import hash_to_hex
     from sim.simulate import run_simulation, write_simulation_outputs
 
@@ -79,6 +80,7 @@ def simulate(
         dataset_root=hash_to_hex(manifest.root),
         overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
     )
+    verify_dataset_fits_config(manifest, config, where=describe_corpus(data))
     with Progress(
         TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[status]}"), console=err_console,

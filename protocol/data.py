@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from eth_utils import is_address, to_canonical_address
@@ -23,12 +24,19 @@ from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex
 from protocol.sketch import expand_seed
 
+if TYPE_CHECKING:
+    from protocol.config import RunConfig
+
 SHARD_BYTES = 1 << 20
 DATASET_MAGIC = b"GLDATA1\0"
 
 
 class DataError(GradledgerError):
     """A shard is missing or corrupt, or the dataset cannot serve the requested batches."""
+
+
+class DatasetTooSmallError(DataError):
+    """The dataset cannot serve the batches a run's config asks for: a run on it could never train or evaluate."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,53 @@ def build_token_dataset(
     train = torch.frombuffer(bytearray(b"".join(chunks[:split])), dtype=torch.uint8)
     held_out = torch.frombuffer(bytearray(b"".join(chunks[split:])), dtype=torch.uint8)
     return TokenDataset(root=manifest.root, train=train, eval=held_out)
+
+
+def get_min_stream_tokens(block_size: int, batch_size: int) -> int:
+    """Tokens a stream needs to hold `batch_size` distinct windows of block_size + 1 tokens (inputs and targets).
+
+    Batches draw start positions from [0, tokens - block_size - 1) (`get_batch_positions`), so this is the
+    smallest stream whose every batch can be made of different windows instead of one window repeated."""
+    return block_size + batch_size + 1
+
+
+def verify_dataset_fits_config(
+    manifest: DatasetManifest, config: RunConfig, where: str = "the corpus", shard_bytes: int = SHARD_BYTES
+) -> None:
+    """Refuse a dataset on which a run with `config` could never train or evaluate, before anything is published.
+
+    Checked from the shard sizes alone (no shard bytes needed): the dataset has at least one training shard
+    besides the `data.eval_shards` held out, and both the training stream and the held-out stream hold one batch
+    (`get_min_stream_tokens`). Without this a run is created, its reward pool locked, and every solver refuses
+    it at `build_token_dataset`. `where` names the corpus in the message (e.g. its directory), so the error
+    says where to add text. Raises DatasetTooSmallError naming what is short and what to do.
+    """
+    held_out = config.data.eval_shards
+    count = len(manifest.shards)
+    total = sum(s.size for s in manifest.shards)
+    need = get_min_stream_tokens(config.model.block_size, config.train.batch_size)
+    shape = f"model.block_size {config.model.block_size}, train.batch_size {config.train.batch_size}"
+    if count < held_out + 1:
+        # smallest corpus that fits: the held-out shards, one more byte for training, and a held-out tail of a batch
+        smallest = held_out * shard_bytes + max(1, need - (held_out - 1) * shard_bytes)
+        raise DatasetTooSmallError(
+            f"{where} holds {total:,} bytes: {count} shard(s) of up to {shard_bytes:,} bytes; the config holds out "
+            f"the last {held_out} for evaluation (data.eval_shards) and needs at least 1 more to train: add at least "
+            f"{smallest - total:,} bytes of text to {where} (a run with this config needs {smallest:,} bytes or more)"
+        )
+    train = sum(s.size for s in manifest.shards[: count - held_out])
+    held = total - train
+    if train < need:
+        raise DatasetTooSmallError(
+            f"the training shards of {where} hold {train:,} tokens; one training batch ({shape}) needs at least "
+            f"{need:,}: add text to {where}, or use a config with a smaller block or batch (e.g. --preset tiny)"
+        )
+    if held < need:
+        raise DatasetTooSmallError(
+            f"the held-out shard(s) of {where} (the last {held_out}) hold {held:,} tokens; one evaluation batch "
+            f"({shape}) needs at least {need:,}: add at least {need - held:,} bytes of text to {where} (the "
+            "held-out shard is the corpus's tail), or use a config with a smaller block or batch (e.g. --preset tiny)"
+        )
 
 
 def _solver_bytes(solver: str) -> bytes:

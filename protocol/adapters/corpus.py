@@ -55,3 +55,10 @@ def load_corpus_shards(
     shards = split_into_shards(corpus, shard_bytes)
     manifest = build_manifest(shards)
     return manifest, {ref.hash: data for ref, data in zip(manifest.shards, shards, strict=True)}
+
+
+def describe_corpus(directory: Path | None) -> str:
+    """The corpus `load_corpus_shards(directory)` reads, as error messages name it (where to add text)."""
+    if directory is None:
+        return f"the default corpus (the Python standard library's sources under {get_stdlib_dir()}; pass --data DIR)"
+    return str(directory)
