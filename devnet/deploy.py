@@ -32,6 +32,7 @@ DEPLOY_ORDER = (
     "FaultRewards",
     "VerifierRegistry",
     "Plants",
+    "PeerDirectory",
 )
 TEMPLATES = ("RunShares",)
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
@@ -98,13 +99,14 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
         "FaultRewards": (p["Verification"], p["RunRegistry"], p["StakeManager"], p["ModelShares"]),
         "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
         "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"], p["Disputes"]),
+        "PeerDirectory": (),
     }
 
 
 def deploy_protocol(
     client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
 ) -> DeploymentManifest:
-    """Deploy the nine contracts with predicted peer addresses; return the manifest."""
+    """Deploy the contracts of DEPLOY_ORDER with predicted peer addresses; return the manifest."""
     artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
     nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
     predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import signal
 import threading
 from dataclasses import dataclass
@@ -12,8 +14,9 @@ import typer
 from eth_account.signers.local import LocalAccount
 
 from devnet.lifecycle import get_home, read_devnet_info
-from protocol.adapters.keys import load_account
+from protocol.adapters.keys import PRIVATE_KEY_ENV, load_account
 from protocol.adapters.manifest import DeploymentManifest, load_manifest
+from protocol.errors import ConfigError
 
 HomeOption = typer.Option(None, "--home", help="gradledger data directory (default $GRADLEDGER_HOME or ./.gradledger)")
 RpcOption = typer.Option(None, "--rpc-url", help="JSON-RPC URL (default: the running devnet, else the manifest's)")
@@ -23,6 +26,9 @@ KeystoreOption = typer.Option(
 )
 DevnetAccountOption = typer.Option(None, "--devnet-account", help="use anvil's well-known account N (devnet only)")
 PeerOption = typer.Option([], "--peer", help="base URL of a peer node (repeatable); also read from <home>/peers.txt")
+PublicUrlOption = typer.Option(
+    None, "--public-url", help="URL other nodes reach this node at, announced on-chain (default: the URL it serves at)"
+)
 
 
 def resolve_home(home: Path | None) -> Path:
@@ -45,7 +51,14 @@ def resolve_rpc_url(home: Path, rpc_url: str | None, manifest: DeploymentManifes
     return "http://127.0.0.1:8545"
 
 
-def resolve_account(keystore: Path | None, devnet_account: int | None, chain_id: int) -> LocalAccount:
+def resolve_account(
+    keystore: Path | None, devnet_account: int | None, chain_id: int, default_devnet_account: int | None = None
+) -> LocalAccount:
+    """The signing account. `default_devnet_account` (the deployer's and creator's account 0 of the devnet
+    commands) applies only when no key was named at all, neither --keystore, --devnet-account nor
+    $GRADLEDGER_PRIVATE_KEY; naming both --keystore and --devnet-account is refused (load_account)."""
+    if keystore is None and devnet_account is None and not os.environ.get(PRIVATE_KEY_ENV):
+        devnet_account = default_devnet_account
     return load_account(keystore=keystore, devnet_account=devnet_account, chain_id=chain_id)
 
 
@@ -62,8 +75,36 @@ def resolve_peers(home: Path, peers: list[str]) -> tuple[str, ...]:
 
 
 def eth_to_wei(amount: float) -> int:
-    """ETH given on the command line to wei, without binary float rounding (0.1 ETH is exact)."""
-    return int(Decimal(str(amount)) * 10**18)
+    """ETH given on the command line to wei, without binary float rounding (0.1 ETH is exact).
+
+    Refuses what is no amount: inf and nan (`float()` accepts them; they used to end in a traceback), negative
+    amounts, and positive amounts below one wei (1e-30 ETH used to be staked as 0 without a word).
+    """
+    if not math.isfinite(amount) or amount < 0:
+        raise ConfigError(f"{amount} is not an amount of ETH: give a finite number, 0 or more (e.g. 10 or 0.5)")
+    wei = int(Decimal(str(amount)) * 10**18)
+    if amount > 0 and wei == 0:
+        raise ConfigError(f"{amount} ETH is less than 1 wei (1e-18 ETH) and would be sent as 0; give at least 1e-18")
+    return wei
+
+
+def check_eth_amount(value: float) -> float:
+    """typer callback of an ETH option: a value `eth_to_wei` refuses is a usage error (exit 2) naming the option,
+    raised before anything connects or sends."""
+    try:
+        eth_to_wei(value)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+def require_something_to_do(wei: int, run: int | None, what: str) -> None:
+    """`stake --amount 0` without `--run` would connect, send nothing and report success: a usage error (exit 2).
+    With `--run`, a 0 deposit joins (or registers for) the run with stake already bonded."""
+    if wei == 0 and run is None:
+        raise typer.BadParameter(
+            f"0 ETH deposits nothing; give a positive amount, or --run N to only {what} run N", param_hint="'--amount'"
+        )
 
 
 @dataclass(frozen=True)
@@ -96,7 +137,12 @@ def wait_until_stopped(worker: threading.Thread, exit_when_done: bool) -> None:
 
 
 def connect_protocol(
-    home: Path | None, rpc_url: str | None, manifest: Path | None, keystore: Path | None, devnet_account: int | None
+    home: Path | None,
+    rpc_url: str | None,
+    manifest: Path | None,
+    keystore: Path | None,
+    devnet_account: int | None,
+    default_devnet_account: int | None = None,
 ):
     """A ProtocolClient on the resolved deployment and the account that signs (for one-shot commands)."""
     from protocol.adapters.chain import ChainClient
@@ -106,4 +152,4 @@ def connect_protocol(
     deployment = resolve_manifest(root, manifest)
     # connect first: the client checks the RPC's chain id against the manifest before a key is used
     client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
-    return client, resolve_account(keystore, devnet_account, client.chain.chain_id)
+    return client, resolve_account(keystore, devnet_account, client.chain.chain_id, default_devnet_account)

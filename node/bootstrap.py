@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from eth_account.signers.local import LocalAccount
 
 from node.logs import get_logger, log_event
+from node.peers import PeerDiscovery, announce_url
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -58,14 +59,43 @@ def open_node_adapters(
     )
 
 
-def wait_for_run(protocol: ProtocolClient, run_id: int, stop: threading.Event, poll_s: float = 0.5) -> bool:
+RUN_WAIT_LOG_S = 30.0
+"""How often a node waiting for its run to be created says so again (and at once when the run count changes)."""
+
+
+def wait_for_run(
+    protocol: ProtocolClient,
+    run_id: int,
+    stop: threading.Event,
+    poll_s: float = 0.5,
+    log: logging.Logger | None = None,
+    log_every_s: float = RUN_WAIT_LOG_S,
+) -> bool:
     """Block until run `run_id` exists on-chain (True) or `stop` is set (False).
 
-    Lets nodes start before their run is created and be ready the moment round 0 opens.
+    Lets nodes start before their run is created and be ready the moment round 0 opens. It waits (a node may
+    well be started first), but never in silence: a node given a wrong `--run` looked exactly like one waiting
+    for the next run. It logs that the run does not exist yet and the chain's run count at once, again every
+    `log_every_s` and whenever the count changes: at INFO when `run_id` is the next run to be created, at
+    WARNING when more runs than one must be created first (most likely a wrong --run).
     """
+    log = log or logger
+    logged_count, logged_at = -1, 0.0
     while not stop.is_set():
-        if protocol.chain.call("RunRegistry", "runCount") >= run_id:
+        count = protocol.chain.call("RunRegistry", "runCount")
+        if count >= run_id:
+            if logged_count >= 0:
+                log_event(log, "run created", run=run_id)
             return True
+        now = time.monotonic()
+        if count != logged_count or now - logged_at >= log_every_s:
+            level = logging.INFO if run_id == count + 1 else logging.WARNING
+            log_event(
+                log, "waiting for the run to be created", level=level, run=run_id, run_count=count,
+                why=f"run {run_id} does not exist yet: the chain has {count} run(s), the next one created is run "
+                f"{count + 1}; create it with `gradledger run create`, or check --run",
+            )  # fmt: skip
+            logged_count, logged_at = count, now
         stop.wait(poll_s)
     return False
 
@@ -94,6 +124,10 @@ class IdleReport:
 
     block: int
     changes: int
+
+
+START_REMINDER_S = 300.0
+"""How often `RunNode.start` repeats a cause that keeps it from starting (it logs each new cause at once)."""
 
 
 class RunNode:
@@ -132,10 +166,17 @@ class RunNode:
         self.idle: IdleReport | None = None
         self.skips = 0
         self.finished = False
+        self.public_url: str | None = None  # announced in PeerDirectory once set (the CLI sets it after serving)
+        self.announced = False
+        self.discovery = PeerDiscovery(self.protocol, self.peers, run_id, self.address, self.log)
+        self.peers.resolve = self.protocol.peer_url_of  # an unknown account's URL is looked up when needed
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
         if self.ctx is None:
+            if not wait_for_run(self.protocol, self.run_id, self.stop):
+                raise RunNotFoundError(f"stopped before run {self.run_id} was created")
+            self.discovery.refresh(None, force=True)  # the creator serves the run's config, dataset and θ0
             self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
         return self.ctx
 
@@ -152,16 +193,25 @@ class RunNode:
     def start(self) -> bool:
         """Load the run and call `on_start`, retrying while artifacts or the RPC are not reachable yet.
 
-        Returns False when stopped before that succeeded.
+        Returns False when stopped before that succeeded. Each distinct cause is logged once (and again every
+        START_REMINDER_S while it lasts), not on every retry: a cause that lasts (no stake to join with, artifacts
+        nobody serves) flooded the log with the same line every second; `/health` shows it as `last_error`.
         """
+        logged, logged_at = "", 0.0
         while not self.stop.is_set():
             try:
+                self.announce_if_due()
                 self.load()
                 self.on_start()
                 return True
-            except GradledgerError as exc:  # run artifacts not reachable yet, RPC hiccup: retry
+            except GradledgerError as exc:  # run artifacts not reachable yet, RPC hiccup, no stake yet: retry
                 self.last_error = str(exc)
-                log_event(self.log, "cannot load run yet", level=logging.WARNING, error=str(exc))
+                if self.last_error != logged or time.monotonic() - logged_at >= START_REMINDER_S:
+                    log_event(
+                        self.log, "cannot start yet, retrying", level=logging.WARNING, error=self.last_error,
+                        repeated=self.last_error == logged,
+                    )  # fmt: skip
+                    logged, logged_at = self.last_error, time.monotonic()
                 self.stop.wait(1.0)
         return False
 
@@ -179,6 +229,8 @@ class RunNode:
         while not self.stop.is_set():
             try:
                 before = IdleReport(self.chain.block_number(), self.state.changes)
+                self.announce_if_due()
+                self.discovery.refresh(self.load().created_block)  # nodes that start later are found here
                 finished = self.tick()
                 self.idle = before if self.state.changes == before.changes else None
                 self.last_error = ""
@@ -197,6 +249,12 @@ class RunNode:
                 self.finished = True
                 break
             self.stop.wait(self.tick_interval_s)
+
+    def announce_if_due(self) -> None:
+        """Announce `public_url` in PeerDirectory once it is set (a transaction only if the directory differs)."""
+        if self.public_url and not self.announced:
+            announce_url(self.protocol, self.account, self.public_url, self.log)
+            self.announced = True
 
     def note_skip(self, what: str, exc: BaseException) -> None:
         """Log and count an item this node could not handle (it goes on with the rest)."""

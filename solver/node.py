@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 
 import torch
@@ -26,17 +27,46 @@ from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, re
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, encode_commitment_doc
+from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex
 from protocol.opening import OpeningError, build_opening
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
-from protocol.types import AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
+from protocol.types import ROLE_SOLVER, AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
+
+
+class StakeNeededError(GradledgerError):
+    """A solver has too little free solver stake to join its run; the message says how much and how to add it."""
+
+
+def format_eth(wei: int) -> str:
+    """Wei as ETH with every digit that matters and none more (10 ETH -> "10", 1 wei -> "0.000000000000000001")."""
+    text = f"{Decimal(wei) / 10**18:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def verify_stake_covers(protocol: ProtocolClient, solver: str, run_id: int, needed_wei: int) -> None:
+    """Raise StakeNeededError unless `solver`'s free solver stake covers `needed_wei` (the run's solverMinStake)."""
+    bonded, _, _, reserved = protocol.stake_of(solver, ROLE_SOLVER)
+    free = max(bonded - reserved, 0)
+    if free >= needed_wei:
+        return
+    held = f"{format_eth(bonded)} ETH bonded"
+    if reserved:
+        held += f", {format_eth(reserved)} ETH reserved by other runs"
+    raise StakeNeededError(
+        f"solver {solver} cannot join run {run_id}: it needs {format_eth(needed_wei)} ETH of free solver stake (the "
+        f"run's solverMinStake) and has {format_eth(free)} ETH ({held}); deposit the rest with `gradledger solver "
+        f"stake --amount {format_eth(needed_wei - free)} --run {run_id}` and the same key options as this node; "
+        "this node joins as soon as the stake is there"
+    )
 
 
 @dataclass(frozen=True)
@@ -148,8 +178,14 @@ class SolverNode(RunNode):
         self.plant_anchor_known = anchor_round is not None or times.round > 0
 
     def ensure_joined(self) -> None:
-        """Join the run if this staked solver has not yet (idempotent)."""
+        """Join the run if this staked solver has not yet (idempotent).
+
+        Without enough free solver stake it raises StakeNeededError naming the stake needed and the command that
+        deposits it, before any transaction (a join would only revert with InsufficientFreeStake). The node waits
+        rather than exits: `RunNode.start` retries, logs the cause once, and joins as soon as the stake is there
+        (the operator may stake from another terminal after starting the node; docs/nodes.md)."""
         if not self.protocol.has_joined(self.settings.run_id, self.address):
+            verify_stake_covers(self.protocol, self.address, self.settings.run_id, self.load().terms.solver_min_stake)
             try:
                 self.protocol.join_run(self.account, self.settings.run_id)
                 log_event(self.log, "joined", run=self.settings.run_id, solver=self.address)

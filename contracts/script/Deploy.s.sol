@@ -29,5 +29,6 @@ contract Deploy is Script {
         console.log("FaultRewards", address(p.faultRewards));
         console.log("VerifierRegistry", address(p.verifierRegistry));
         console.log("Plants", address(p.plants));
+        console.log("PeerDirectory", address(p.peerDirectory));
     }
 }

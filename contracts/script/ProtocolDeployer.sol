@@ -6,6 +6,7 @@ import {Disputes} from "../src/Disputes.sol";
 import {FaultRewards} from "../src/FaultRewards.sol";
 import {JurorRegistry} from "../src/JurorRegistry.sol";
 import {ModelShares} from "../src/ModelShares.sol";
+import {PeerDirectory} from "../src/PeerDirectory.sol";
 import {Plants} from "../src/Plants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
@@ -20,7 +21,7 @@ import {IStakeManager} from "../src/interfaces/IStakeManager.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {IVerifierRegistry} from "../src/interfaces/IVerifierRegistry.sol";
 
-/// @notice The nine protocol contracts of one deployment.
+/// @notice The ten protocol contracts of one deployment.
 struct Protocol {
     StakeManager stakeManager;
     RunRegistry runRegistry;
@@ -31,6 +32,7 @@ struct Protocol {
     FaultRewards faultRewards;
     VerifierRegistry verifierRegistry;
     Plants plants;
+    PeerDirectory peerDirectory;
 }
 
 /// @title ProtocolDeployer
@@ -43,17 +45,17 @@ library ProtocolDeployer {
     error DeploymentMismatch(string which, address expected, address deployed);
 
     /// @notice Deploy StakeManager, RunRegistry, Verification, Disputes, ModelShares, JurorRegistry, FaultRewards,
-    ///         VerifierRegistry, Plants (in that order) from `deployer`, which must be the account whose next nine
-    ///         CREATE nonces these use.
+    ///         VerifierRegistry, Plants, PeerDirectory (in that order) from `deployer`, which must be the account whose
+    ///         next ten CREATE nonces these use.
     /// @param deployer The account sending the deployments (the test contract, or the broadcaster).
     /// @param unbondingDelay StakeManager's unbonding delay (seconds).
     function deploy(address deployer, uint256 unbondingDelay) internal returns (Protocol memory p) {
         // at[i]: the address of the i-th deployment (StakeManager, RunRegistry, Verification, Disputes, ModelShares,
-        // JurorRegistry, FaultRewards, VerifierRegistry, Plants); an array rather than nine locals keeps the
+        // JurorRegistry, FaultRewards, VerifierRegistry, Plants, PeerDirectory); an array rather than ten locals keeps the
         // constructor calls within the stack limit
-        address[9] memory at;
+        address[10] memory at;
         uint64 nonce = VM.getNonce(deployer);
-        for (uint256 i; i < 9; ++i) {
+        for (uint256 i; i < 10; ++i) {
             at[i] = VM.computeCreateAddress(deployer, nonce + i);
         }
         p.stakeManager = new StakeManager(unbondingDelay, at[1], at[2], at[3], at[5], at[7], at[8]);
@@ -80,6 +82,7 @@ library ProtocolDeployer {
         p.faultRewards = new FaultRewards(at[2], IRunRegistry(at[1]), IStakeManager(at[0]), IModelShares(at[4]));
         p.verifierRegistry = new VerifierRegistry(IStakeManager(at[0]), IRunRegistry(at[1]), at[2]);
         p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]), at[3]);
+        p.peerDirectory = new PeerDirectory();
         _check("StakeManager", at[0], address(p.stakeManager));
         _check("RunRegistry", at[1], address(p.runRegistry));
         _check("Verification", at[2], address(p.verification));
@@ -89,6 +92,7 @@ library ProtocolDeployer {
         _check("FaultRewards", at[6], address(p.faultRewards));
         _check("VerifierRegistry", at[7], address(p.verifierRegistry));
         _check("Plants", at[8], address(p.plants));
+        _check("PeerDirectory", at[9], address(p.peerDirectory));
     }
 
     function _check(string memory which, address expected, address deployed) private pure {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -12,7 +13,10 @@ from gradledger.context import (
     HomeOption,
     KeystoreOption,
     ManifestOption,
+    PublicUrlOption,
     RpcOption,
+    check_eth_amount,
+    connect_protocol,
     eth_to_wei,
     resolve_account,
     resolve_home,
@@ -20,6 +24,9 @@ from gradledger.context import (
     resolve_rpc_url,
 )
 from node.logs import configure_logging
+from protocol.errors import GradledgerError
+
+DEFAULT_ACCOUNT_HELP = "default 0 when neither --keystore nor $GRADLEDGER_PRIVATE_KEY names a key"
 
 run_app = typer.Typer(help="Create and inspect runs.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Serve an artifact store over HTTP.", no_args_is_help=True)
@@ -29,7 +36,9 @@ def deploy_command(
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = typer.Option(0, "--devnet-account", help="deployer: anvil account N (devnet)"),
+    devnet_account: int | None = typer.Option(
+        None, "--devnet-account", help=f"deployer: anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
+    ),
     unbonding_delay: int = typer.Option(7 * 24 * 3600, min=1, help="StakeManager unbonding delay in seconds"),
     json_out: bool = typer.Option(False, "--json", help="print the manifest summary as JSON"),
 ) -> None:
@@ -41,15 +50,37 @@ def deploy_command(
     root = resolve_home(home)
     url = resolve_rpc_url(root, rpc_url)
     chain_id = ChainClient(url).chain_id
-    account = resolve_account(keystore, None if keystore else devnet_account, chain_id)
+    account = resolve_account(keystore, devnet_account, chain_id, default_devnet_account=0)
     manifest = deploy(url, account, root / "manifest.json", unbonding_delay)
-    summary = {
-        "manifest": str(root / "manifest.json"),
+    summary = summarize_deployment(manifest, root / "manifest.json")
+    if json_out:
+        typer.echo(json.dumps(summary))
+        return
+    lines = [f"{name}: {address}" for name, address in summary["contracts"].items()]
+    lines += [f"{name}: {what}" for name, what in summary["templates"].items()]
+    typer.echo("\n".join(lines))
+
+
+def summarize_deployment(manifest, path: Path) -> dict:
+    """What `deploy` prints: the deployed contracts with their addresses, and apart from them the templates.
+
+    A template (`RunShares`) is in the manifest for its ABI only, under the zero address: ModelShares deploys one
+    per run. Printed among the contracts, its zero address read as a failed deployment, so it is listed with
+    where each run's address comes from instead."""
+    from devnet.deploy import TEMPLATES
+
+    return {
+        "manifest": str(path),
         "chain_id": manifest.chain_id,
         "block": manifest.deployed_block,
-        "contracts": {name: rec.address for name, rec in manifest.contracts.items()},
+        "contracts": {name: rec.address for name, rec in manifest.contracts.items() if name not in TEMPLATES},
+        "templates": {
+            name: "one per run, deployed by ModelShares at createRun (ABI only here; a run's address: "
+            "ModelShares.shareToken(runId), or its RunCreated event)"
+            for name in manifest.contracts
+            if name in TEMPLATES
+        },
     }
-    typer.echo(json.dumps(summary) if json_out else "\n".join(f"{k}: {v}" for k, v in summary["contracts"].items()))
 
 
 @run_app.command()
@@ -62,35 +93,45 @@ def create(
     commit_window: int = typer.Option(20, min=1, help="seconds for solvers to train and commit"),
     attest_window: int = typer.Option(15, min=1, help="seconds for verifiers to attest"),
     challenge_window: int = typer.Option(6, min=1, help="seconds to challenge attestations and claims"),
-    reward_pool: float = typer.Option(30.0, min=0, help="ETH paid out to share holders across the run"),
+    reward_pool: float = typer.Option(
+        30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
+    ),
     data: Path | None = typer.Option(None, help="directory of text files (default: the Python stdlib sources)"),
     seed: str = typer.Option("0x" + "00" * 31 + "2a", help="run seed, 32 bytes as 0x-hex"),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
     keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = typer.Option(0, "--devnet-account", help="creator: anvil account N (devnet)"),
+    devnet_account: int | None = typer.Option(
+        None, "--devnet-account", help=f"creator: anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the run as JSON"),
 ) -> None:
-    """Publish a run's config, dataset and θ0 to <home>/creator/artifacts and create it on-chain."""
+    """Publish a run's config, dataset and θ0 to <home>/creator/artifacts and create it on-chain.
+
+    The dataset is checked against the config first (`verify_dataset_fits_config`), before the chain is even
+    contacted: a run on a corpus too small to train or evaluate on would lock its reward pool in a run every
+    solver refuses."""
     from devnet.runs import RunRules, create_run
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
-    from protocol.adapters.corpus import load_corpus_shards
+    from protocol.adapters.corpus import describe_corpus, load_corpus_shards
     from protocol.config import build_run_config
+    from protocol.data import verify_dataset_fits_config
     from protocol.hashing import hash_to_hex
 
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
-    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
-    account = resolve_account(keystore, None if keystore else devnet_account, deployment.chain_id)
     dataset_manifest, shards = load_corpus_shards(data)
     config = build_run_config(
         preset=preset, run_seed=seed, dataset_root=hash_to_hex(dataset_manifest.root),
         overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
     )  # fmt: skip
+    verify_dataset_fits_config(dataset_manifest, config, where=describe_corpus(data))
+    client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
+    account = resolve_account(keystore, devnet_account, deployment.chain_id, default_devnet_account=0)
     rules = RunRules(
         rounds=rounds, samples_per_commitment=samples, commit_window_s=commit_window,
         attest_window_s=attest_window, challenge_window_s=challenge_window,
@@ -101,20 +142,163 @@ def create(
     typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']})")
 
 
+class ReclaimError(GradledgerError):
+    """A run's unowned revenue cannot be reclaimed (yet): the message says why and when it can; `details` are the
+    same facts for --json (e.g. `reclaimable_at`)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+def explain_reclaim_refusal(error: str, args: dict[str, Any], run: int, now: int) -> ReclaimError | None:
+    """Why ModelShares.reclaimUnownedRevenue (or the run's token under it) refuses, as a ReclaimError saying what
+    to do or from when it works (`now`: the chain's time); None for an error this does not know."""
+    from protocol.constants import UNOWNED_REVENUE_GRACE
+
+    grace = f"{UNOWNED_REVENUE_GRACE // 86400} days"
+    if error == "RunNotFinished":
+        return ReclaimError(
+            f"run {run} is not finished: its unowned revenue can be reclaimed {grace} after its last round settles",
+            error=error,
+        )
+    if error == "ReclaimTooEarly":
+        at = int(args["reclaimableAt"])
+        wait = max(at - now, 0)
+        return ReclaimError(
+            f"run {run}'s unowned revenue can be reclaimed from {_utc(at)} (chain time), in {wait // 86400} d "
+            f"{wait % 86400 // 3600} h (chain time now {_utc(now)}): contributors have {grace} after the last "
+            "settlement to claim their shares; run this command again then",
+            error=error, reclaimable_at=at, chain_time=now,
+        )  # fmt: skip
+    if error == "SharesOutstanding":
+        supply = int(args["supply"])
+        return ReclaimError(
+            f"run {run} has {supply / 1e18:,.4f} shares outstanding: its revenue belongs to their holders (each "
+            "withdraws it from the run's share token), nothing is unowned",
+            error=error, supply=supply,
+        )  # fmt: skip
+    if error == "NothingToWithdraw":
+        return ReclaimError(
+            f"run {run}'s share token holds no unreleased revenue: nothing to reclaim (already reclaimed?)",
+            error=error,
+        )
+    return None
+
+
+def reclaim_run_revenue(client, account, run: int, now: int) -> dict[str, Any]:
+    """Reclaim run `run`'s unowned revenue for its creator: checked first (finished, grace period over, no whole
+    share), then every settled round's unclaimed release swept into the run's revenue stream (the pool is paid out
+    per round at settlement and reaches the stream only by these sweeps, REWARD_CLAIM_WINDOW after each), then
+    reclaimed. Raises ReclaimError (why not) before any transaction when the reclaim would revert."""
+    from protocol.adapters.chain import ContractRevertError
+    from protocol.constants import MIN_SUPPLY_FOR_RELEASE, UNOWNED_REVENUE_GRACE
+
+    def refuse(error: str, **args: Any) -> ReclaimError:
+        refusal = explain_reclaim_refusal(error, args, run, now)
+        return refusal if refusal is not None else ReclaimError(f"run {run}: {error}", error=error)
+
+    count = client.chain.call("RunRegistry", "runCount")
+    if not 1 <= run <= count:
+        raise ReclaimError(f"run {run} does not exist: this deployment has {count} run(s)")
+    if not client.is_run_finished(run):
+        raise refuse("RunNotFinished")
+    reclaimable_at = client.finished_at(run) + UNOWNED_REVENUE_GRACE
+    if now < reclaimable_at:
+        raise refuse("ReclaimTooEarly", reclaimableAt=reclaimable_at)
+    supply = client.share_supply(run)
+    if supply >= MIN_SUPPLY_FOR_RELEASE:
+        raise refuse("SharesOutstanding", supply=supply)
+    swept = []
+    for round_index in range(client.round_times(run).round):  # finished: the round count, all settled
+        release = client.round_release(run, round_index)
+        if release["settledAt"] and not release["swept"]:
+            client.sweep_round_release(account, run, round_index)
+            swept.append(round_index)
+    try:
+        result = client.reclaim_unowned_revenue(account, run)
+    except ContractRevertError as exc:
+        refusal = explain_reclaim_refusal(exc.error, exc.args_, run, now)
+        if refusal is None:
+            raise
+        raise refusal from None
+    event = next(e for e in result.events if e.name == "UnownedRevenueSwept")
+    return {
+        "run_id": run, "reclaimed": True, "to": event.args["to"], "amount_wei": event.args["amount"],
+        "swept_rounds": swept, "transaction": result.transaction_hash, "block": result.block_number,
+    }  # fmt: skip
+
+
+def _utc(ts: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+@run_app.command()
+def reclaim(
+    run: int = typer.Option(..., "--run", min=1, help="the finished run whose unowned revenue goes to its creator"),
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = typer.Option(
+        None, "--devnet-account", help=f"sender (anyone may send it): anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
+    ),
+    json_out: bool = typer.Option(False, "--json", help="print the result (or why not, with exit 1) as JSON"),
+) -> None:
+    """Send a finished run's revenue that nobody owns (no work was accepted, no share exists) back to its creator.
+
+    ModelShares.reclaimUnownedRevenue: possible from 30 days after the run's last settlement (contributors have
+    that long to claim shares) while no whole share exists; anyone may send it, the ETH goes to the creator.
+    Exit 0 when reclaimed, 1 when refused (the message, or the JSON's `reason`, says why and from when)."""
+    from node.bootstrap import get_chain_now
+
+    configure_logging()
+    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account, default_devnet_account=0)
+    try:
+        out = reclaim_run_revenue(client, account, run, get_chain_now(client.chain))
+    except ReclaimError as exc:
+        if not json_out:
+            raise
+        typer.echo(json.dumps({"run_id": run, "reclaimed": False, "reason": str(exc), **exc.details}))
+        raise typer.Exit(1) from None
+    shown = f"run {run}: {out['amount_wei'] / 1e18:g} ETH of unowned revenue sent to its creator {out['to']}"
+    typer.echo(json.dumps(out) if json_out else shown)
+
+
 @artifacts_app.command()
 def serve(
-    directory: Path = typer.Argument(..., help="artifact store directory to serve read-only"),
+    directory: Path | None = typer.Argument(
+        None, help="artifact store directory to serve read-only (default: <home>/creator/artifacts)"
+    ),
     host: str = typer.Option("127.0.0.1", help="interface to listen on"),
     port: int = typer.Option(0, min=0, max=65535, help="port (0 = any free port)"),
+    announce: bool = typer.Option(
+        False, help="announce this server's URL on-chain from the account below (the run creator's), so nodes find it"
+    ),
+    public_url: str | None = PublicUrlOption,
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+    keystore: Path | None = KeystoreOption,
+    devnet_account: int | None = typer.Option(0, "--devnet-account", help="with --announce: anvil account N"),
 ) -> None:
     """Serve a local artifact store at GET /artifacts/{hash} until interrupted."""
-    from fastapi import FastAPI
+    from protocol.adapters.artifacts import LocalArtifactStore
+    from protocol.adapters.http import make_node_app, serve_in_thread
 
-    from protocol.adapters.artifacts import LocalArtifactStore, make_artifact_router
-    from protocol.adapters.http import serve_in_thread
-
-    app = FastAPI(title="gradledger artifacts")
-    app.include_router(make_artifact_router(LocalArtifactStore(directory)))
+    configure_logging()
+    store_dir = directory or resolve_home(home) / "creator" / "artifacts"
+    account = None
+    if announce:
+        client, account = connect_protocol(home, rpc_url, manifest, keystore, None if keystore else devnet_account)
+    app = make_node_app("creator", account.address if account else "", LocalArtifactStore(store_dir))
     handle = serve_in_thread(app, host, port)
-    typer.echo(json.dumps({"event": "serving", "url": handle.url}), err=True)
+    if account is not None:
+        from node.logs import get_logger
+        from node.peers import announce_url, verify_public_url
+
+        announce_url(client, account, verify_public_url(public_url or handle.url), get_logger("creator"))
+    typer.echo(json.dumps({"event": "serving", "url": handle.url, "store": str(store_dir)}), err=True)
     threading.Event().wait()

@@ -15,9 +15,12 @@ from gradledger.context import (
     KeystoreOption,
     ManifestOption,
     PeerOption,
+    PublicUrlOption,
     RpcOption,
+    check_eth_amount,
     connect_protocol,
     eth_to_wei,
+    require_something_to_do,
     resolve_node,
     resolve_peers,
 )
@@ -28,8 +31,10 @@ app = typer.Typer(help="Stake as a solver and run a solver node.", no_args_is_he
 
 @app.command()
 def stake(
-    amount: float = typer.Option(..., min=0, help="ETH to deposit as solver stake"),
-    run: int | None = typer.Option(None, "--run", help="also join this run (needs at least its min stake)"),
+    amount: float = typer.Option(
+        ..., min=0, callback=check_eth_amount, help="ETH to deposit as solver stake (0: none, only --run)"
+    ),
+    run: int | None = typer.Option(None, "--run", min=1, help="also join this run (needs at least its min stake)"),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
@@ -41,8 +46,9 @@ def stake(
     from protocol.types import ROLE_SOLVER
 
     configure_logging()
-    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     wei = eth_to_wei(amount)
+    require_something_to_do(wei, run, "join")
+    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     if wei:
         client.deposit_stake(account, ROLE_SOLVER, wei)
     if run is not None and not client.has_joined(run, account.address):
@@ -54,7 +60,7 @@ def stake(
 
 @app.command("run")
 def run_node(
-    run: int = typer.Option(..., "--run", help="run id to train in"),
+    run: int = typer.Option(..., "--run", min=1, help="run id to train in (waits, saying so, until it exists)"),
     coordinator: bool = typer.Option(False, help="also finalize attestations, post θ(r+1) claims and settle rounds"),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
@@ -62,6 +68,7 @@ def run_node(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    public_url: str | None = PublicUrlOption,
     host: str = typer.Option("127.0.0.1", help="interface the artifact API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="artifact API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for training (results do not depend on it)"),
@@ -96,6 +103,9 @@ def run_node(
         on_progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
     )  # fmt: skip
     served = node.start_server()
+    from node.peers import verify_public_url
+
+    node.public_url = verify_public_url(public_url or served)
     typer.echo(json.dumps({"event": "serving", "url": served, "address": account.address}), err=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

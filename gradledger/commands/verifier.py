@@ -13,9 +13,12 @@ from gradledger.context import (
     KeystoreOption,
     ManifestOption,
     PeerOption,
+    PublicUrlOption,
     RpcOption,
+    check_eth_amount,
     connect_protocol,
     eth_to_wei,
+    require_something_to_do,
     resolve_node,
     resolve_peers,
     wait_until_stopped,
@@ -27,8 +30,10 @@ app = typer.Typer(help="Stake as a verifier and run the verifier service.", no_a
 
 @app.command()
 def stake(
-    amount: float = typer.Option(..., min=0, help="ETH to deposit as verifier stake"),
-    run: int | None = typer.Option(None, "--run", help="also register for this run"),
+    amount: float = typer.Option(
+        ..., min=0, callback=check_eth_amount, help="ETH to deposit as verifier stake (0: none, only --run)"
+    ),
+    run: int | None = typer.Option(None, "--run", min=1, help="also register for this run"),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
@@ -41,8 +46,9 @@ def stake(
     from protocol.types import ROLE_VERIFIER
 
     configure_logging()
-    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     wei = eth_to_wei(amount)
+    require_something_to_do(wei, run, "register for")
+    client, account = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
     if wei:
         client.deposit_stake(account, ROLE_VERIFIER, wei)
     if run is not None:
@@ -58,13 +64,14 @@ def stake(
 
 @app.command()
 def serve(
-    run: int = typer.Option(..., "--run", help="run id to verify"),
+    run: int = typer.Option(..., "--run", min=1, help="run id to verify (waits, saying so, until it exists)"),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    public_url: str | None = PublicUrlOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
@@ -89,6 +96,9 @@ def serve(
         VerifierMetrics(), threads, jury=jury, juror_only=juror_only,
     )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
+    from node.peers import verify_public_url
+
+    worker.public_url = verify_public_url(public_url or handle.url)
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": node.account.address}), err=True)
     wait_until_stopped(thread, exit_when_done)
     worker.stop.set()

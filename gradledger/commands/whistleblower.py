@@ -14,6 +14,7 @@ from gradledger.context import (
     KeystoreOption,
     ManifestOption,
     PeerOption,
+    PublicUrlOption,
     RpcOption,
     resolve_node,
     resolve_peers,
@@ -26,7 +27,7 @@ app = typer.Typer(help="Watch a run's attestations and claims; challenge wrong o
 
 @app.command()
 def watch(
-    run: int = typer.Option(..., "--run", help="run id to watch"),
+    run: int = typer.Option(..., "--run", min=1, help="run id to watch (waits, saying so, until it exists)"),
     fraction: float = typer.Option(
         1.0, "--fraction", min=0.0, max=1.0, help="share of attestations to re-check (drawn from the chain)"
     ),
@@ -36,6 +37,7 @@ def watch(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    public_url: str | None = PublicUrlOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
@@ -67,6 +69,9 @@ def watch(
         return watcher.list_checks()
 
     handle = serve_in_thread(app_, host, port)
+    from node.peers import verify_public_url
+
+    watcher.public_url = verify_public_url(public_url or handle.url)
     thread.start()
     typer.echo(json.dumps({"event": "serving", "url": handle.url, "address": account.address}), err=True)
     wait_until_stopped(thread, exit_when_done)

@@ -78,6 +78,29 @@ class ProtocolClient:
         """Whether `solver` ever joined the run (it stays true after `leaveRun`)."""
         return self.chain.call("RunRegistry", "hasJoined", run_id, to_checksum_address(solver))
 
+    def creator_of(self, run_id: int) -> str:
+        return self.chain.call("RunRegistry", "creatorOf", run_id)
+
+    def run_participants(self, run_id: int, from_block: int, to_block: int) -> tuple[str, ...]:
+        """Who a node of the run may need to reach, in chain order: its creator (who serves the run's config,
+        dataset and θ0), then the solvers that joined it, the verifiers registered for it and the jurors that
+        registered in blocks [from_block, to_block]."""
+        found = [self.creator_of(run_id)]
+        for event in self.chain.get_events(
+            from_block, to_block, names=["SolverJoined", "VerifierRegistered", "JurorRegistered"],
+            contracts=["RunRegistry", "VerifierRegistry", "JurorRegistry"],
+        ):  # fmt: skip
+            if event.name == "JurorRegistered" or event.args["runId"] == run_id:
+                found.append(str(event.args.get("solver") or event.args.get("verifier") or event.args["juror"]))
+        return tuple(dict.fromkeys(to_checksum_address(a) for a in found))
+
+    def peer_url_of(self, account: str) -> str:
+        """The URL `account` announced in PeerDirectory ("" if none)."""
+        return self.chain.call("PeerDirectory", "urlOf", to_checksum_address(account))
+
+    def announce_peer(self, account: LocalAccount, url: str) -> TxResult:
+        return self.chain.send(account, "PeerDirectory", "announce", url)
+
     def is_member(self, run_id: int, solver: str) -> bool:
         """Whether `solver` joined the run and has not left it (its solverMinStake is reserved)."""
         f = self.chain.call_fields("RunRegistry", "commitmentOf", run_id, to_checksum_address(solver))
@@ -404,13 +427,47 @@ class ProtocolClient:
         return self.chain.call("ModelShares", "shareToken", run_id)
 
     def shares_of(self, run_id: int, holder: str) -> int:
-        name = f"RunShares#{run_id}"
-        if not self.chain.has_contract(name):
-            self.chain.add_contract(name, self.share_token(run_id), self.chain.deployment.contracts["RunShares"].abi)
-        return self.chain.call(name, "balanceOf", to_checksum_address(holder))
+        return self.chain.call(self.share_token_contract(run_id), "balanceOf", to_checksum_address(holder))
 
     def pay_revenue(self, account: LocalAccount, run_id: int, amount_wei: int) -> TxResult:
         return self.chain.send(account, "ModelShares", "payRevenue", run_id, value=amount_wei)
+
+    def finished_at(self, run_id: int) -> int:
+        """When the run's last round was settled (0 before): its unowned revenue is reclaimable a grace period
+        later (ModelShares.reclaimUnownedRevenue)."""
+        return self.chain.call("ModelShares", "finishedAt", run_id)
+
+    def is_run_finished(self, run_id: int) -> bool:
+        """Whether the run's last round was settled (ModelShares.finished)."""
+        return self.chain.call("ModelShares", "finished", run_id)
+
+    def round_release(self, run_id: int, round_index: int) -> dict[str, Any]:
+        """ModelShares.roundReleaseOf: `amount` set aside for the round's contributors at its settlement,
+        `credited` to them so far, `settledAt` (0: not settled) and whether the rest was `swept`."""
+        return self.chain.call_fields("ModelShares", "roundReleaseOf", run_id, round_index)
+
+    def sweep_round_release(self, account: LocalAccount, run_id: int, round_index: int) -> TxResult:
+        """Send what a settled round's contributors did not claim within REWARD_CLAIM_WINDOW back to the pool, or
+        into the revenue stream once the run is finished (anyone)."""
+        return self.chain.send(account, "ModelShares", "sweepRoundRelease", run_id, round_index)
+
+    def share_supply(self, run_id: int) -> int:
+        """The run's share token's total supply."""
+        return self.chain.call(self.share_token_contract(run_id), "totalSupply")
+
+    def reclaim_unowned_revenue(self, account: LocalAccount, run_id: int) -> TxResult:
+        """Send a finished run's revenue to its creator when no whole share exists (anyone may send it); the
+        result's events include the run token's UnownedRevenueSwept (the token is tracked for that)."""
+        self.share_token_contract(run_id)
+        return self.chain.send(account, "ModelShares", "reclaimUnownedRevenue", run_id)
+
+    def share_token_contract(self, run_id: int) -> str:
+        """The chain client's name of the run's share token, registered on first use so its events and errors
+        decode ("RunShares#<run>")."""
+        name = f"RunShares#{run_id}"
+        if not self.chain.has_contract(name):
+            self.chain.add_contract(name, self.share_token(run_id), self.chain.deployment.contracts["RunShares"].abi)
+        return name
 
     # -- planted faults (Plants) -------------------------------------------------------------
 

@@ -83,6 +83,8 @@ class PeerSet:
         self.client = httpx.Client(timeout=timeout_s)
         self._by_address: dict[str, str] = {}
         self._roles: dict[str, tuple[str, str]] = {}
+        self.resolve: Callable[[str], str] | None = None
+        """Where an account says it serves (PeerDirectory), asked when no known peer is that account."""
 
     def add(self, urls: Sequence[str]) -> None:
         """Learn peers that started after this node (kept in order, no duplicates)."""
@@ -94,6 +96,8 @@ class PeerSet:
         """The URL of the peer with this chain address (identities are fetched lazily)."""
         key = address.lower()
         if key not in self._by_address:
+            announced = self.resolve(address) if self.resolve is not None else ""
+            self.add([announced] if announced else [])  # announced since this node last looked
             for url in self.urls:
                 try:
                     identity = self.client.get(f"{url}/identity", timeout=5).json()

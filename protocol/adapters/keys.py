@@ -57,7 +57,14 @@ def load_keystore_account(path: Path, password_env: str = KEYSTORE_PASSWORD_ENV)
 def load_account(
     *, keystore: Path | None = None, devnet_account: int | None = None, chain_id: int = DEVNET_CHAIN_ID
 ) -> LocalAccount:
-    """The node's account: keystore, else devnet account, else $GRADLEDGER_PRIVATE_KEY."""
+    """The node's account: keystore, else devnet account, else $GRADLEDGER_PRIVATE_KEY.
+
+    A keystore and a devnet account together are refused: one of them would be ignored without a word, and a
+    node signing with another key than its operator meant stakes, commits and is slashed as someone else."""
+    if keystore is not None and devnet_account is not None:
+        raise KeyLoadError(
+            f"--keystore {keystore} and --devnet-account {devnet_account} both name a signing key: choose one"
+        )
     if keystore is not None:
         return load_keystore_account(keystore)
     if devnet_account is not None:

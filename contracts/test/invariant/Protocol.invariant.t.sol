@@ -48,7 +48,7 @@ contract ProtocolInvariantTest is Fixture {
             v[i] = verifiers[i];
         }
         handler = new Handler(
-            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants),
+            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants, directory),
             runId,
             s,
             v,

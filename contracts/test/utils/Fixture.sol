@@ -8,6 +8,7 @@ import {Disputes} from "../../src/Disputes.sol";
 import {FaultRewards} from "../../src/FaultRewards.sol";
 import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
 import {Plants} from "../../src/Plants.sol";
+import {PeerDirectory} from "../../src/PeerDirectory.sol";
 import {JurorRegistry} from "../../src/JurorRegistry.sol";
 import {ModelShares} from "../../src/ModelShares.sol";
 import {RunRegistry} from "../../src/RunRegistry.sol";
@@ -44,6 +45,7 @@ abstract contract Fixture is Test {
     FaultRewards internal faults;
     VerifierRegistry internal vreg;
     Plants internal plants;
+    PeerDirectory internal directory;
 
     address internal creator = makeAddr("creator");
     address internal outsider = makeAddr("outsider");
@@ -89,6 +91,7 @@ abstract contract Fixture is Test {
         faults = p.faultRewards;
         vreg = p.verifierRegistry;
         plants = p.plants;
+        directory = p.peerDirectory;
     }
 
     // ------------------------------------------------------------------ configuration and actors

@@ -1,0 +1,117 @@
+"""`gradledger run create` refuses an untrainable corpus before any transaction; `gradledger run reclaim` sends a
+run's unowned revenue back to its creator, and says why and from when when it cannot (real anvil)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from devnet.runs import ETH, RunRules, create_run
+from devnet.toolchain import get_contracts_dir
+from node.opening import draw_round_seed
+from protocol.adapters.artifacts import LocalArtifactStore
+from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.keys import get_devnet_account
+from protocol.config import build_run_config
+from protocol.constants import UNOWNED_REVENUE_GRACE
+from protocol.data import SHARD_BYTES
+from protocol.hashing import hash_to_hex
+from tests.chain_fixtures import Deployment, driven_deployment
+
+pytestmark = pytest.mark.e2e
+SENDER = 5
+"""Sends the reclaims, so the creator's (account 0) balance moves by the reclaimed amount only."""
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=120)
+
+
+def _home(deployment: Deployment, tmp_path) -> list[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
+    return ["--home", str(tmp_path), "--rpc-url", deployment.protocol.chain.rpc_url]
+
+
+def test_run_create_refuses_a_twelve_byte_corpus_before_any_transaction(deployment, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "tiny.txt").write_text("hello world")  # 11 bytes + the newline read_corpus adds: 12
+    protocol = deployment.protocol
+    creator = get_devnet_account(0).address
+    runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
+    result = _cli("run", "create", "--data", str(corpus), "--preset", "tiny", *_home(deployment, tmp_path / "home"))
+    assert result.returncode == 1, result
+    message = " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr, result.stderr
+    assert f"{corpus} holds 12 bytes: 1 shard(s) of up to {SHARD_BYTES:,} bytes" in message, message
+    assert "holds out the last 1 for evaluation (data.eval_shards) and needs at least 1 more to train" in message
+    assert f"bytes of text to {corpus}" in message
+    assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
+    assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
+    assert not (tmp_path / "home" / "creator" / "artifacts").exists(), "nothing was published"
+
+
+@pytest.fixture(scope="module")
+def own_chain(tmp_path_factory) -> Iterator[Deployment]:
+    """A driven devnet of this module's own: the reclaim test moves its clock 30 days on."""
+    with driven_deployment(get_contracts_dir() / "out", tmp_path_factory.mktemp("reclaim")) as deployed:
+        yield deployed
+
+
+def _finish_with_nothing_accepted(protocol: ProtocolClient, run_id: int) -> None:
+    """Play the run's rounds with no commitment: seed drawn, θ_r claimed as θ_(r+1), settled."""
+    creator, chain = get_devnet_account(0), protocol.chain
+    while not (times := protocol.round_times(run_id)).finished:
+        chain.mine_blocks(times.seed_block - chain.block_number())  # first: on this clock every block is 1 s
+        chain.mine_at(max(times.commit_end, chain.get_block()["timestamp"] + 1))
+        draw_round_seed(protocol, creator, run_id, protocol.round_times(run_id))
+        chain.mine_at(max(times.challenge_end, chain.get_block()["timestamp"] + 1))
+        protocol.post_claim(
+            creator, run_id, times.round, protocol.theta_of(run_id, times.round), protocol.challenge_bond(run_id)
+        )
+        chain.mine_at(protocol.claim_of(run_id, times.round).window_end)
+        protocol.settle(creator, run_id, times.round)
+
+
+def test_reclaim_of_a_run_that_accepted_nothing(own_chain, corpus, tmp_path):
+    protocol = own_chain.protocol
+    manifest, shards = corpus
+    config = build_run_config(preset="tiny", run_seed="0x" + "7c" * 32, dataset_root=hash_to_hex(manifest.root))
+    rules = RunRules(rounds=2, commit_window_s=30, attest_window_s=30, challenge_window_s=30)
+    store = LocalArtifactStore(tmp_path / "creator")
+    run_id, _ = create_run(protocol, get_devnet_account(0), store, config, manifest, shards, rules, 3 * ETH)
+    args = [*_home(own_chain, tmp_path / "home"), "--devnet-account", str(SENDER)]
+
+    refused = _cli("run", "reclaim", "--run", str(run_id), *args)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
+    assert f"run {run_id} is not finished" in " ".join(refused.stderr.split())
+    unknown = _cli("run", "reclaim", "--run", str(run_id + 1), *args)
+    assert unknown.returncode == 1 and f"run {run_id + 1} does not exist" in " ".join(unknown.stderr.split())
+
+    _finish_with_nothing_accepted(protocol, run_id)
+    early = _cli("run", "reclaim", "--run", str(run_id), "--json", *args)
+    assert early.returncode == 1, early
+    why = json.loads(early.stdout)
+    finished_at = protocol.finished_at(run_id)
+    assert why["reclaimed"] is False and why["error"] == "ReclaimTooEarly"
+    assert why["reclaimable_at"] == finished_at + UNOWNED_REVENUE_GRACE
+    assert "contributors have 30 days after the last settlement to claim their shares" in why["reason"]
+    assert "in 29 d 23 h" in why["reason"] or "in 30 d 0 h" in why["reason"], why["reason"]
+
+    protocol.chain.mine_at(why["reclaimable_at"])
+    creator = get_devnet_account(0).address
+    before = protocol.chain.get_balance(creator)
+    done = _cli("run", "reclaim", "--run", str(run_id), "--json", *args)
+    assert done.returncode == 0, done
+    result = json.loads(done.stdout)
+    assert result["reclaimed"] is True and result["to"] == creator and result["amount_wei"] == 3 * ETH
+    assert result["swept_rounds"] == [0, 1], "each round's unclaimed release reaches the stream by its sweep"
+    assert protocol.chain.get_balance(creator) - before == 3 * ETH
+
+    again = _cli("run", "reclaim", "--run", str(run_id), *args)
+    assert again.returncode == 1 and "nothing to reclaim (already reclaimed?)" in " ".join(again.stderr.split())
