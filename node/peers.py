@@ -8,7 +8,8 @@ and θ0), the solvers that joined, the verifiers registered for it and the regis
 
 Why this is safe to trust: artifacts are content-addressed (every fetched byte is checked against its hash), jury
 votes are signed, and only staked participants' URLs are used, so a false or dead URL costs a retry, never a
-wrong result (docs/nodes.md, Finding peers).
+wrong result; and an account's own announcement wins over any peer's self-declared `/identity`, so no peer can
+stand in for another account (PeerSet.url_of; docs/nodes.md, Finding peers).
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def announce_url(protocol: ProtocolClient, account: LocalAccount, url: str, log:
     return True
 
 
-def get_peer_urls(protocol: ProtocolClient, accounts: tuple[str, ...], own: str) -> tuple[str, ...]:
-    """The announced URLs of `accounts` other than `own`, in order, without empties or duplicates."""
-    urls = (protocol.peer_url_of(a) for a in accounts if a.lower() != own.lower())
-    return tuple(dict.fromkeys(u.rstrip("/") for u in urls if u))
+def get_peer_urls(protocol: ProtocolClient, accounts: tuple[str, ...], own: str) -> dict[str, str]:
+    """The announced URLs of `accounts` other than `own` (account -> URL, in order; accounts without one left out)."""
+    urls = {a: protocol.peer_url_of(a).rstrip("/") for a in accounts if a.lower() != own.lower()}
+    return {a: u for a, u in urls.items() if u}
 
 
 class PeerDiscovery:
@@ -88,7 +89,9 @@ class PeerDiscovery:
             if start <= latest:
                 self.accounts.update(dict.fromkeys(self.protocol.run_participants(self.run_id, start, latest)))
                 self.scanned = latest
-        new = [u for u in get_peer_urls(self.protocol, tuple(self.accounts), self.own) if u not in self.peers.urls]
+        announced = get_peer_urls(self.protocol, tuple(self.accounts), self.own)
+        new = [u for u in dict.fromkeys(announced.values()) if u not in self.peers.urls]
+        for account, url in announced.items():
+            self.peers.set_announced(account, url)
         if new:
-            self.peers.add(new)
             log_event(self.log, "peers found", count=len(new), urls=",".join(new))

@@ -22,9 +22,13 @@ from typing import Any, Literal
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.types import ClaimStatus, Commitment, Opening, RoundTimes
+from protocol.windows import is_round_trainable_in_time
 
-RoundStatus = Literal["trained", "committed", "unopenable", "missed"]
-"""`unopenable`: committed, but the stored document holds no leaf for a sampled segment (or there is none)."""
+RoundStatus = Literal["trained", "committed", "unopenable", "missed", "sat_out"]
+"""`unopenable`: committed, but the stored document holds no leaf for a sampled segment (or there is none).
+`missed`: this node was due in the round (it took part before) and did not commit in its window.
+`sat_out`: the node started too late for the round (too little of its commit window left to train, or none);
+it joins the next one. Not a miss: nothing was due from it."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,10 @@ class SolverView:
     """Coordinator, past open_end: solvers whose commitment is neither opened nor reported (settle needs none)."""
     member: bool = True
     """Joined and not left: the run holds this solver's solverMinStake reserved."""
+    round_training_ms: int = 0
+    """This node's measured compute for one round (protocol/windows.py); 0 when not measured."""
+    first_round: bool = False
+    """No earlier round of this run is recorded: the node has just started following the run."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ class Action:
     kind: Literal[
         "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "reveal", "report_unopened",
         "finalize", "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
+        "sit_out",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -114,9 +123,11 @@ def decide_solver_action(view: SolverView) -> Action:
         return Action("leave_run") if view.member else Action("done")
     r, record = times.round, view.record
     if record is None or record.round != r:
-        if view.now < times.commit_end:
+        if is_round_trainable_in_time(times.commit_end - view.now, view.round_training_ms):
             return Action("train", r)
-        return Action("mark_missed", r)
+        # too late to finish this round: a node that just started joins the next one; one that was due (it
+        # followed earlier rounds and was down or restarted) missed it. Neither trains for nothing.
+        return Action("sit_out" if view.first_round else "mark_missed", r)
     if record.status == "trained":
         if view.committed_on_chain:
             return Action("mark_committed", r)

@@ -23,6 +23,7 @@ from fastapi import HTTPException
 from node.bootstrap import RunNode
 from node.logs import log_event
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
+from node.pace import measure_training_pace
 from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
@@ -35,10 +36,12 @@ from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commit
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex
 from protocol.opening import OpeningError, build_opening
+from protocol.outer import get_initial_global_state
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
 from protocol.types import ROLE_SOLVER, AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
+from protocol.windows import compute_round_training_ms
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
 
 
@@ -100,6 +103,8 @@ class SolverNode(RunNode):
         self.on_progress = on_progress
         self.server: ServerHandle | None = None
         self.plant_anchor_known = False
+        self.round_training_ms = 0
+        """This machine's measured compute for one round (measure_pace), 0 until measured."""
 
     # -- hooks (an adversary overrides these) ----------------------------------------------------
 
@@ -168,6 +173,20 @@ class SolverNode(RunNode):
 
     def on_start(self) -> None:
         self.ensure_joined()
+        self.measure_pace()
+
+    def measure_pace(self) -> None:
+        """Time a few of the run's steps here (node/pace.py), once: a node started with too little of a commit
+        window left sits the round out (solver/decide.py) instead of training for a commitment it cannot send."""
+        if self.round_training_ms:
+            return
+        ctx = self.load()
+        pace = measure_training_pace(ctx.config, ctx.dataset, get_params(get_initial_global_state(ctx.config)))
+        train = ctx.config.train
+        self.round_training_ms = compute_round_training_ms(pace, train.inner_steps, train.steps_per_segment)
+        log_event(
+            self.log, "measured pace", run=ctx.run_id, step_ms=pace.step_ms, round_s=self.round_training_ms / 1000
+        )
 
     def ensure_plant_anchor(self, times: RoundTimes) -> None:
         """Register the plant anchor once the run plants (its creator sets the terms during round 0, possibly
@@ -238,6 +257,8 @@ class SolverNode(RunNode):
             reveal_due=reveal_due,
             unresolved=unresolved,
             member=self.protocol.is_member(run, self.address) if times.finished else True,
+            round_training_ms=self.round_training_ms,
+            first_round=record is None and not self._has_earlier_round(times.round),
         )
 
     def _unwithdrawn_claim_bonds(self, current: int) -> tuple[int, ...]:
@@ -266,6 +287,13 @@ class SolverNode(RunNode):
             if self.state.get("shares", key) is None and self.protocol.is_settled(record.run_id, record.round):
                 out.append(record.round)
         return tuple(sorted(out))
+
+    def _has_earlier_round(self, current: int) -> bool:
+        """Whether this node recorded any round of its run before `current` (it was following the run then)."""
+        return any(
+            (record := RoundRecord.from_json(raw)).run_id == self.settings.run_id and record.round < current
+            for _, raw in self.state.list("round")
+        )
 
     def _unfinalized(self, round_index: int) -> list[AttestationRef]:
         ctx = self.load()
@@ -385,6 +413,16 @@ class SolverNode(RunNode):
         base = record or RoundRecord(self.settings.run_id, action.round, "missed")
         self.save_record(replace(base, status="missed"))
         log_event(self.log, "missed round", run=self.settings.run_id, round=action.round)
+
+    def _do_sit_out(self, action: Action) -> None:
+        times = self.protocol.round_times(self.settings.run_id)
+        self.save_record(RoundRecord(self.settings.run_id, action.round, "sat_out"))
+        log_event(
+            self.log, "joining the next round", run=self.settings.run_id, round=action.round,
+            why=f"started with {max(times.commit_end - self.now(), 0)} s of round {action.round}'s commit window left "
+            f"and a round takes about {self.round_training_ms / 1000:.1f} s to train here; trains from round "
+            f"{action.round + 1}",
+        )  # fmt: skip
 
     def _do_finalize(self, action: Action) -> None:
         for ref in self._unfinalized(action.round):

@@ -98,6 +98,9 @@ def create(
     ),
     data: Path | None = typer.Option(None, help="directory of text files (default: the Python stdlib sources)"),
     seed: str = typer.Option("0x" + "00" * 31 + "2a", help="run seed, 32 bytes as 0x-hex"),
+    force: bool = typer.Option(
+        False, "--force", help="create the run even if its windows are shorter than this machine's measured pace needs"
+    ),
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
@@ -109,10 +112,13 @@ def create(
 ) -> None:
     """Publish a run's config, dataset and θ0 to <home>/creator/artifacts and create it on-chain.
 
-    The dataset is checked against the config first (`verify_dataset_fits_config`), before the chain is even
-    contacted: a run on a corpus too small to train or evaluate on would lock its reward pool in a run every
-    solver refuses."""
+    Checked first, before the chain is even contacted: the dataset against the config
+    (`verify_dataset_fits_config`: a run on a corpus too small to train or evaluate on would lock its reward
+    pool in a run every solver refuses), and the commit and attest windows against the model's pace measured on
+    this machine (protocol/windows.py: windows too short make every node miss every round); --force skips the
+    window check only."""
     from devnet.runs import RunRules, create_run
+    from node.pace import measure_window_needs
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
@@ -120,6 +126,7 @@ def create(
     from protocol.config import build_run_config
     from protocol.data import verify_dataset_fits_config
     from protocol.hashing import hash_to_hex
+    from protocol.windows import verify_windows_fit
 
     configure_logging()
     root = resolve_home(home)
@@ -130,6 +137,9 @@ def create(
         overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
     )  # fmt: skip
     verify_dataset_fits_config(dataset_manifest, config, where=describe_corpus(data))
+    needs = measure_window_needs(config, dataset_manifest, shards, samples)
+    if not force:
+        verify_windows_fit(needs, commit_window, attest_window)
     client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
     account = resolve_account(keystore, devnet_account, deployment.chain_id, default_devnet_account=0)
     rules = RunRules(
@@ -138,7 +148,10 @@ def create(
     )  # fmt: skip
     store = LocalArtifactStore(root / "creator" / "artifacts")
     run_id, terms = create_run(client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool))
-    out = {"run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash)}
+    out = {
+        "run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash),
+        "windows_needed_s": {"commit": needs.commit_s, "attest": needs.attest_s},
+    }  # fmt: skip
     typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']})")
 
 

@@ -101,6 +101,10 @@ class ProtocolClient:
     def announce_peer(self, account: LocalAccount, url: str) -> TxResult:
         return self.chain.send(account, "PeerDirectory", "announce", url)
 
+    def withdraw_peer(self, account: LocalAccount) -> TxResult:
+        """Remove `account`'s announced URL (PeerDirectory.withdraw; reverts NothingToWithdraw when none)."""
+        return self.chain.send(account, "PeerDirectory", "withdraw")
+
     def is_member(self, run_id: int, solver: str) -> bool:
         """Whether `solver` joined the run and has not left it (its solverMinStake is reserved)."""
         f = self.chain.call_fields("RunRegistry", "commitmentOf", run_id, to_checksum_address(solver))

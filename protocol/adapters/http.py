@@ -83,6 +83,8 @@ class PeerSet:
         self.client = httpx.Client(timeout=timeout_s)
         self._by_address: dict[str, str] = {}
         self._roles: dict[str, tuple[str, str]] = {}
+        self.announced: dict[str, str] = {}
+        """Where accounts said on-chain that they serve (PeerDirectory; lower-case address -> URL)."""
         self.resolve: Callable[[str], str] | None = None
         """Where an account says it serves (PeerDirectory), asked when no known peer is that account."""
 
@@ -92,12 +94,26 @@ class PeerSet:
             if url.rstrip("/") not in self.urls:
                 self.urls.append(url.rstrip("/"))
 
+    def set_announced(self, address: str, url: str) -> None:
+        """Record `address`'s on-chain announced URL (and learn it as a peer)."""
+        self.announced[address.lower()] = url.rstrip("/")
+        self.add([url])
+
     def url_of(self, address: str) -> str | None:
-        """The URL of the peer with this chain address (identities are fetched lazily)."""
+        """The URL of the peer with this chain address (identities are fetched lazily).
+
+        # INVARIANT: an account's own on-chain announcement wins over any peer's `/identity` answer. Identities
+        are self-declared: a peer claiming an honest solver's address could otherwise serve in its place,
+        withhold its commitment document and have it failed. `/identity` decides only for accounts that
+        announced nothing (peers given by `--peer` or peers.txt)."""
         key = address.lower()
+        if key not in self.announced and self.resolve is not None:
+            announced = self.resolve(address)  # announced since this node last looked
+            if announced:
+                self.set_announced(address, announced)
+        if key in self.announced:
+            return self.announced[key]
         if key not in self._by_address:
-            announced = self.resolve(address) if self.resolve is not None else ""
-            self.add([announced] if announced else [])  # announced since this node last looked
             for url in self.urls:
                 try:
                     identity = self.client.get(f"{url}/identity", timeout=5).json()

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+from eth_account import Account
 
-from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.keys import PRIVATE_KEY_ENV, get_devnet_account
 from protocol.types import ROLE_SOLVER
 
 pytestmark = pytest.mark.e2e
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=120)
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
 def _assert_clean_error(result: subprocess.CompletedProcess, message: str) -> None:
@@ -54,10 +59,14 @@ def test_unstaked_solver_cannot_join_and_nothing_moves(deployment, corpus, tmp_p
 
     setup = prepare_run(deployment, corpus, tmp_path / "home", [], [])
     run_id = setup.create(wait_for_nodes=False)
-    protocol, account = deployment.protocol, get_devnet_account(17)
+    # a fresh key: every devnet account may have been staked by another test on this session's chain
+    protocol, account = deployment.protocol, Account.create()
+    protocol.chain.transfer(get_devnet_account(0), account.address, 10**18)
     before = protocol.chain.get_balance(account.address)
-    args = ["--home", str(setup.home), "--rpc-url", protocol.chain.rpc_url, "--devnet-account", "17"]
-    result = _cli("solver", "stake", "--amount", "0", "--run", str(run_id), *args)
+    args = ["--home", str(setup.home), "--rpc-url", protocol.chain.rpc_url]
+    result = _cli(
+        "solver", "stake", "--amount", "0", "--run", str(run_id), *args, env={PRIVATE_KEY_ENV: account.key.hex()}
+    )
     _assert_clean_error(
         result,
         "RunRegistry.join reverted with InsufficientFreeStake(bonded=0, reserved=0, requested=10000000000000000000)",
@@ -71,3 +80,37 @@ def test_bad_amount_is_rejected_before_any_transaction(deployment, tmp_path):
     (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
     result = _cli("solver", "stake", "--amount", "-1", "--home", str(tmp_path), "--devnet-account", "1")
     assert result.returncode == 2 and "Invalid value for '--amount'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("amount", "message"),
+    [
+        ("inf", "inf is not an amount of ETH"),
+        ("nan", "Invalid value for '--amount'"),  # click's own range check refuses it first
+        ("1e-30", "is less than 1 wei (1e-18 ETH) and would be sent as 0"),
+        ("0", "0 ETH deposits nothing; give a positive amount, or --run N"),
+    ],
+)
+@pytest.mark.parametrize("role", ["solver", "verifier"])
+def test_amounts_that_are_no_amount_are_usage_errors_before_any_transaction(
+    deployment, tmp_path, role, amount, message
+):
+    """`inf` used to end in a traceback, 1e-30 was staked as 0 without a word, 0 sent nothing and said ok."""
+    (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
+    protocol, account = deployment.protocol, get_devnet_account(13)
+    nonce = protocol.chain.w3.eth.get_transaction_count(account.address)
+    args = ["--home", str(tmp_path), "--rpc-url", protocol.chain.rpc_url, "--devnet-account", "13"]
+    result = _cli(role, "stake", "--amount", amount, *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result
+    assert message in " ".join(result.stderr.replace("│", " ").split()), result.stderr
+    assert protocol.chain.w3.eth.get_transaction_count(account.address) == nonce, "nothing was sent"
+
+
+def test_keystore_and_devnet_account_together_are_refused(deployment, tmp_path):
+    """One of the two used to be ignored without a word: a node signing with a key its operator did not mean."""
+    (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
+    keystore = tmp_path / "key.json"
+    keystore.write_text("{}")
+    args = ["--home", str(tmp_path), "--rpc-url", deployment.protocol.chain.rpc_url]
+    result = _cli("solver", "stake", "--amount", "1", *args, "--keystore", str(keystore), "--devnet-account", "13")
+    _assert_clean_error(result, f"--keystore {keystore} and --devnet-account 13 both name a signing key: choose one")

@@ -56,6 +56,30 @@ def test_run_create_refuses_a_twelve_byte_corpus_before_any_transaction(deployme
     assert not (tmp_path / "home" / "creator" / "artifacts").exists(), "nothing was published"
 
 
+def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transaction(deployment, tmp_path):
+    """Windows of 1 s: every round would be missed, the pool released to nobody. The refusal names the window
+    each needs (measured here) and the flag; --force creates the run anyway and reports what it needed."""
+    protocol = deployment.protocol
+    creator = get_devnet_account(0).address
+    runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
+    home = _home(deployment, tmp_path / "home")
+    too_short = ("run", "create", "--preset", "tiny", "--commit-window", "1", "--attest-window", "1", "--json")
+    result = _cli(*too_short, *home)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result
+    assert "the commit window of 1 s is shorter than the" in message and "pass --commit-window" in message, message
+    assert "the attest window of 1 s is shorter than the" in message and "pass --attest-window" in message, message
+    assert "--force" in message
+    assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
+    assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
+
+    forced = _cli(*too_short, "--force", *home)
+    assert forced.returncode == 0, forced
+    out = json.loads(forced.stdout.strip().splitlines()[-1])
+    assert out["run_id"] == runs + 1
+    assert out["windows_needed_s"]["commit"] > 1 and out["windows_needed_s"]["attest"] > 1, out
+
+
 @pytest.fixture(scope="module")
 def own_chain(tmp_path_factory) -> Iterator[Deployment]:
     """A driven devnet of this module's own: the reclaim test moves its clock 30 days on."""

@@ -55,6 +55,8 @@ def test_unknown_account_is_found_through_its_announcement(deployment, tmp_path)
     """A node that has never heard of an account reaches it as soon as the account announced its URL: the lookup
     that used to end in "no known peer serves solver X" (and a fail attestation) now asks the directory."""
     protocol, owner = deployment.protocol, get_devnet_account(18)
+    if protocol.peer_url_of(owner.address):  # the session's chain: another test's node may have announced
+        protocol.withdraw_peer(owner)
     server = serve_in_thread(make_node_app("solver", owner.address, LocalArtifactStore(tmp_path / "store")))
     try:
         peers = PeerSet([])
@@ -65,3 +67,23 @@ def test_unknown_account_is_found_through_its_announcement(deployment, tmp_path)
         assert peers.url_of(owner.address) == server.url
     finally:
         server.stop()
+
+
+@pytest.mark.e2e
+def test_a_peer_claiming_another_accounts_identity_does_not_replace_its_announcement(deployment, tmp_path):
+    """The attack: a staked participant serves a `/identity` naming an honest solver's address. If a verifier
+    believed it, it would ask the impostor for the honest solver's commitment document, get none, and fail the
+    honest work. The honest account's on-chain announcement must win."""
+    protocol, honest = deployment.protocol, get_devnet_account(15)
+    real = serve_in_thread(make_node_app("solver", honest.address, LocalArtifactStore(tmp_path / "real")))
+    impostor = serve_in_thread(make_node_app("solver", honest.address, LocalArtifactStore(tmp_path / "fake")))
+    try:
+        announce_url(protocol, honest, real.url, LOG)
+        peers = PeerSet([impostor.url, real.url])  # the impostor listed, and asked, first
+        peers.resolve = protocol.peer_url_of
+        assert peers.url_of(honest.address) == real.url
+        without_directory = PeerSet([real.url, impostor.url])
+        assert without_directory.url_of(honest.address) == impostor.url, "the attack works without announcements"
+    finally:
+        real.stop()
+        impostor.stop()

@@ -60,6 +60,11 @@ BASE = SolverView(
             "reveal",
         ),
         ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
+        # Late starts: a node sits out a round it cannot finish (15 s left, 12 s of training + 4 s to commit).
+        ({"round_training_ms": 10_000}, "train"),
+        ({"round_training_ms": 12_000, "first_round": True}, "sit_out"),
+        ({"round_training_ms": 12_000}, "mark_missed"),  # it followed the run before: it was due, and is late
+        ({"now": 1020, "first_round": True}, "sit_out"),  # started after the commit window closed
         ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
         ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),
         ({"times": replace(TIMES, finished=True)}, "leave_run"),  # release the stake the run reserved
