@@ -64,7 +64,7 @@ class ArtifactSources:
                 raise SourceError(f"artifact directory {path} does not exist (check --artifacts)")
             if path.resolve() not in [d.resolve() for d in self.directories]:
                 self.directories.append(path)
-        self.stores = [LocalArtifactStore(d) for d in self.directories]
+        self.stores = [LocalArtifactStore(d, quarantine_corrupt=False) for d in self.directories]  # read-only
         self.peer_urls = tuple(peers)
         self.peers = PeerSet(peers, timeout_s=timeout_s) if peers else None
         self.corrupt: list[CorruptCopy] = []

@@ -1,33 +1,46 @@
 """`gradledger devnet up|down|status`: a long-lived local anvil whose chain survives restarts.
 
-The devnet lives in `<home>/devnet/`: anvil's state file (dumped every second and on a clean
+The devnet lives in `<home>/devnet/`: anvil's state file (saved after every block and on a clean
 stop, loaded on start, so `down` then `up` resumes the same chain), its log, `devnet.json`
-(pid, RPC URL) that `down` and `status` read while it runs, and `chain.json` (its port), kept
+(pids, RPC URL) that `down` and `status` read while it runs, and `chain.json` (its port), kept
 with the state: `up` without `--port` restarts the chain on the port it had, so every node,
-manifest and `--rpc-url` pointed at it reaches it again. `up` is idempotent: when the recorded
-anvil is still running it reports it instead of starting another.
+manifest and `--rpc-url` pointed at it reaches it again (their chain clients reconnect by
+themselves). `up` is idempotent: when the recorded anvil is still running it reports it instead
+of starting another.
 
-A SIGKILLed anvil loses what it mined since its last dump: anvil dumps on a timer in whole
-seconds (`--state-interval`, 1 s here, the least it takes; 0 aborts it), not per block, and a
-kill during a dump leaves a truncated file, which `up` refuses with what to do (docs/nodes.md).
+anvil's own saving is on a timer of whole seconds and rewrites the file in place, so a SIGKILL
+lost up to a second of blocks, or the whole chain when it hit a write. anvil therefore only
+loads the file, and `devnet/state_saver.py`, a process beside it, saves it after every new block,
+atomically: a kill loses at most the blocks of the saver's last poll (docs/nodes.md). A state file
+that is unreadable anyway (written by something else, cut by a full disk) is refused by `up` with
+what to do. anvil does not keep its clock across a restart (it would stamp the next block at the
+wall clock, before a chain that was moved into the future): `up` sets it back to the latest block.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import requests
+
 from devnet.anvil import DEVNET_CHAIN_ID, AnvilError, AnvilProcess
+from devnet.state_saver import save_state
 
 DEFAULT_PORT = 8545
-STATE_INTERVAL_S = 1
-"""anvil's `--state-interval`: whole seconds, at least 1 (0 aborts anvil), so 1 s is the most it can save."""
 CHAIN_FILE = "chain.json"
+SAVER_SCRIPT = Path(__file__).with_name("state_saver.py")
+_STARTED: dict[int, AnvilProcess | subprocess.Popen] = {}
+"""anvil and saver processes started by this process (the demo, a test), by pid: `stop_devnet` reaps them and
+removes anvil's temporary directories. Those started by a `gradledger devnet up` that has exited are not here."""
 
 
 class DevnetError(AnvilError):
@@ -42,6 +55,8 @@ class DevnetInfo:
     chain_id: int
     state_path: str
     log_path: str
+    saver_pid: int = 0
+    """The process saving the state after every block (devnet/state_saver.py); 0 when none was started."""
 
 
 def get_home(home: Path | None = None) -> Path:
@@ -53,15 +68,26 @@ def get_devnet_dir(home: Path) -> Path:
     return home / "devnet"
 
 
-def _is_anvil(pid: int) -> bool:
+def _is_process(pid: int, marker: bytes) -> bool:
+    """Whether `pid` runs and its command line holds `marker` (a recycled pid is someone else's)."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
     try:
-        return b"anvil" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return marker in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True  # no /proc (macOS): trust the pid
+
+
+def _is_anvil(pid: int) -> bool:
+    return _is_process(pid, b"anvil")
+
+
+def _is_saver(pid: int) -> bool:
+    return _is_process(pid, SAVER_SCRIPT.name.encode())
 
 
 def read_devnet_info(home: Path) -> DevnetInfo | None:
@@ -91,6 +117,8 @@ def _write_json(path: Path, data: dict) -> None:
 
 def _is_port_free(port: int) -> bool:
     with socket.socket() as probe:
+        # as anvil binds: a port whose connections linger in TIME_WAIT after a kill is free, one with a listener not
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
@@ -122,6 +150,9 @@ def start_devnet(home: Path, port: int | None = None) -> tuple[DevnetInfo, bool]
     raises DevnetError naming it (the nodes of this chain are pointed at it: moving the chain loses them)."""
     running = read_devnet_info(home)
     if running is not None:
+        if not _is_saver(running.saver_pid):  # killed on its own: the chain would no longer be saved
+            running = DevnetInfo(**{**asdict(running), "saver_pid": _start_saver(running)})
+            _write_json(get_devnet_dir(home) / "devnet.json", asdict(running))
         return running, False
     directory = get_devnet_dir(home)
     directory.mkdir(parents=True, exist_ok=True)
@@ -135,33 +166,77 @@ def start_devnet(home: Path, port: int | None = None) -> tuple[DevnetInfo, bool]
             f"{whose} {wanted} on 127.0.0.1 is taken by another process; stop it and run `gradledger devnet up` "
             f"again, or pass --port N (or 0 for any free port) and point nodes at the new URL (--rpc-url)"
         )
+    load = ("--load-state", str(state_path)) if state_path.exists() else ()
     try:
-        anvil = AnvilProcess(
-            port=wanted,
-            state_path=state_path,
-            log_path=log_path,
-            extra_args=("--state-interval", str(STATE_INTERVAL_S)),
-        )
+        anvil = AnvilProcess(port=wanted, log_path=log_path, extra_args=load)
     except AnvilError as exc:
         raise DevnetError(f"{exc}\n(is port {wanted} taken? pass --port)") from None
+    _STARTED[anvil.process.pid] = anvil
     info = DevnetInfo(anvil.process.pid, anvil.rpc_url, anvil.port, DEVNET_CHAIN_ID, str(state_path), str(log_path))
+    try:
+        _resume_clock(info.rpc_url)
+        save_state(info.rpc_url, state_path)  # a fresh chain is on disk at once; the saver keeps it current
+        info = DevnetInfo(**{**asdict(info), "saver_pid": _start_saver(info)})
+    except (requests.RequestException, RuntimeError, ValueError, OSError) as exc:
+        anvil.stop()  # no devnet.json was written: nothing else would stop it
+        raise DevnetError(f"anvil started but did not answer as expected ({exc}); see {log_path}") from None
     _write_json(directory / CHAIN_FILE, {"port": anvil.port, "chain_id": DEVNET_CHAIN_ID})
     _write_json(directory / "devnet.json", asdict(info))
     return info, True
 
 
+def _resume_clock(rpc_url: str) -> None:
+    """Set anvil's clock to the latest block's time when that is ahead of the wall clock (anvil forgets its
+    time offset on restart and would stamp the next block before its parent)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": ["latest", False]}
+    latest = int(requests.post(rpc_url, json=body, timeout=30).json()["result"]["timestamp"], 16)
+    if latest > time.time():
+        body = {"jsonrpc": "2.0", "id": 2, "method": "evm_setTime", "params": [latest]}
+        requests.post(rpc_url, json=body, timeout=30).raise_for_status()
+
+
+def _start_saver(info: DevnetInfo) -> int:
+    """Start devnet/state_saver.py for this anvil, detached like anvil itself; its pid."""
+    log = Path(info.log_path).with_name("state-saver.log")
+    with log.open("ab") as out:
+        saver = subprocess.Popen(
+            [sys.executable, str(SAVER_SCRIPT), info.rpc_url, info.state_path, str(info.pid)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    _STARTED[saver.pid] = saver
+    return saver.pid
+
+
 def stop_devnet(home: Path, timeout_s: float = 30.0) -> DevnetInfo | None:
-    """SIGTERM the recorded anvil (it dumps its state) and wait for it; None if none ran."""
+    """Stop the saver, save the chain once more, then SIGTERM the recorded anvil and wait; None if none ran."""
     info = read_devnet_info(home)
     record = get_devnet_dir(home) / "devnet.json"
     if info is None:
         record.unlink(missing_ok=True)
         return None
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while _is_anvil(info.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _is_anvil(info.pid):
-        os.kill(info.pid, signal.SIGKILL)
+    if _is_saver(info.saver_pid):
+        _terminate(info.saver_pid, _is_saver, timeout_s)
+    # anvil not answering: the saver's last save (after the last block it saw) is what is kept
+    with contextlib.suppress(requests.RequestException, RuntimeError, ValueError, OSError):
+        save_state(info.rpc_url, Path(info.state_path))
+    state = Path(info.state_path)
+    for leftover in state.parent.glob(f"{state.name}.*.tmp"):  # a write the saver's stop cut short
+        leftover.unlink(missing_ok=True)
+    _terminate(info.pid, _is_anvil, timeout_s)
     record.unlink(missing_ok=True)
     return info
+
+
+def _terminate(pid: int, is_running, timeout_s: float) -> None:
+    """SIGTERM `pid`, wait up to `timeout_s` for it to go, SIGKILL it if it did not."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while is_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if is_running(pid):
+        os.kill(pid, signal.SIGKILL)
+    started = _STARTED.pop(pid, None)
+    if isinstance(started, AnvilProcess):
+        started.stop()  # reaps it and removes its temporary directories
+    elif started is not None:
+        started.wait()

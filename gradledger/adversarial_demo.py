@@ -39,6 +39,7 @@ from the events) and `planted_fault` (gradledger.plant_scenario.PlantOutcome).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -93,7 +94,7 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
         PARTICIPANTS, ADVERSARIAL_RULES, "0x" + "00" * 31 + "2b", _command,
         "4 solvers (solver-3 cheats, solver-4 commits unopenable roots), 2 verifiers (verifier-2 is lazy), "
         "2 jurors and a whistleblower running",
-        extra_summary=lambda protocol, run_id: _dispute_and_plant_summary(protocol, run_id, get_home(home)),
+        extra_summary=lambda protocol, run_id: _dispute_and_plant_summary(protocol, run_id, get_home(home), console),
         stale_dirs=("whistleblowers",),
     )  # fmt: skip
     summary, _audit, _paths = play_scenario(scenario, home, json_path, console)
@@ -101,13 +102,21 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
     return summary
 
 
-def _dispute_and_plant_summary(protocol, run_id: int, root: Path) -> dict:
+def _dispute_and_plant_summary(protocol, run_id: int, root: Path, console: Console) -> dict:
     """The main run's disputes, then a planted fault played on the same devnet (gradledger/plant_scenario.py): a
-    lazy pass on it loses its bond and penalty without any whistleblower."""
+    lazy pass on it loses its bond and penalty without any whistleblower. Each of its steps is printed as it
+    starts: it trains and replays a round, and the demo was silent for minutes after its progress bar."""
     from gradledger.plant_scenario import play_planted_fault
 
     summary = build_dispute_summary(protocol, run_id)
-    summary["planted_fault"] = play_planted_fault(protocol, root).to_json()
+    console.print("planted fault, played on the same devnet:", highlight=False)
+    started = time.monotonic()
+
+    def report(step: str) -> None:
+        console.print(f"  [dim]{time.monotonic() - started:5.0f} s[/] {step}", highlight=False)
+
+    summary["planted_fault"] = play_planted_fault(protocol, root, report).to_json()
+    report("done")
     return summary
 
 

@@ -200,10 +200,12 @@ def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None,
             raise DemoError(f"expected to create run {run_id}, created {created}")
         console.print(f"run {run_id} created; {scenario.announcement}")
         _wait_for_run(protocol, run_id, rules.rounds, processes, console)
+        console.print(f"every node exited; evaluating θ_0..θ_{rules.rounds} on the held-out data", highlight=False)
         summary = build_summary(protocol, run_id, rules.rounds, config, creator_store, root, processes)
         if scenario.extra_summary is not None:
             summary.update(scenario.extra_summary(protocol, run_id))
         # the devnet is still up: audit the run from its events and the nodes' stores (docs/audit.md)
+        console.print(f"auditing run {run_id} from the chain and the nodes' artifacts (gradledger audit)")
         audit, audit_paths = audit_demo_run(root, info.rpc_url, manifest, run_id, scenario.participants)
         summary["audit"] = {"passed": audit.passed, "failed": [c.name for c in audit.failed], **audit_paths}
         summary["seconds"] = round(time.monotonic() - started, 1)
@@ -265,23 +267,52 @@ def _wait_healthy(urls: list[str], processes, timeout_s: float = 120) -> None:
 
 
 def _wait_for_run(protocol, run_id: int, rounds: int, processes, console: Console, timeout_s: float = 900) -> None:
+    from node.bootstrap import get_chain_now
+
     deadline = time.monotonic() + timeout_s
+    until = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout_s))
     with Progress(
         TextColumn("[bold]rounds settled"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=console,
+        TimeElapsedColumn(), TextColumn("{task.fields[waiting]}"), console=console,
     ) as progress:  # fmt: skip
-        task = progress.add_task("run", total=rounds)
+        task = progress.add_task("run", total=rounds, waiting="")
+        said = ""
         while time.monotonic() < deadline:
             times = protocol.round_times(run_id)
-            progress.update(task, completed=times.round)
+            running = [p.label for p, proc in processes if proc.poll() is None]
             failed = [(p, proc.returncode) for p, proc in processes if proc.poll() not in (None, 0)]
             if failed:
                 label, code = failed[0][0].label, failed[0][1]
                 raise DemoError(f"{label} exited with status {code}; see its log under <home>/logs/{label}.log")
             if times.finished and all(proc.poll() == 0 for _, proc in processes):
                 return
+            if times.finished:  # the nodes still finalize, claim their shares and withdraw: say who, and until when
+                what, left = f"run finished; waiting for {', '.join(running)} to claim, withdraw and exit", ""
+                line = f"{what} (at most until {until})"
+            else:
+                now = get_chain_now(protocol.chain)
+                what, end = describe_round_wait(times, now)
+                left = f": {end - now} s left" if end else ""
+                line = f"{what} until {time.strftime('%H:%M:%S', time.localtime(end))}" if end else what
+            if what != said:  # a line per step (a narrow terminal cuts the bar's text), the countdown on the bar
+                progress.console.print(f"  {line}", highlight=False)
+                said = what
+            progress.update(task, completed=rounds if times.finished else times.round, waiting=what + left)
             time.sleep(0.5)
     raise DemoError(f"the run did not finish within {timeout_s:.0f} s; see the logs under <home>/logs")
+
+
+def describe_round_wait(times, now: int) -> tuple[str, int]:
+    """What the current round waits for at chain time `now`, and the chain time its window closes (0: untimed)."""
+    for end, what in (
+        (times.commit_end, "solvers train and commit"),
+        (times.open_end, "solvers open their sampled segments"),
+        (times.attest_end, "verifiers replay and attest"),
+        (times.challenge_end, "challenge window open"),
+    ):
+        if now < end:
+            return f"round {times.round}: {what}", end
+    return f"round {times.round}: windows closed; the coordinator claims θ_{times.round + 1} and settles", 0
 
 
 def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path, processes) -> dict:

@@ -14,6 +14,7 @@ code: the training with the plant secret (protocol/training.py), the opening, th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,8 +114,17 @@ def _mine_planting_seed_block(protocol: ProtocolClient, ctx: RunContext) -> int:
     raise GradledgerError("no seed block in 200 tries plants round 2 (rate 20%: p < 1e-19)")
 
 
-def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
-    """Create a 3-round run on `protocol`'s devnet and play a planted fault in round 2 (see the module doc)."""
+def _no_report(step: str) -> None:
+    """The default `report` of `play_planted_fault`: say nothing."""
+
+
+def play_planted_fault(
+    protocol: ProtocolClient, home: Path, report: Callable[[str], None] = _no_report
+) -> PlantOutcome:
+    """Create a 3-round run on `protocol`'s devnet and play a planted fault in round 2 (see the module doc).
+
+    `report` is told each step as it starts (the adversarial demo prints them: this takes a minute or more, and a
+    demo that said nothing meanwhile looked stuck)."""
     rules = PLANT_RULES
     creator, solver, honest, lazy = (get_devnet_account(i) for i in (CREATOR, SOLVER, HONEST, LAZY))
     manifest, shards = load_corpus_shards()
@@ -123,6 +133,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
     for verifier in (honest, lazy):
         protocol.deposit_stake(verifier, ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE)
     store = LocalArtifactStore(home / "plant-creator")
+    report("creating a 3-round run of the tiny model (a solver, an honest and a lazy verifier)")
     run_id, terms = create_run(protocol, creator, store, config, manifest, shards, rules, 10 * ETH)
     dataset = build_token_dataset(manifest, shards, config.data.eval_shards)
     ctx = RunContext(run_id, terms, config, dataset, protocol.share_token(run_id), 0)
@@ -131,6 +142,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
     for verifier in (honest, lazy):
         protocol.register_verifier(verifier, run_id)
 
+    report(f"run {run_id}: rounds 0 and 1 pass with no commitment; mining round 1's seed block to plant round 2")
     _to_draw_window(protocol, run_id)  # round 0: nobody commits
     _settle(protocol, run_id)
     tries = _mine_planting_seed_block(protocol, ctx)
@@ -141,6 +153,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
     secret = get_plant_secret(protocol, solver, ctx, PLANT_ROUND)
     if secret is None:
         raise GradledgerError("the mined seed block should have planted round 2")
+    report(f"round {PLANT_ROUND} planted after {tries} seed block(s); the solver trains it with the fault and commits")
     theta_hash = protocol.theta_of(run_id, PLANT_ROUND)
     theta = get_params(get_initial_global_state(config))
     checkpoints: dict = {}
@@ -160,6 +173,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
     protocol.open_commitment(solver, run_id, PLANT_ROUND, solver.address, commitment, opening)
 
     # the two seats: the lazy verifier passes without replaying, the honest one replays a sample and fails it
+    report("the lazy verifier passes it without replaying; the honest one replays a sampled segment and fails it")
     refs = {}
     tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in leaves])
     for slot in range(rules.verifiers_per_commitment):
@@ -184,6 +198,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
 
     # after the attestation window the solver reveals; nobody challenges anything
     times = protocol.round_times(run_id)
+    report("after the attestation window the solver reveals its plant: the lazy pass is overturned")
     protocol.chain.mine_at(times.attest_end)
     reveal_round_secret(protocol, solver, LOG, ctx, PLANT_ROUND)
     lazy_ref, honest_ref = refs[lazy.address.lower()], refs[honest.address.lower()]
@@ -192,6 +207,7 @@ def play_planted_fault(protocol: ProtocolClient, home: Path) -> PlantOutcome:
     pool_after = protocol.plant_pool(run_id)
     lazy_left = protocol.verifier_count(run_id) == listed_before - 1
 
+    report("settling round 2 and paying the solver and the honest verifier")
     protocol.chain.mine_at(times.challenge_end)
     protocol.finalize(creator, honest_ref)
     _settle(protocol, run_id)

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from eth_account.signers.local import LocalAccount
+from prometheus_client import CollectorRegistry, generate_latest
 
 from node.logs import get_logger, log_event
+from node.money_watch import MoneyCollector, MoneyWatch
 from node.peers import PeerDiscovery, announce_url
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
@@ -163,6 +165,8 @@ class RunNode:
         self.stop = threading.Event()
         self.last_error = ""
         self.log = get_logger(self.role_dir.rstrip("s"))
+        # the store moves a corrupt copy aside and heals it from peers; the operator hears of both in this log
+        self.store.reporter = lambda event, level, fields: log_event(self.log, event, level, **fields)
         self.idle: IdleReport | None = None
         self.skips = 0
         self.finished = False
@@ -170,6 +174,10 @@ class RunNode:
         self.announced = False
         self.discovery = PeerDiscovery(self.protocol, self.peers, run_id, self.address, self.log)
         self.peers.resolve = self.protocol.peer_url_of  # an unknown account's URL is looked up when needed
+        self.loop_thread: threading.Thread | None = None  # the thread running `run()`, for /health
+        self.money = MoneyWatch(self.protocol, self.peers, run_id, self.address, self.log)
+        self.metrics_registry = CollectorRegistry()  # served at /metrics (docs/nodes.md, "your money")
+        self.metrics_registry.register(MoneyCollector(self.money))
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
@@ -224,6 +232,7 @@ class RunNode:
         """
         if stop is not None:
             self.stop = stop
+        self.loop_thread = threading.current_thread()
         if not self.start():
             return
         while not self.stop.is_set():
@@ -236,8 +245,9 @@ class RunNode:
                 self.last_error = ""
             except GradledgerError as exc:
                 self.idle = None
-                self.last_error = str(exc)
-                log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
+                repeated, self.last_error = str(exc) == self.last_error, str(exc)
+                if not repeated:  # an outage fails every tick alike: logged once, /health shows it meanwhile
+                    log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
                 finished = False
                 self.stop.wait(1.0)
             except Exception as exc:
@@ -245,10 +255,25 @@ class RunNode:
                 self.note_skip("tick", exc)
                 finished = False
                 self.stop.wait(1.0)
+            self.watch_money()
             if finished:
                 self.finished = True
                 break
             self.stop.wait(self.tick_interval_s)
+
+    def watch_money(self) -> None:
+        """Log and keep for /metrics and /health what touched this node's money (node/money_watch.py); never raises."""
+        if self.ctx is None:
+            return
+        try:
+            now = self.now()
+        except GradledgerError:
+            return  # the RPC is down: the tick said so already
+        self.money.refresh(self.ctx.created_block, now)
+
+    def get_metrics(self) -> bytes:
+        """This node's Prometheus metrics (its money; a verifier adds its own, verifier/service.py)."""
+        return generate_latest(self.metrics_registry)
 
     def announce_if_due(self) -> None:
         """Announce `public_url` in PeerDirectory once it is set (a transaction only if the directory differs)."""
@@ -262,21 +287,38 @@ class RunNode:
         self.last_error = f"{what}: {type(exc).__name__}: {exc}"
         self.log.error("skipped %s", what, exc_info=exc, extra={"fields": {"error": self.last_error}})
 
-    def get_health(self, thread: threading.Thread | None) -> dict[str, Any]:
-        """What `/health` says of a node whose loop runs in `thread`: unhealthy once the loop died.
+    def get_health(self, thread: threading.Thread | None = None) -> dict[str, Any]:
+        """What `/health` says of a node whose loop runs in `thread` (default: the thread that called `run()`).
 
-        A loop that returned because the run is finished (`finished`) is healthy; one that is gone
-        without finishing is not, and `/health` answers 503 (protocol/adapters/http.py).
+        Unhealthy (HTTP 503, protocol/adapters/http.py) when the loop is gone without finishing, or when the node
+        missed a window it was due in and no later round it took part in succeeded yet (node/money_watch.py,
+        protocol/money_events.py `get_current_misses`); `reasons` says why. A loop that returned because the run is
+        finished is healthy: `worker` says "finished" (never a bare "ok" with a dead worker and no word why).
         """
+        thread = thread if thread is not None else self.loop_thread
         alive = thread is not None and thread.is_alive()
+        if alive:
+            worker = "running"
+        elif self.finished:
+            worker = "finished"
+        else:
+            worker = "dead" if thread is not None and thread.ident is not None else "not started"
+        reasons = []
+        if worker in ("dead", "not started"):
+            why = f": {self.last_error}" if self.last_error else ""
+            reasons.append(f"the worker thread is {worker} without finishing the run{why}")
+        reasons += self.money.health_reasons()
         return {
-            "status": "ok" if alive or self.finished else "unhealthy",
+            "status": "unhealthy" if reasons else "ok",
+            "reasons": reasons,
             "run_id": self.run_id,
+            "worker": worker,
             "worker_alive": alive,
             "finished": self.finished,
             "skips": self.skips,
             "last_error": self.last_error,
             "activity": self.get_activity(),
+            "money": self.money.as_health(),
         }
 
     def get_activity(self) -> dict[str, int | bool]:

@@ -9,18 +9,21 @@ arithmetic every time; the median shields the estimate from one descheduled step
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from collections.abc import Mapping
 
 import torch
 
+from node.logs import log_event
+from protocol.adapters.runs import RunContext
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
 from protocol.outer import get_initial_global_state
 from protocol.state import compute_state_hash
 from protocol.training import build_trainer, get_checkpoint_state, get_params, make_start_checkpoint, run_inner_steps
-from protocol.windows import TrainingPace, WindowNeeds, compute_window_needs
+from protocol.windows import TrainingPace, WindowNeeds, compute_round_training_ms, compute_window_needs
 
 PACE_STEPS = 5
 """Timed steps after one warm-up step (the first step allocates the optimizer state and warms caches)."""
@@ -62,3 +65,13 @@ def measure_window_needs(
     dataset = build_token_dataset(manifest, dict(shards), config.data.eval_shards)
     pace = measure_training_pace(config, dataset, get_params(get_initial_global_state(config)))
     return compute_window_needs(pace, config.train.inner_steps, config.train.steps_per_segment, samples)
+
+
+def measure_round_training_ms(ctx: RunContext, log: logging.Logger) -> int:
+    """A solver's compute for one round of `ctx`'s run on this machine (from θ0: the pace is the same for every
+    θ), logged as `measured pace`."""
+    pace = measure_training_pace(ctx.config, ctx.dataset, get_params(get_initial_global_state(ctx.config)))
+    train = ctx.config.train
+    round_ms = compute_round_training_ms(pace, train.inner_steps, train.steps_per_segment)
+    log_event(log, "measured pace", run=ctx.run_id, step_ms=pace.step_ms, round_s=round_ms / 1000)
+    return round_ms

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from protocol.bounded_json import load_bounded_json
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash
@@ -63,7 +64,7 @@ def encode_commitment_doc(doc: CommitmentDoc) -> bytes:
 def decode_commitment_doc(data: bytes) -> CommitmentDoc:
     """Parse a document; any missing or malformed field is a CommitmentDocError."""
     try:
-        body = json.loads(data)
+        body = load_bounded_json(data)  # a solver serves it: never parsed before its depth is known
         leaves = tuple(
             SegmentLeaf(
                 run_id=body["run_id"],

@@ -49,11 +49,11 @@ def to_hash32(value: bytes | bytearray | str, what: str = "hash") -> Hash32:
     if isinstance(value, str):
         text = value[2:] if value.startswith(("0x", "0X")) else value
         if len(text) != 2 * HASH32_BYTES:
-            raise SeedError(f"{what} must be 32 bytes (64 hex digits), got {len(text)} hex digits: {value!r}")
+            raise SeedError(f"{what} must be 32 bytes (64 hex digits), got {len(text)} hex digits: {value[:70]!r}")
         try:
             return Hash32(bytes.fromhex(text))
         except ValueError as exc:
-            raise SeedError(f"{what} is not valid hex: {value!r}") from exc
+            raise SeedError(f"{what} is not valid hex: {value[:70]!r}") from exc
     if isinstance(value, (bytes, bytearray)):
         if len(value) != HASH32_BYTES:
             raise SeedError(

@@ -182,7 +182,7 @@ class Vote:
             )
         except (KeyError, ValueError, TypeError, GradledgerError) as exc:
             raise JuryError(
-                f"malformed vote {dict(data)!r}: {exc}; a vote is "
+                f"malformed vote: {exc}; a vote is "
                 "{dispute_id, seat, juror, challenger_wins, signature (0x-hex, 96 bytes)}"
             ) from None
 

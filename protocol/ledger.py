@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from protocol.types import RunTerms
+
+
+def format_eth(wei: int) -> str:
+    """Wei as ETH with every digit that matters and none more (10 ETH -> "10", 1 wei -> "0.000000000000000001"):
+    what operators are told they stake, lose or are owed is exact, never rounded."""
+    text = f"{Decimal(wei) / 10**18:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 class EventLike(Protocol):

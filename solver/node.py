@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from decimal import Decimal
 from pathlib import Path
 
 import torch
@@ -21,55 +20,29 @@ from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
 from node.bootstrap import RunNode
+from node.credits import CreditWithdrawer
 from node.logs import log_event
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
-from node.pace import measure_training_pace
+from node.pace import measure_round_training_ms
 from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
 from node.theta import compute_next_theta
-from protocol.adapters.artifacts import ArtifactStore, BackgroundStateWriter, put_state
+from protocol.adapters.artifacts import ArtifactError, ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
-from protocol.adapters.contracts import ProtocolClient
-from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
+from protocol.adapters.http import ServerHandle, serve_in_thread
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext, get_global_state
-from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc, encode_commitment_doc
-from protocol.errors import GradledgerError
+from protocol.commitment import CommitmentDoc, CommitmentDocError, encode_commitment_doc
 from protocol.hashing import Hash32, hash_to_hex
+from protocol.ledger import format_eth
 from protocol.opening import OpeningError, build_opening
-from protocol.outer import get_initial_global_state
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
-from protocol.types import ROLE_SOLVER, AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
-from protocol.windows import compute_round_training_ms
+from protocol.types import AttestationRef, AttestationState, ClaimStatus, Opening, RoundTimes
+from solver.api import make_solver_app
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
-
-
-class StakeNeededError(GradledgerError):
-    """A solver has too little free solver stake to join its run; the message says how much and how to add it."""
-
-
-def format_eth(wei: int) -> str:
-    """Wei as ETH with every digit that matters and none more (10 ETH -> "10", 1 wei -> "0.000000000000000001")."""
-    text = f"{Decimal(wei) / 10**18:f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def verify_stake_covers(protocol: ProtocolClient, solver: str, run_id: int, needed_wei: int) -> None:
-    """Raise StakeNeededError unless `solver`'s free solver stake covers `needed_wei` (the run's solverMinStake)."""
-    bonded, _, _, reserved = protocol.stake_of(solver, ROLE_SOLVER)
-    free = max(bonded - reserved, 0)
-    if free >= needed_wei:
-        return
-    held = f"{format_eth(bonded)} ETH bonded"
-    if reserved:
-        held += f", {format_eth(reserved)} ETH reserved by other runs"
-    raise StakeNeededError(
-        f"solver {solver} cannot join run {run_id}: it needs {format_eth(needed_wei)} ETH of free solver stake (the "
-        f"run's solverMinStake) and has {format_eth(free)} ETH ({held}); deposit the rest with `gradledger solver "
-        f"stake --amount {format_eth(needed_wei - free)} --run {run_id}` and the same key options as this node; "
-        "this node joins as soon as the stake is there"
-    )
+from solver.joining import verify_stake_covers
+from solver.own_artifacts import OwnArtifacts
 
 
 @dataclass(frozen=True)
@@ -103,6 +76,10 @@ class SolverNode(RunNode):
         self.on_progress = on_progress
         self.server: ServerHandle | None = None
         self.plant_anchor_known = False
+        self.credits = CreditWithdrawer(self.protocol, account, self.log)
+        self.own_artifacts = OwnArtifacts(self)
+        # its own checkpoints gone corrupt are named in an ERROR and re-created (solver/own_artifacts.py)
+        self.store.reporter = self.own_artifacts.on_store_report
         self.round_training_ms = 0
         """This machine's measured compute for one round (measure_pace), 0 until measured."""
 
@@ -136,7 +113,15 @@ class SolverNode(RunNode):
         record = self.record_of(run_id, round_index)
         if record is None or record.doc_hash is None:
             return None
-        return self.store.get(record.doc_hash)
+        try:
+            return self.store.get(record.doc_hash)
+        except ArtifactError:  # corrupt (moved aside, logged as an ERROR, re-created next tick) or gone: never a 500
+            raise HTTPException(
+                503,
+                f"the commitment document of run {run_id} round {round_index} is not available on this node right now "
+                "(its stored copy is corrupt or missing; the node re-creates it): retry later",
+                headers={"Retry-After": "30"},
+            ) from None
 
     def choose_claim_state(self, next_state: State, round_index: int) -> State:
         """The θ_(r+1) a coordinator posts: the outer step over the accepted Δs."""
@@ -145,21 +130,8 @@ class SolverNode(RunNode):
     # -- HTTP ------------------------------------------------------------------------------
 
     def start_server(self) -> str:
-        app = make_node_app(
-            "solver",
-            self.address,
-            self.served_store(),
-            lambda: {"run_id": self.run_id, "activity": self.get_activity()},
-        )
-
-        @app.get("/commitments/{run_id}/{round_index}")
-        def get_commitment(run_id: int, round_index: int) -> dict:
-            document = self.served_document(run_id, round_index)
-            if document is None:
-                raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
-            return {"document": document.decode(errors="replace")}
-
-        self.server = serve_in_thread(app, self.settings.host, self.settings.port)
+        """Serve the solver's API (solver/api.py) on its host and port; returns its URL."""
+        self.server = serve_in_thread(make_solver_app(self), self.settings.host, self.settings.port)
         return self.server.url
 
     # -- state -----------------------------------------------------------------------------
@@ -178,15 +150,8 @@ class SolverNode(RunNode):
     def measure_pace(self) -> None:
         """Time a few of the run's steps here (node/pace.py), once: a node started with too little of a commit
         window left sits the round out (solver/decide.py) instead of training for a commitment it cannot send."""
-        if self.round_training_ms:
-            return
-        ctx = self.load()
-        pace = measure_training_pace(ctx.config, ctx.dataset, get_params(get_initial_global_state(ctx.config)))
-        train = ctx.config.train
-        self.round_training_ms = compute_round_training_ms(pace, train.inner_steps, train.steps_per_segment)
-        log_event(
-            self.log, "measured pace", run=ctx.run_id, step_ms=pace.step_ms, round_s=self.round_training_ms / 1000
-        )
+        if not self.round_training_ms:
+            self.round_training_ms = measure_round_training_ms(self.load(), self.log)
 
     def ensure_plant_anchor(self, times: RoundTimes) -> None:
         """Register the plant anchor once the run plants (its creator sets the terms during round 0, possibly
@@ -314,22 +279,8 @@ class SolverNode(RunNode):
     def _do_train(self, action: Action) -> None:
         ctx, r = self.load(), action.round
         theta_hash = self.protocol.theta_of(ctx.run_id, r)
-        theta = get_params(get_global_state(self.store, self.peers, theta_hash))
         log_event(self.log, "train", run=ctx.run_id, round=r, theta=hash_to_hex(theta_hash)[:18])
-        with BackgroundStateWriter(self.store) as writer:
-            records, end = self.train_records(ctx, theta, r, writer)
-            # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
-            for record in records:
-                self.store.put(encode_sketch(record.sketch))
-            delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
-        doc = CommitmentDoc(
-            ctx.run_id,
-            r,
-            self.address,
-            theta_hash,
-            delta_hash,
-            tuple(rec.to_leaf(ctx.run_id, r, self.address) for rec in records),
-        )
+        doc, records = self.train_artifacts(ctx, r, theta_hash)
         self.record_trained(doc)
         log_event(
             self.log,
@@ -339,6 +290,27 @@ class SolverNode(RunNode):
             root=hash_to_hex(doc.root)[:18],
             loss=round(records[-1].mean_loss, 4),
         )
+
+    def train_artifacts(self, ctx: RunContext, r: int, theta_hash: Hash32) -> tuple[CommitmentDoc, list[SegmentRecord]]:
+        """Train round `r` from θ_r and store every checkpoint, sketch and Δ; the round's commitment document.
+
+        Deterministic: run again (a crash, a corrupt checkpoint: solver/own_artifacts.py) it stores the same bytes
+        under the same hashes.
+        """
+        theta = get_params(get_global_state(self.store, self.peers, theta_hash))
+        with BackgroundStateWriter(self.store) as writer:
+            records, end = self.train_records(ctx, theta, r, writer)
+            # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
+            for record in records:
+                self.store.put(encode_sketch(record.sketch))
+            delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
+        leaves = tuple(rec.to_leaf(ctx.run_id, r, self.address) for rec in records)
+        return CommitmentDoc(ctx.run_id, r, self.address, theta_hash, delta_hash, leaves), records
+
+    def train_into_store(self, ctx: RunContext, r: int, theta_hash: Hash32) -> tuple[CommitmentDoc, Hash32]:
+        """Re-create round `r`'s artifacts (solver/own_artifacts.py): the document and the hash it is stored under."""
+        doc, _ = self.train_artifacts(ctx, r, theta_hash)
+        return doc, self.store.put(encode_commitment_doc(doc))
 
     def record_trained(self, doc: CommitmentDoc) -> Hash32:
         """Store a round's commitment document and record the round as trained (ready to commit).
@@ -375,16 +347,21 @@ class SolverNode(RunNode):
         ctx, r = self.load(), action.round
         record = self.record_of(ctx.run_id, r)
         try:
-            if record.doc_hash is None or not self.store.has(record.doc_hash):
-                raise OpeningError("no commitment document is stored for this round")
-            doc = decode_commitment_doc(self.store.get(record.doc_hash))
+            # a corrupt or missing document is re-created first (retraining is deterministic)
+            doc = self.own_artifacts.read_document(record)
             segments = self.protocol.opened_segments(ctx.run_id, r, self.address)
             opening = build_opening(doc, segments, ctx.terms.samples_per_commitment)
         except (OpeningError, CommitmentDocError) as exc:
             # Nothing to prove: the commitment will be reported unopened and this solver slashed.
             self.save_record(replace(record, status="unopenable"))
-            log_event(self.log, "cannot open", level=logging.WARNING, run=ctx.run_id, round=r, reason=str(exc))
+            log_event(
+                self.log, "cannot open", level=logging.ERROR, run=ctx.run_id, round=r, reason=str(exc),
+                consequence=f"the commitment will be reported unopened and this solver slashed "
+                f"{format_eth(ctx.terms.solver_min_stake)} ETH",
+            )  # fmt: skip
             return
+        # what verifiers will fetch is hash-checked now and re-created if corrupt; opening stays right either way
+        self.own_artifacts.ensure_served(record, doc, segments)
         try:
             commitment = record.commitment
             result = self.protocol.open_commitment(self.account, ctx.run_id, r, self.address, commitment, opening)
@@ -459,7 +436,8 @@ class SolverNode(RunNode):
 
     def _do_claim_shares(self, action: Action) -> None:
         run, r = self.settings.run_id, action.round
-        if self.protocol.is_paid(run, r, self.address):
+        paid = self.protocol.is_paid(run, r, self.address)
+        if paid:
             try:
                 self.protocol.claim_solver_shares(self.account, run, r, self.address)
             except ContractRevertError as exc:
@@ -467,10 +445,16 @@ class SolverNode(RunNode):
                     raise
         # the mint credited this solver its part of the round's release (ModelShares): take it out
         reward = self.protocol.credits_of("ModelShares", self.address)
-        if reward > 0:
-            self.protocol.withdraw_credits(self.account, "ModelShares")
+        self.credits.withdraw()  # that release, and whatever else is credited to it meanwhile (node/credits.py)
         self.state.put("shares", f"{run}:{r}", {"claimed": True})
-        log_event(self.log, "shares claimed", run=run, round=r, round_reward_wei=reward)
+        if paid:  # "shares claimed" only when SolverSharesClaimed exists (the money watch logs the mint itself)
+            log_event(self.log, "shares claimed", run=run, round=r, round_reward_wei=reward)
+        else:
+            log_event(
+                self.log, "no shares for this round", level=logging.WARNING, run=run, round=r,
+                why="the commitment is not paid (failed, unopened, or its plant unrevealed or disproven): see the "
+                "`money:` lines of this log and /health",
+            )  # fmt: skip
 
     def _do_withdraw_claim_bond(self, action: Action) -> None:
         try:
@@ -493,6 +477,7 @@ class SolverNode(RunNode):
         log_event(self.log, "left the run: its stake reservation is released", run=self.settings.run_id)
 
     def _do_done(self, action: Action) -> None:
+        self.credits.withdraw()  # the node exits next: nothing may stay behind in any contract
         self.finished = True
 
     # -- loop ------------------------------------------------------------------------------
@@ -500,7 +485,18 @@ class SolverNode(RunNode):
     tick_interval_s = 0.0  # `wait` actions pace the loop
 
     def tick(self) -> bool:
-        """One read -> decide -> act step; True once the run is finished for this solver."""
+        """One read -> decide -> act step; True once the run is finished for this solver.
+
+        Own artifacts found corrupt while serving are re-created first; credits are withdrawn whatever the step
+        did (node/credits.py), also when it failed.
+        """
         self.finished = False
-        self.act(decide_solver_action(self.read_view()))
+        try:
+            self.own_artifacts.run_queued()
+            self.act(decide_solver_action(self.read_view()))
+        except Exception:
+            self.credits.withdraw_after_tick(self.state.changes, failing=True)
+            raise
+        # once its records changed or a while passed: a claim bond an unresolved dispute returns lands any time
+        self.credits.withdraw_after_tick(self.state.changes)
         return self.finished

@@ -140,9 +140,9 @@ def prepare_run(
         (i, ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE) for i in verifiers
     ]:
         account = get_devnet_account(index)
-        bonded = protocol.bonded_of(account.address, role)
-        if bonded < needed:
-            protocol.deposit_stake(account, role, needed - bonded)
+        free = protocol.free_stake_of(account.address, role)  # another test's unfinished run may hold some reserved
+        if free < needed:
+            protocol.deposit_stake(account, role, needed - free)
     store = LocalArtifactStore(home / "creator" / "artifacts")
     server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, store))
     ports = {i: free_port() for i in [*solvers, *verifiers]}

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from eth_account.signers.local import LocalAccount
 
 from node.checker import CommitmentChecker
+from node.credits import withdraw_all_credits
 from node.disputes import JurorRegistryReader, advance_dispute, get_drawn_jury
 from node.logs import get_logger, log_event
 from node.theta import compute_next_theta
@@ -357,7 +358,6 @@ class JuryDuty:
             if exc.error != "AlreadyClaimed":
                 raise
         self._save({**info, "status": "done"})
-        # the juror reward (Disputes) and the round's release credited with the juror's shares (ModelShares)
-        for contract in ("Disputes", "ModelShares"):
-            if self.protocol.credits_of(contract, self.address) > 0:
-                self.protocol.withdraw_credits(self.account, contract)
+        # the juror reward (Disputes), the round's release credited with the juror's shares (ModelShares), and
+        # whatever else is pending (node/credits.py; the worker also withdraws each round, abstaining or not)
+        withdraw_all_credits(self.protocol, self.account, logger)

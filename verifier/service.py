@@ -13,9 +13,7 @@ import re
 import threading
 
 from fastapi import HTTPException
-from fastapi.responses import Response
 from prometheus_client import generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
 from verifier.jury import VoteRejectedError
@@ -26,9 +24,14 @@ _ID = re.compile(r"^(\d+):(\d+):(0x[0-9a-fA-F]{40}):(\d+)$")
 
 def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | None = None):
     def health() -> dict:
+        """The node's health (RunNode.get_health: worker, missed windows, money) and its attestation count."""
         return {**worker.get_health(worker_thread), "attestations": len(worker.list_attestations())}
 
-    app = make_node_app("verifier", worker.address, worker.store, health)
+    def metrics() -> bytes:
+        """The verifier's replay and attestation metrics, then what touched its money (node/money_watch.py)."""
+        return generate_latest(worker.metrics.registry) + worker.get_metrics()
+
+    app = make_node_app("verifier", worker.address, worker.store, health, metrics)
 
     @app.get("/attestations")
     def list_attestations() -> list[dict]:
@@ -38,9 +41,8 @@ def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | 
     def get_attestation(identifier: str) -> dict:
         match = _ID.match(identifier)
         if not match:
-            raise HTTPException(
-                400, f"attestation id must be RUN:ROUND:SOLVER_ADDRESS:SLOT (e.g. 1:0:0xabc...:0), got {identifier!r}"
-            )
+            shape = "RUN:ROUND:SOLVER_ADDRESS:SLOT (e.g. 1:0:0xabc...:0)"  # not echoed: http_guard.py
+            raise HTTPException(400, f"attestation id must be {shape}; got {len(identifier)} characters that are not")
         run_id, round_index, solver, slot = match.groups()
         record = worker.get_attestation(f"{int(run_id)}:{int(round_index)}:{solver.lower()}:{int(slot)}")
         if record is None:
@@ -49,7 +51,13 @@ def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | 
 
     @app.post("/jury/votes")
     def post_vote(payload: dict) -> dict:
-        """A juror's signed vote; kept only if it is from an eligible seat and verifies (else 4xx)."""
+        """A juror's signed vote; kept only if it is from an eligible seat and verifies (else 4xx).
+
+        A vote is ~400 bytes: the guard (protocol/adapters/http_guard.py) refuses bodies over 4 KiB or nested
+        deeper than 32 before this JSON is parsed, and runs votes in their own lane of threads, so a flood of
+        other requests cannot keep a peer's vote waiting. `def`, not `async def`: checking a vote reads the
+        chain and verifies a BLS signature, which must not block the event loop.
+        """
         if worker.jury is None:
             raise HTTPException(404, "this verifier does not sit on juries (started with --no-jury or an adversary)")
         try:
@@ -71,10 +79,6 @@ def make_verifier_app(worker: VerifierWorker, worker_thread: threading.Thread | 
     def get_disputes() -> list[dict]:
         """The disputes of the watched run this node follows, with its seat and verdict."""
         return worker.jury.list_disputes() if worker.jury is not None else []
-
-    @app.get("/metrics")
-    def metrics() -> Response:
-        return Response(generate_latest(worker.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
 

@@ -26,6 +26,7 @@ from eth_account.signers.local import LocalAccount
 
 from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
+from node.credits import CreditWithdrawer
 from node.logs import log_event
 from node.opening import draw_round_seed, report_unopened
 from protocol.adapters.chain import ContractRevertError
@@ -85,6 +86,8 @@ class VerifierWorker(RunNode):
         self.juror_only = juror_only
         self.metrics = metrics
         self.checker: CommitmentChecker | None = None
+        self.credits = CreditWithdrawer(self.protocol, account, self.log)
+        self._seen_round: tuple[int, bool] = (-1, False)
         self.jury: JuryDuty | None = None
         if (jury or juror_only) and self.sits_on_juries:
             self.jury = JuryDuty(
@@ -137,9 +140,30 @@ class VerifierWorker(RunNode):
     # -- loop ----------------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """One pass; True when the run is finished and nothing is left to do."""
+        """One pass; True when the run is finished and nothing is left to do (every credit withdrawn first).
+
+        Credits are withdrawn whatever the duties did: after them, and also when one of them failed (a peer
+        down, a seat that cannot be checked yet) -- a verifier that abstains still takes its money out.
+        """
+        try:
+            done = self._do_duties()
+        except Exception:
+            self.credits.withdraw_after_tick(self._credit_marker(), failing=True)
+            raise
+        if done:
+            self.credits.withdraw()  # the node exits next: nothing may stay behind
+        else:
+            self.credits.withdraw_after_tick(self._credit_marker())
+        return done
+
+    def _credit_marker(self) -> tuple[int, bool, int]:
+        """What changes when this verifier may have been credited: the round, the run's end, its own records."""
+        return (*self._seen_round, self.state.changes)
+
+    def _do_duties(self) -> bool:
         ctx = self.load()
         times = self.protocol.round_times(ctx.run_id)
+        self._seen_round = (times.round, times.finished)
         now = self.now()
         block = self.chain.block_number()
         self.metrics.block.set(block)
@@ -155,10 +179,7 @@ class VerifierWorker(RunNode):
         if self.jury is not None and self.jury.registered:
             self.jury.tick(now)
         done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
-        done = done and (self.jury is None or not self.jury.pending())
-        if done:
-            self._withdraw_credits()
-        return done
+        return done and (self.jury is None or not self.jury.pending())
 
     def _claim_fault_reward(self, ref: AttestationRef) -> None:
         """A standing fail proves its solver's fault: take this seat's equal share of the provers' reward."""
@@ -169,14 +190,6 @@ class VerifierWorker(RunNode):
             # NoFaultReward: the solver had nothing left to slash; AlreadyRewarded: claimed before a crash
             if exc.error not in ("NoFaultReward", "AlreadyRewarded"):
                 raise
-
-    def _withdraw_credits(self) -> None:
-        """Pull returned bonds and rewards out of Verification, Disputes, FaultRewards and Plants (jackpots of fails on
-        planted faults), and the rounds' releases credited with its shares out of ModelShares."""
-        for contract in ("Verification", "Disputes", "FaultRewards", "Plants", "ModelShares"):
-            if self.protocol.credits_of(contract, self.address) > 0:
-                self.protocol.withdraw_credits(self.account, contract)
-                log_event(self.log, "credits withdrawn", contract=contract)
 
     # -- attesting ---------------------------------------------------------------------------
 

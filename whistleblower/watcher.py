@@ -32,6 +32,7 @@ from eth_account.signers.local import LocalAccount
 
 from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
+from node.credits import CreditWithdrawer
 from node.disputes import JurorRegistryReader, advance_dispute
 from node.logs import log_event
 from node.opening import report_unresolved_commitments
@@ -77,6 +78,8 @@ class Whistleblower(RunNode):
         self.fraction = fraction
         self.registry = JurorRegistryReader(self.chain)
         self.checker: CommitmentChecker | None = None
+        self.credits = CreditWithdrawer(self.protocol, account, self.log)
+        self._seen_round: tuple[int, bool] = (-1, False)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -102,9 +105,27 @@ class Whistleblower(RunNode):
     # -- loop ------------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """One pass; True when the run is finished and nothing is left to do."""
+        """One pass; True when the run is finished and nothing is left to do (every credit withdrawn first).
+
+        Credits are withdrawn whatever the duties did, also when one of them failed (node/credits.py).
+        """
+        try:
+            finished = self._do_duties()
+        except Exception:
+            self.credits.withdraw_after_tick((self._seen_round, self.state.changes), failing=True)
+            raise
+        open_challenges = len(self._open_challenges())
+        if not (finished and open_challenges == 0):
+            self.credits.withdraw_after_tick((self._seen_round, self.state.changes))
+            return False
+        self.credits.withdraw()  # the node exits next: nothing may stay behind
+        return is_done(finished, open_challenges, self.credits.pending())
+
+    def _do_duties(self) -> bool:
+        """Check, challenge, report and drive disputes; True when the run is finished."""
         self.load()
         times = self.protocol.round_times(self.run_id)
+        self._seen_round = (times.round, times.finished)
         now = self.now()
         self._discover()
         self._check_attestations(now, times)
@@ -116,15 +137,7 @@ class Whistleblower(RunNode):
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
             self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
-        credits = 0
-        for contract in ("Disputes", "FaultRewards"):
-            owed = self.protocol.credits_of(contract, self.address)
-            if owed > 0 and not self._open_challenges():
-                self.protocol.withdraw_credits(self.account, contract)
-                log_event(self.log, "credits withdrawn", contract=contract, amount_wei=owed)
-                owed = 0
-            credits += owed
-        return is_done(times.finished, len(self._open_challenges()), credits)
+        return times.finished
 
     def _isolated(self, what: str, step: Callable[..., None], *args: Any) -> None:
         """Run one item's step; an unexpected error skips that item (logged, counted), never the others.

@@ -18,10 +18,15 @@ HomeOption = typer.Option(None, "--home", help="gradledger data directory (defau
 @app.command()
 def up(
     home: Path | None = HomeOption,
-    port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="RPC port on 127.0.0.1 (0 = any free port)"),
+    port: int | None = typer.Option(
+        None,
+        min=0,
+        max=65535,
+        help=f"RPC port on 127.0.0.1 (0 = any free port); default: the port this chain had, else {DEFAULT_PORT}",
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the devnet record as JSON"),
 ) -> None:
-    """Start anvil (chain id 31337) with its state in <home>/devnet; a restart resumes the chain."""
+    """Start anvil (chain id 31337) with its state in <home>/devnet; a restart resumes the chain on its port."""
     info, started = start_devnet(get_home(home), port)
     if json_out:
         typer.echo(json.dumps({**asdict(info), "started": started}))

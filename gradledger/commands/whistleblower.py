@@ -58,7 +58,7 @@ def watch(
     def health() -> dict:
         return watcher.get_health(thread)
 
-    app_ = make_node_app("whistleblower", account.address, watcher.store, health)
+    app_ = make_node_app("whistleblower", account.address, watcher.store, health, watcher.get_metrics)
 
     @app_.get("/challenges")
     def challenges() -> list[dict]:

@@ -10,12 +10,23 @@ valid name.
 An object-store backend (S3-compatible) implements the same four methods. Nodes serve their
 store read-only over HTTP with `make_artifact_router`, and fetch from peers with
 `fetch_artifact`.
+
+A copy that no longer hashes to its name (a bad disk, a stray edit) is moved aside by the store
+that finds it (`<root>-quarantine/`, kept for inspection, never served, never deleted) and the
+read fails with `ArtifactCorruptError`; `read_through` -- the one fetch-through path every node's
+reads of run artifacts, θ and peers' checkpoints take -- then fetches a good copy from peers and
+stores it, so a corrupt cached file heals instead of failing every tick. The HTTP router answers
+503 with a plain reason for a corrupt artifact, never the bytes and never a traceback. What a store
+finds is told to its `reporter` (node/ logs it; adapters do not log).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -42,7 +53,22 @@ class ArtifactNotFoundError(ArtifactError):
 
 
 class ArtifactCorruptError(ArtifactError):
-    """Bytes were found but do not hash to the requested name."""
+    """Bytes were found but do not hash to the requested name.
+
+    `quarantined` is where a local store moved the bad copy (None for a peer's bytes, which are never kept).
+    """
+
+    def __init__(self, message: str, quarantined: Path | None = None) -> None:
+        super().__init__(message)
+        self.quarantined = quarantined
+
+
+ArtifactReporter = Callable[[str, int, dict[str, object]], None]
+"""Hears what a store found or did: (event, logging level, fields). Nodes log it (node/logs.py); adapters never log."""
+
+QUARANTINE_SUFFIX = "-quarantine"
+"""A store rooted at `<dir>/artifacts` moves corrupt copies to `<dir>/artifacts-quarantine/` (outside the store, so
+nothing lists, serves or audits them as artifacts)."""
 
 
 class ArtifactStore(Protocol):
@@ -55,11 +81,31 @@ class ArtifactStore(Protocol):
 
 
 class LocalArtifactStore:
-    """Artifacts as files `<root>/<first 2 hex>/<64 hex>`, written atomically."""
+    """Artifacts as files `<root>/<first 2 hex>/<64 hex>`, written atomically.
 
-    def __init__(self, root: Path) -> None:
+    A read that finds a copy not hashing to its name moves it aside (`quarantine`) before it raises, so the
+    next read misses and re-fetches instead of failing on the same bytes forever. `quarantine_corrupt=False`
+    is for read-only tools (the auditor), which report corrupt copies and must not move a node's files.
+    """
+
+    def __init__(
+        self, root: Path, *, quarantine_corrupt: bool = True, reporter: ArtifactReporter | None = None
+    ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.quarantine_corrupt = quarantine_corrupt
+        self.reporter = reporter
+        """Set by the node that owns the store (node/bootstrap.py): its log hears every corrupt copy found."""
+
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.root.parent / f"{self.root.name}{QUARANTINE_SUFFIX}"
+
+    def report(self, event: str, level: int, **fields: object) -> None:
+        """Tell the owning node (if any) what this store found; a reporter error never breaks a read."""
+        if self.reporter is not None:
+            with contextlib.suppress(Exception):  # a logging hook must not turn a read into a crash
+                self.reporter(event, level, fields)
 
     def _path(self, digest: bytes) -> Path:
         name = to_hash32(digest, "artifact hash").hex()
@@ -114,17 +160,82 @@ class LocalArtifactStore:
         except FileNotFoundError:
             raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} is not in the store at {self.root}") from None
         if compute_content_hash(data) != to_hash32(digest):
+            name = hash_to_hex(digest)
+            if not self.quarantine_corrupt:
+                raise ArtifactCorruptError(
+                    f"artifact {name} at {path} does not match its hash (disk corruption or tampering); move the "
+                    "file aside and fetch it again from a peer"
+                )
+            moved = self.quarantine(digest)
+            self.report(
+                "corrupt artifact moved aside", logging.WARNING, artifact=name, path=str(path),
+                moved_to=str(moved) if moved else "", why="its bytes no longer hash to its name (bad disk or edit)",
+            )  # fmt: skip
             raise ArtifactCorruptError(
-                f"artifact {hash_to_hex(digest)} at {path} does not match its hash (disk corruption or "
-                "tampering); delete the file and fetch it again from a peer"
+                f"artifact {name} at {path} does not match its hash (disk corruption or tampering); the bad copy "
+                f"was moved aside to {moved or 'nowhere (another reader moved it first)'}; it is fetched again from "
+                "a peer (or re-created by its owner) on the next read",
+                moved,
             )
         return data
+
+    def quarantine(self, digest: bytes) -> Path | None:
+        """Move the copy named `digest` to the quarantine directory; its new path (None if it was gone already).
+
+        Never deletes: an operator may want to see what the disk did. Each move gets its own name, so a file that
+        goes bad twice keeps both copies.
+        """
+        path = self._path(digest)
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        target = self.quarantine_dir / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.{time.time_ns()}"
+        try:
+            os.replace(path, target)
+        except FileNotFoundError:  # another thread (the HTTP server, the worker) moved it first
+            return None
+        return target
 
     def has(self, digest: bytes) -> bool:
         return self._path(digest).exists()
 
     def delete(self, digest: bytes) -> None:
         self._path(digest).unlink(missing_ok=True)
+
+
+def read_through(store: ArtifactStore, digest: bytes, fetch: Callable[[Hash32], bytes] | None) -> bytes:
+    """The artifact from `store`, else from `fetch` (hash-checked, then stored): the one fetch-through read.
+
+    A stored copy that no longer hashes to its name is moved aside by the store (`LocalArtifactStore.get`); this
+    then fetches a good copy and stores it -- the cache heals, the caller goes on, and nobody deletes a file by
+    hand. Without `fetch` (or when no peer has it yet) the read fails with an error that says so; the next read
+    fetches again, since the bad copy is gone from the store.
+    """
+    name = to_hash32(digest, "artifact hash")
+    corrupt: ArtifactCorruptError | None = None
+    if store.has(name):
+        try:
+            return store.get(name)
+        except ArtifactCorruptError as exc:
+            corrupt = exc
+    if fetch is None:
+        if corrupt is not None:
+            raise corrupt
+        return store.get(name)  # raises ArtifactNotFoundError naming the store
+    try:
+        data = fetch(name)
+    except ArtifactError as exc:
+        if corrupt is None:
+            raise
+        raise ArtifactCorruptError(
+            f"{corrupt}; no peer could provide a good copy yet ({exc})", corrupt.quarantined
+        ) from exc
+    if store.put(data) != name:  # the fetcher checks; storing re-hashes anyway, so this costs nothing
+        raise ArtifactCorruptError(f"artifact {hash_to_hex(name)}: the fetched bytes do not match the hash")
+    if corrupt is not None and isinstance(store, LocalArtifactStore):
+        store.report(
+            "corrupt artifact healed from a peer", logging.WARNING, artifact=hash_to_hex(name),
+            moved_to=str(corrupt.quarantined or ""), bytes=len(data),
+        )  # fmt: skip
+    return data
 
 
 def put_state(store: ArtifactStore, state: Mapping[str, torch.Tensor]) -> Hash32:
@@ -211,12 +322,12 @@ def fetch_artifact(
 
 
 def fetch_into_store(store: ArtifactStore, base_url: str, digest: bytes, **kwargs) -> bytes:
-    """The artifact from the local store, or fetched from a peer, checked and cached."""
-    if store.has(digest):
-        return store.get(digest)
-    data = fetch_artifact(base_url, digest, **kwargs)
-    store.put(data)
-    return data
+    """The artifact from the local store, or fetched from a peer, checked and cached (a corrupt copy healed)."""
+    return read_through(store, digest, lambda name: fetch_artifact(base_url, name, **kwargs))
+
+
+CORRUPT_RETRY_AFTER_S = 30
+"""What a 503 for a corrupt artifact tells the fetcher: its owner re-fetches or re-creates it meanwhile."""
 
 
 def make_artifact_router(store: ArtifactStore) -> APIRouter:
@@ -233,8 +344,15 @@ def make_artifact_router(store: ArtifactStore) -> APIRouter:
             data = store.get(name)
         except ArtifactNotFoundError:
             raise HTTPException(status_code=404, detail=f"no artifact {hash_to_hex(name)} here") from None
-        except ArtifactCorruptError as exc:
-            raise HTTPException(status_code=500, detail=str(exc)) from None
+        except ArtifactCorruptError:
+            # INVARIANT: bytes that do not hash to their name are never served. The store moved them aside and told
+            # its node (which logs it and re-creates or re-fetches); the body names no local path.
+            raise HTTPException(
+                status_code=503,
+                detail=f"artifact {hash_to_hex(name)} is corrupt on this node (its bytes no longer match their hash) "
+                "and is not served; the node re-creates or re-fetches it: ask another peer or retry later",
+                headers={"Retry-After": str(CORRUPT_RETRY_AFTER_S)},
+            ) from None
         return Response(content=data, media_type="application/octet-stream")
 
     return router

@@ -6,7 +6,10 @@ What it adds to web3.py:
   gas estimation with a margin, receipts waited for, and a failed transaction's custom error
   decoded from the ABIs into `ContractRevertError("StakeTooLow", {...})`;
 - retries with backoff on connection loss; a signed transaction is re-sent byte for byte, so
-  a retry can never send a second, different transaction;
+  a retry can never send a second, different transaction (and one the node already holds is waited
+  for, not replaced);
+- an outage logged once (WARNING, naming the RPC URL and `gradledger devnet up`) and its end once;
+  after it the nonce counters are resynced, since a restarted chain may have lost recent blocks;
 - events of every manifest contract read in bounded block ranges, decoded and ordered, so a
   node can resume from the last block it saved.
 Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
@@ -14,6 +17,7 @@ Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +28,7 @@ import requests
 from eth_abi import decode as abi_decode
 from eth_account.signers.local import LocalAccount
 from eth_typing import ABIError, ChecksumAddress
-from eth_utils import function_abi_to_4byte_selector, to_checksum_address
+from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 from hexbytes import HexBytes
 from web3 import HTTPProvider, Web3
 from web3.contract import Contract
@@ -34,6 +38,7 @@ from web3.exceptions import (
     ContractPanicError,
     ProviderConnectionError,
     TimeExhausted,
+    TransactionNotFound,
     Web3RPCError,
 )
 from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint, TxParams
@@ -43,6 +48,8 @@ from protocol.errors import GradledgerError
 from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
+
+logger = logging.getLogger("gradledger.chain")
 
 
 def name_abi_values(params: list[dict[str, Any]], values: Any) -> dict[str, Any]:
@@ -117,14 +124,16 @@ class ChainClient:
         self.manifest = manifest
         self.max_retries = max_retries
         self.w3 = Web3(HTTPProvider(rpc_url, request_kwargs={"timeout": timeout_s}))
+        self._outage_since: float | None = None  # monotonic time the RPC was first found unreachable
+        self._outage_lock = threading.Lock()
+        self._nonces: dict[str, int] = {}
+        self._nonce_lock = threading.Lock()
         self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
         wanted = expected_chain_id if expected_chain_id is not None else (manifest.chain_id if manifest else None)
         if wanted is not None and self.chain_id != wanted:
             raise WrongChainError(
                 f"RPC {rpc_url} serves chain id {self.chain_id}, expected {wanted}: wrong endpoint or manifest"
             )
-        self._nonces: dict[str, int] = {}
-        self._nonce_lock = threading.Lock()
         self._contracts: dict[str, Contract] = {}
         self._errors: dict[bytes, tuple[str, list[dict[str, Any]]]] = {}
         self._events: dict[tuple[str, bytes], tuple[str, Any]] = {}
@@ -149,8 +158,9 @@ class ChainClient:
         delay = 0.2
         for attempt in range(self.max_retries + 1):
             try:
-                return fn()
+                result = fn()
             except _CONNECTION_ERRORS as exc:
+                self._note_outage(what, exc)
                 if attempt == self.max_retries:
                     raise ChainUnavailableError(
                         f"cannot reach the chain RPC at {self.rpc_url} ({what}: {type(exc).__name__}); is the node "
@@ -158,7 +168,41 @@ class ChainClient:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+            else:
+                if self._outage_since is not None:
+                    self._note_recovery()
+                return result
         raise AssertionError("unreachable")
+
+    def _note_outage(self, what: str, exc: BaseException) -> None:
+        """Log the first failure of an outage, once: a node retries every call while the chain is down (a devnet
+        being restarted), and a line per retry buried the one that says what to do."""
+        with self._outage_lock:
+            if self._outage_since is not None:
+                return
+            self._outage_since = time.monotonic()
+        logger.warning(
+            "chain RPC unreachable, retrying until it is back",
+            extra={"fields": {
+                "rpc_url": self.rpc_url, "call": what, "error": type(exc).__name__,
+                "why": f"nothing answers at {self.rpc_url} (in time); if it is the local devnet, run "
+                "`gradledger devnet up` (it restarts on the same port and chain), else check --rpc-url",
+            }},
+        )  # fmt: skip
+
+    def _note_recovery(self) -> None:
+        """The chain answers again: say so once, and resync every nonce from it (a devnet killed rather than
+        stopped may come back without its last blocks, and a stale counter would leave transactions stuck)."""
+        with self._outage_lock:
+            since, self._outage_since = self._outage_since, None
+        if since is None:
+            return
+        with self._nonce_lock:
+            self._nonces.clear()
+        logger.info(
+            "chain RPC reachable again",
+            extra={"fields": {"rpc_url": self.rpc_url, "down_s": round(time.monotonic() - since, 1)}},
+        )
 
     @property
     def deployment(self) -> DeploymentManifest:
@@ -376,6 +420,10 @@ class ChainClient:
                 break
             except Web3RPCError as exc:
                 message = str(exc).lower()
+                known = self._find_sent(raw)
+                if known is not None:  # a re-send after a lost reply: the chain holds these very bytes, wait for them
+                    tx_hash = known
+                    break
                 if "nonce" in message or "already known" in message or "replacement" in message:
                     self._forget_nonce(address)  # another process used this account; resync
                     continue
@@ -402,6 +450,18 @@ class ChainClient:
 
     def _send_raw(self, raw: bytes, context: str) -> HexBytes:
         return self._retry(lambda: self.w3.eth.send_raw_transaction(raw), what=f"send {context}")
+
+    def _find_sent(self, raw: bytes) -> HexBytes | None:
+        """The hash of `raw` if the chain already holds that transaction (pending or mined), else None.
+
+        A send whose reply was lost (the RPC went away mid-request) is re-sent byte for byte, and the chain then
+        answers "already known" or "nonce too low": signing a new transaction then would act twice."""
+        tx_hash = HexBytes(keccak(raw))
+        try:
+            self._retry(lambda: self.w3.eth.get_transaction(tx_hash), what="eth_getTransactionByHash")
+        except TransactionNotFound:
+            return None
+        return tx_hash
 
     def _fees(self) -> dict[str, int]:
         """EIP-1559 fees: twice the current base fee plus a 1 gwei tip (ample on a devnet)."""

@@ -1,9 +1,10 @@
 """HTTP plumbing shared by every node: the app skeleton, serving it, and talking to peers.
 
-Every node (solver, verifier, whistleblower) answers `GET /health`, `GET /identity` (its role
+Every node (solver, verifier, whistleblower) answers `GET /health`, `GET /metrics`, `GET /identity` (its role
 and address, so peers can map chain addresses to URLs) and serves its artifact store at
 `GET /artifacts/{hash}`. `serve_in_thread` runs uvicorn in a background thread on a given or
-free port and returns once it accepts connections.
+free port, behind the request limits of protocol/adapters/http_guard.py, and returns once it
+accepts connections.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protocol.adapters.artifacts import (
     ArtifactError,
@@ -24,6 +27,8 @@ from protocol.adapters.artifacts import (
     fetch_artifact,
     make_artifact_router,
 )
+from protocol.adapters.http_guard import DEFAULT_LIMITS, HttpGuard, HttpLimits, install_error_handlers, make_protocol
+from protocol.bounded_json import load_bounded_json
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 
@@ -32,15 +37,57 @@ class PeerError(GradledgerError):
     """No peer could provide what was asked."""
 
 
-def make_node_app(role: str, address: str, store: ArtifactStore, health: Callable[[], dict] | None = None) -> FastAPI:
-    """The FastAPI app every node starts from."""
+MAX_PEER_JSON_BYTES = 16 * 1024 * 1024
+"""The largest JSON answer read from a peer (a commitment document of 10,000 segments is about 3 MB)."""
+
+
+def get_peer_json(client: httpx.Client, url: str, timeout_s: float | None = None) -> Any:
+    """GET `url` and parse its JSON answer as untrusted input: read at most MAX_PEER_JSON_BYTES, refuse JSON nested
+    deeper than MAX_JSON_DEPTH unparsed (protocol/bounded_json.py: a hostile peer's 100,000 `[` would otherwise
+    overflow the stack and kill this node). PeerError on any failure, naming the peer and what it did."""
+    timeout = client.timeout if timeout_s is None else httpx.Timeout(timeout_s)
+    try:
+        with client.stream("GET", url, timeout=timeout) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_PEER_JSON_BYTES:
+                    raise PeerError(f"peer {url} answered more than {MAX_PEER_JSON_BYTES:,} bytes: not read further")
+            status = response.status_code
+    except httpx.HTTPError as exc:
+        raise PeerError(f"peer {url} unreachable: {exc}") from exc
+    if status != 200:
+        raise PeerError(f"peer {url} answered {status}: {bytes(body[:200]).decode(errors='replace')}")
+    try:
+        return load_bounded_json(bytes(body))
+    except ValueError as exc:
+        raise PeerError(f"peer {url} answered malformed JSON: {str(exc)[:200]}") from None
+
+
+def make_node_app(
+    role: str,
+    address: str,
+    store: ArtifactStore,
+    health: Callable[[], dict] | None = None,
+    metrics: Callable[[], bytes] | None = None,
+) -> FastAPI:
+    """The FastAPI app every node starts from; `metrics` (Prometheus text) is served at `GET /metrics` when given."""
     app = FastAPI(title=f"gradledger {role}", version="1")
 
     @app.get("/health")
     def get_health() -> JSONResponse:
-        """200 while the node works; 503 when `health()` says "status": "unhealthy" (its worker died)."""
-        body = {"status": "ok", "role": role, "address": address, **(health() if health else {})}
+        """200 while the node works; 503 when `health()` says "status": "unhealthy" (its worker died, or it missed
+        a window it was due in), with `reasons` saying why."""
+        body = {"status": "ok", "role": role, "address": address, "reasons": [], **(health() if health else {})}
         return JSONResponse(body, status_code=503 if body["status"] == "unhealthy" else 200)
+
+    if metrics is not None:
+        scrape = metrics
+
+        @app.get("/metrics")
+        def get_metrics() -> Response:
+            """The node's Prometheus metrics: what touched its money (docs/nodes.md), and the role's own."""
+            return Response(scrape(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/identity")
     def get_identity() -> dict:
@@ -61,9 +108,22 @@ class ServerHandle:
         self.thread.join(timeout=10)
 
 
-def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> ServerHandle:
-    """Run `app` with uvicorn in a daemon thread; return when it is listening."""
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+def serve_in_thread(
+    app: FastAPI, host: str = "127.0.0.1", port: int = 0, limits: HttpLimits = DEFAULT_LIMITS
+) -> ServerHandle:
+    """Run `app` with uvicorn in a daemon thread behind the HTTP guard; return when it is listening.
+
+    Every node is served here, so this is where the guard goes (protocol/adapters/http_guard.py): body size,
+    JSON depth and read-deadline limits before the app, bounded error bodies that never echo the input, a
+    deadline for the request head, and uvicorn's keep-alive timeout.
+    """
+    install_error_handlers(app)
+    config = uvicorn.Config(
+        HttpGuard(app, limits), host=host, port=port, log_level="warning", access_log=False,
+        http=make_protocol(limits), timeout_keep_alive=limits.keep_alive_s,
+        h11_max_incomplete_event_size=limits.max_head_bytes,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="http", daemon=True)
     thread.start()
     started = threading.Event()
@@ -116,8 +176,10 @@ class PeerSet:
         if key not in self._by_address:
             for url in self.urls:
                 try:
-                    identity = self.client.get(f"{url}/identity", timeout=5).json()
-                except (httpx.HTTPError, ValueError):
+                    identity = get_peer_json(self.client, f"{url}/identity", 5)
+                except PeerError:
+                    continue
+                if not isinstance(identity, dict):
                     continue
                 self._by_address[str(identity.get("address", "")).lower()] = url
         return self._by_address.get(key)
@@ -135,13 +197,11 @@ class PeerSet:
         raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} unavailable from every peer: {detail}")
 
     def get_json(self, url: str, path: str) -> dict:
-        try:
-            response = self.client.get(f"{url}{path}")
-        except httpx.HTTPError as exc:
-            raise PeerError(f"peer {url} unreachable: {exc}") from exc
-        if response.status_code != 200:
-            raise PeerError(f"peer {url}{path} answered {response.status_code}: {response.text[:200]}")
-        return response.json()
+        """A peer's JSON object (bounded: `get_peer_json`); PeerError when it is down, refuses or answers no object."""
+        body = get_peer_json(self.client, f"{url}{path}")
+        if not isinstance(body, dict):
+            raise PeerError(f"peer {url}{path} answered {type(body).__name__}, not a JSON object")
+        return body
 
     def find_role(self, role: str, exclude_address: str = "", timeout_s: float = 3.0) -> list[str]:
         """URLs of the peers whose `/identity` says `role` (other than `exclude_address`); identities cached."""
@@ -149,8 +209,10 @@ class PeerSet:
             if url in self._roles:
                 continue
             try:
-                identity = self.client.get(f"{url}/identity", timeout=timeout_s).json()
-            except (httpx.HTTPError, ValueError):
+                identity = get_peer_json(self.client, f"{url}/identity", timeout_s)
+            except PeerError:
+                continue
+            if not isinstance(identity, dict):
                 continue
             self._roles[url] = (str(identity.get("role", "")), str(identity.get("address", "")).lower())
             self._by_address.setdefault(self._roles[url][1], url)
@@ -166,8 +228,7 @@ class PeerSet:
     def get_json_list(self, url: str, path: str, timeout_s: float = 10.0) -> list:
         """GET a JSON list from a peer; [] when it is down, answers non-200 or not a list."""
         try:
-            response = self.client.get(f"{url}{path}", timeout=timeout_s)
-            body = response.json() if response.status_code == 200 else []
-        except (httpx.HTTPError, ValueError):
+            body = get_peer_json(self.client, f"{url}{path}", timeout_s)
+        except PeerError:
             return []
         return body if isinstance(body, list) else []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from protocol.adapters.artifacts import ArtifactStore, put_state
+from protocol.adapters.artifacts import ArtifactStore, put_state, read_through
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.config import RunConfig, compute_config_hash, encode_config, parse_run_config, verify_run_terms
@@ -44,14 +44,9 @@ class RunContext:
 
 
 def get_artifact(store: ArtifactStore, peers: PeerSet | None, digest: bytes, prefer: str | None = None) -> bytes:
-    """An artifact from the local store, else fetched from peers (checked) and cached."""
-    if store.has(digest):
-        return store.get(digest)
-    if peers is None:
-        return store.get(digest)  # raises ArtifactNotFoundError with the store's path
-    data = peers.fetch(digest, prefer)
-    store.put(data)
-    return data
+    """An artifact from the local store, else fetched from peers (checked) and cached; a corrupt cached copy is
+    moved aside and replaced by a peer's good copy (`read_through`)."""
+    return read_through(store, digest, None if peers is None else lambda name: peers.fetch(name, prefer))
 
 
 def get_global_state(

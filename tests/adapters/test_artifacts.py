@@ -146,8 +146,10 @@ def test_peer_serving_wrong_bytes_is_caught(served_store):
     store, url = served_store
     digest = store.put(b"honest bytes")
     (store.root / digest.hex()[:2] / digest.hex()).write_bytes(b"forged bytes")
-    # The serving node notices its own corruption (500); a fetcher would reject substituted bytes too.
+    # The serving node notices its own corruption: 503 with a plain reason, never the bytes, never a traceback;
+    # the bad copy is moved aside (then 404). A fetcher would reject substituted bytes too.
     response = httpx.get(f"{url}/artifacts/{hash_to_hex(digest)}")
-    assert response.status_code == 500
-    with pytest.raises(ArtifactNotFoundError, match="answered 500"):
+    assert response.status_code == 503 and "is corrupt on this node" in response.json()["detail"]
+    assert b"forged" not in response.content and str(store.root) not in response.text
+    with pytest.raises(ArtifactNotFoundError, match="does not have artifact"):
         fetch_artifact(url, digest)

@@ -8,6 +8,8 @@ from types import SimpleNamespace
 import httpx
 
 from node.bootstrap import RunNode
+from node.logs import get_logger
+from node.money_watch import MoneyWatch
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.http import make_node_app, serve_in_thread
 
@@ -15,8 +17,9 @@ from protocol.adapters.http import make_node_app, serve_in_thread
 def _node(finished: bool) -> SimpleNamespace:
     """The attributes RunNode.get_health reads, without a chain."""
     return SimpleNamespace(
-        finished=finished, run_id=7, skips=2, last_error="", get_activity=lambda: {"idle": False, "block": -1}
-    )
+        finished=finished, run_id=7, skips=2, last_error="", get_activity=lambda: {"idle": False, "block": -1},
+        loop_thread=None, money=MoneyWatch(None, None, 7, "0x" + "11" * 20, get_logger("test")),  # nothing read yet
+    )  # fmt: skip
 
 
 def _thread(alive: bool) -> threading.Thread:
@@ -41,6 +44,7 @@ def test_dead_worker_is_unhealthy_with_503(tmp_path):
     response = _get(tmp_path, lambda: RunNode.get_health(_node(finished=False), _thread(alive=False)))
     assert response.status_code == 503
     assert response.json()["status"] == "unhealthy" and response.json()["worker_alive"] is False
+    assert response.json()["worker"] == "dead" and "worker thread is dead" in response.json()["reasons"][0]
 
 
 def test_working_or_finished_worker_is_healthy(tmp_path):

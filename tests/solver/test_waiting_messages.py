@@ -10,7 +10,8 @@ import pytest
 
 from node.bootstrap import RunNode, wait_for_run
 from protocol.errors import GradledgerError
-from solver.node import StakeNeededError, format_eth, verify_stake_covers
+from protocol.ledger import format_eth
+from solver.joining import StakeNeededError, verify_stake_covers
 
 ETH = 10**18
 SOLVER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

@@ -1,0 +1,34 @@
+"""Whether a solver can join its run: the stake check that runs before any `join` transaction.
+
+An unstaked solver used to retry `join` every second forever, each time reverting with InsufficientFreeStake
+(issue 18). The node now checks first and waits with one message that says how much stake is missing and the
+command that deposits it; it joins as soon as the stake is there (RunNode.start retries).
+"""
+
+from __future__ import annotations
+
+from protocol.adapters.contracts import ProtocolClient
+from protocol.errors import GradledgerError
+from protocol.ledger import format_eth
+from protocol.types import ROLE_SOLVER
+
+
+class StakeNeededError(GradledgerError):
+    """A solver has too little free solver stake to join its run; the message says how much and how to add it."""
+
+
+def verify_stake_covers(protocol: ProtocolClient, solver: str, run_id: int, needed_wei: int) -> None:
+    """Raise StakeNeededError unless `solver`'s free solver stake covers `needed_wei` (the run's solverMinStake)."""
+    bonded, _, _, reserved = protocol.stake_of(solver, ROLE_SOLVER)
+    free = max(bonded - reserved, 0)
+    if free >= needed_wei:
+        return
+    held = f"{format_eth(bonded)} ETH bonded"
+    if reserved:
+        held += f", {format_eth(reserved)} ETH reserved by other runs"
+    raise StakeNeededError(
+        f"solver {solver} cannot join run {run_id}: it needs {format_eth(needed_wei)} ETH of free solver stake (the "
+        f"run's solverMinStake) and has {format_eth(free)} ETH ({held}); deposit the rest with `gradledger solver "
+        f"stake --amount {format_eth(needed_wei - free)} --run {run_id}` and the same key options as this node; "
+        "this node joins as soon as the stake is there"
+    )
