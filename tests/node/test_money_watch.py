@@ -20,15 +20,7 @@ from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.http import PeerSet, make_node_app, serve_in_thread
 from protocol.money_events import compute_money_report
 from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+from tests.log_capture import LogRecords
 
 
 def _slashed_then_missing() -> RunEvents:
@@ -54,9 +46,9 @@ def _slashed_then_missing() -> RunEvents:
     return ev
 
 
-def _watch(tmp_path) -> tuple[MoneyWatch, _Lines]:
+def _watch(tmp_path) -> tuple[MoneyWatch, LogRecords]:
     log = get_logger(f"test-money-{tmp_path.name}")
-    lines = _Lines()
+    lines = LogRecords()
     log.addHandler(lines)
     log.setLevel(logging.INFO)  # as configure_logging sets it for a node
     watch = MoneyWatch(None, PeerSet(()), 1, SOLVER_B, log)  # type: ignore[arg-type]  (publish reads no chain)

@@ -20,20 +20,14 @@ from protocol.hashing import hash_to_hex
 from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
 from tests.chain_fixtures import FAST_RULES, driven_deployment, events_of, prepare_run
+from tests.log_capture import LogRecords
 
 pytestmark = pytest.mark.e2e
 
 SOLVER = 1
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
+class Records(LogRecords):
     def find(self, event: str) -> list[dict]:
         return [r.fields for r in self.records if r.getMessage() == event]  # type: ignore[attr-defined]
 

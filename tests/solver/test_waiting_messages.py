@@ -12,24 +12,16 @@ from node.bootstrap import RunNode, wait_for_run
 from protocol.errors import GradledgerError
 from protocol.ledger import format_eth
 from solver.joining import StakeNeededError, verify_stake_covers
+from tests.log_capture import LogRecords
 
 ETH = 10**18
 SOLVER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
 def log():
     logger = logging.getLogger("gradledger.test-waiting")
-    handler = Records()
+    handler = LogRecords()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     yield logger, handler.records
