@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from protocol.adapters.artifacts import (
+    SERVE_CHUNK_BYTES,
     ArtifactCorruptError,
     ArtifactNotFoundError,
     BackgroundStateWriter,
@@ -153,3 +154,17 @@ def test_peer_serving_wrong_bytes_is_caught(served_store):
     assert b"forged" not in response.content and str(store.root) not in response.text
     with pytest.raises(ArtifactNotFoundError, match="does not have artifact"):
         fetch_artifact(url, digest)
+
+
+def test_large_artifact_is_streamed_intact_across_hash_chunks(served_store):
+    """Served from disk after a chunked hash check (SERVE_CHUNK_BYTES at a time), never assembled in memory: the
+    bytes, their length and their hash survive chunk boundaries, and a flipped byte in the last chunk is caught."""
+    store, url = served_store
+    data = bytes(range(256)) * (5 * SERVE_CHUNK_BYTES // 2 // 256 + 3)  # 2.5 chunks and a bit
+    digest = store.put(data)
+    response = httpx.get(f"{url}/artifacts/{hash_to_hex(digest)}")
+    assert response.status_code == 200 and response.headers["content-length"] == str(len(data))
+    assert response.content == data
+    path = store.root / digest.hex()[:2] / digest.hex()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert httpx.get(f"{url}/artifacts/{hash_to_hex(digest)}").status_code == 503
