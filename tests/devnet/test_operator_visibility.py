@@ -7,6 +7,7 @@ one verifier attesting every commitment. The verifier fails C, the fail stands a
 - C's log, `/metrics` and `/health` name the slash with its amount and reason, and the fail with the verifier;
   C never logs "shares claimed" (it was never paid);
 - B's log and `/metrics` name the missed commit window of round 1, and its `/health` is 503 with that reason.
+And a verifier down across round 1's attest window (while holding a seat of it) says so the same way.
 """
 
 from __future__ import annotations
@@ -132,3 +133,59 @@ def _check_verifier(setup) -> None:
     assert 'gradledger_attestations_total{result="fail"}' in metrics.text
     assert 'gradledger_paid_wei_total{what="attestation bond returned"}' in metrics.text
     assert 'gradledger_credits_pending_wei{contract="Verification"}' in metrics.text
+
+
+V_RULES = RunRules(
+    rounds=2, samples_per_commitment=1, verifiers_per_commitment=2, commit_window_s=300, attest_window_s=300,
+    challenge_window_s=300, dispute_timeout_s=600,
+)  # fmt: skip
+"""Two seats per commitment and two verifiers: seats are drawn without replacement, so each verifier holds one."""
+SOLVER, ON_DUTY, PAUSED = 5, 6, 7
+
+
+def _past_round_1_attest_window(protocol, run_id: int) -> bool:
+    times = protocol.round_times(run_id)
+    now = int(protocol.chain.get_block("latest")["timestamp"])
+    return times.finished or (times.round == 1 and now >= times.attest_end)
+
+
+def test_a_verifier_down_across_an_attest_window_is_named_in_log_metrics_and_health(tmp_path, corpus):
+    """A verifier whose node is down from round 0's claim until round 1's attest window closed held a seat of
+    round 1's commitment: once back, its log, `/metrics` and `/health` (503) name the missed attest window."""
+    with driven_deployment(build_contracts(), tmp_path / "chain") as deployment:
+        setup = prepare_run(deployment, corpus, tmp_path / "home", [SOLVER], [ON_DUTY, PAUSED], V_RULES)
+        protocol, run_id = setup.protocol, setup.run_id
+        verifier = ["verifier", "serve"]
+        nodes = [
+            start(setup, "solver", ["solver", "run", "--no-progress"], SOLVER, "--coordinator"),
+            start(setup, "on-duty", verifier, ON_DUTY),
+            start(setup, "paused", verifier, PAUSED),
+        ]
+        try:
+            setup.create()
+            with setup.drive(lambda: handles(setup, nodes)) as driver:
+                gate = driver.pause_when(lambda: _past_round_1_attest_window(protocol, run_id))
+                wait_until(lambda: _claimed(protocol, run_id, 0), 900, "round 0's θ claim")
+                stop_all([nodes[2]])
+                gate.wait(900, "round 1's attest window to close")
+                assert not protocol.round_times(run_id).finished
+                nodes[2] = start(setup, "paused", verifier, PAUSED)
+                health = wait_until(
+                    lambda: (r := _get(setup, PAUSED, "/health")) is not None and r.status_code == 503 and r,
+                    300, "the restarted verifier's /health to say it missed round 1's attest window",
+                )  # fmt: skip
+                body = health.json()
+                assert any(r.startswith("missed the attest window of round 1") for r in body["reasons"]), body
+                metrics = _get(setup, PAUSED, "/metrics")
+                assert metrics is not None
+                assert re.search(
+                    r'gradledger_missed_window\{[^}]*round="1"[^}]*window="attest window"[^}]*\} 1\.0', metrics.text
+                ), metrics.text
+                (line,) = _log_lines(setup, "paused", "money: missed")
+                assert "warning" in line and "round=1" in line and 'what="attest window"' in line, line
+                assert not _log_lines(setup, "on-duty", "money: missed"), "the verifier on duty missed nothing"
+                gate.release()
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
+        finally:
+            stop_all(nodes)
