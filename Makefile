@@ -15,7 +15,7 @@ NPM_STAMP := $(CONTRACTS)/node_modules/.installed
 BUILD_STAMP := $(CONTRACTS)/out/.built
 SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
-.PHONY: setup demo test check lint typecheck pytest forge-test vectors bench clean browser lock
+.PHONY: setup demo demo-llama test check lint typecheck pytest forge-test vectors bench clean browser lock
 
 setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) browser
 
@@ -72,6 +72,10 @@ browser:
 
 demo: setup
 	$(VENV)/bin/gradledger demo
+
+# The same demo with a Hugging Face transformers model: the tiny Llama-style config in examples/ (docs/models.md).
+demo-llama: setup
+	$(VENV)/bin/gradledger demo --model-config examples/llama-tiny.json
 
 test: setup lint pytest forge-test
 

@@ -16,7 +16,8 @@ from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.runs import publish_run_artifacts
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest, verify_dataset_fits_config
-from protocol.outer import get_initial_global_state
+from protocol.outer import get_initial_global_state, make_global_state
+from protocol.training import State, verify_params_fit_model
 from protocol.types import PlantTerms, RunTerms
 
 ETH = 10**18
@@ -106,14 +107,22 @@ def create_run(
     shards: dict[bytes, bytes],
     rules: RunRules,
     reward_pool_wei: int,
+    tokenizer_json: bytes | None = None,
+    theta0_params: State | None = None,
 ) -> tuple[int, RunTerms]:
     """Publish the run's artifacts and create it on-chain; returns (run id, terms).
 
-    A dataset too small for the config is refused before anything is published or sent (a run that can never
-    train would lock its reward pool)."""
+    θ0 is the config's seeded init, or `theta0_params` (e.g. a local Hugging Face checkpoint, continued training),
+    checked to fit the run's model exactly. A dataset too small for the config is refused before anything is
+    published or sent (a run that can never train would lock its reward pool)."""
     verify_dataset_fits_config(manifest, config)
+    if theta0_params is None:
+        global_state = get_initial_global_state(config)
+    else:
+        verify_params_fit_model(config, theta0_params)
+        global_state = make_global_state(theta0_params)
     config_hash, dataset_root, theta0 = publish_run_artifacts(
-        store, config, manifest, shards, get_initial_global_state(config)
+        store, config, manifest, shards, global_state, tokenizer_json
     )
     terms = build_run_terms(config_hash, dataset_root, theta0, config, rules)
     run_id, _ = protocol.create_run(creator, terms, reward_pool_wei)

@@ -121,10 +121,18 @@ HONEST_SCENARIO = Scenario(
 )
 
 
-def run_demo(home: Path | None = None, json_path: Path | None = None, console: Console | None = None) -> dict:
-    """Run the whole demo; returns the summary (also written to `json_path`)."""
+def run_demo(
+    home: Path | None = None,
+    json_path: Path | None = None,
+    console: Console | None = None,
+    model_config: Path | None = None,
+    dataset: Path | None = None,
+) -> dict:
+    """Run the whole demo; returns the summary (also written to `json_path`). With `model_config` (e.g.
+    examples/llama-tiny.json) the run trains that model, with `dataset` (a `gradledger data prepare` directory) on
+    that data; the defaults are the built-in GPT on the default corpus."""
     console = console or Console(stderr=True)
-    summary, audit, audit_paths = play_scenario(HONEST_SCENARIO, home, json_path, console)
+    summary, audit, audit_paths = play_scenario(HONEST_SCENARIO, home, json_path, console, model_config, dataset)
     _print_summary(summary, console)
     from auditor.report import print_summary
 
@@ -138,27 +146,39 @@ def run_demo(home: Path | None = None, json_path: Path | None = None, console: C
     return summary
 
 
-def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None, console: Console):
+def play_scenario(
+    scenario: Scenario,
+    home: Path | None,
+    json_path: Path | None,
+    console: Console,
+    model_config: Path | None = None,
+    dataset: Path | None = None,
+):
     """Fresh devnet, deploy, stake, start the nodes, create the run, wait, summarise, audit, stop.
+
+    The run's model and data are resolved as `gradledger run create` resolves them (gradledger/run_inputs.py).
 
     Returns (summary, audit report, audit paths); the summary is also written to `json_path`.
     # INVARIANT: every process and the devnet this starts are stopped before it returns or raises.
     """
     from devnet.deploy import deploy
     from devnet.runs import create_run
+    from gradledger.run_inputs import resolve_run_inputs
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
-    from protocol.adapters.corpus import load_corpus_shards
     from protocol.adapters.http import make_node_app, serve_in_thread
     from protocol.adapters.keys import get_devnet_account
-    from protocol.config import build_run_config
-    from protocol.hashing import hash_to_hex
     from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 
     rules = scenario.rules
     root = get_home(home)
     started = time.monotonic()
+    inputs = resolve_run_inputs(
+        preset="default", seed=scenario.run_seed, dataset=dataset, model_config=model_config,
+        overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
+    )  # fmt: skip
+    config = inputs.config
     prepare_home(root)
     for name in scenario.stale_dirs:
         shutil.rmtree(root / name, ignore_errors=True)
@@ -169,11 +189,6 @@ def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None,
         console.print(f"devnet at {info.rpc_url}; deploying contracts")
         manifest = deploy(info.rpc_url, get_devnet_account(0), root / "manifest.json")
         protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
-        dataset_manifest, shards = load_corpus_shards()
-        config = build_run_config(
-            preset="default", run_seed=scenario.run_seed, dataset_root=hash_to_hex(dataset_manifest.root),
-            overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
-        )  # fmt: skip
         creator_store = LocalArtifactStore(root / "creator" / "artifacts")
         for p in scenario.participants:
             if p.role == "solver":
@@ -194,8 +209,9 @@ def play_scenario(scenario: Scenario, home: Path | None, json_path: Path | None,
             processes.append((p, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)))
         _wait_healthy(urls[1:], processes)
         created, _terms = create_run(
-            protocol, get_devnet_account(0), creator_store, config, dataset_manifest, shards, rules, 30 * ETH
-        )
+            protocol, get_devnet_account(0), creator_store, config, inputs.manifest, inputs.shards, rules, 30 * ETH,
+            tokenizer_json=inputs.tokenizer_json,
+        )  # fmt: skip
         if created != run_id:
             raise DemoError(f"expected to create run {run_id}, created {created}")
         console.print(f"run {run_id} created; {scenario.announcement}")
@@ -348,8 +364,10 @@ def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path,
     balance = sum(protocol.chain.get_balance(a) for a in [*contracts, ctx.share_token])
     from protocol.ledger import compute_ledger
 
+    model = config.model
     return {
         "run_id": run_id,
+        "model": model.hf_config["model_type"] if model.architecture == "hf" else "gpt (built-in)",
         "rounds_settled": protocol.round_times(run_id).round,
         "loss": losses,
         "attestations": attestations,
@@ -361,7 +379,10 @@ def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path,
 
 
 def _print_summary(summary: dict, console: Console) -> None:
-    console.print(f"run {summary['run_id']}: {summary['rounds_settled']} rounds settled in {summary['seconds']} s")
+    console.print(
+        f"run {summary['run_id']} ({summary['model']} model): {summary['rounds_settled']} rounds settled in "
+        f"{summary['seconds']} s"
+    )
     table = Table(title="held-out loss per round")
     table.add_column("round")
     table.add_column("held-out loss of θ_r", justify="right")

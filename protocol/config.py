@@ -9,9 +9,18 @@ goes on-chain at run creation, so every party trains and replays under the same 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, keccak256, to_hash32
@@ -24,7 +33,7 @@ class _Frozen(BaseModel):
 
 
 class ModelConfig(_Frozen):
-    """A byte-level GPT; construction from this config is deterministic."""
+    """The built-in byte-level GPT (protocol/model.py); construction from this config is deterministic."""
 
     architecture: Literal["gpt"] = "gpt"
     vocab_size: int = Field(256, ge=2, le=65536, description="byte-level: 256")
@@ -38,6 +47,73 @@ class ModelConfig(_Frozen):
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
         return self
+
+
+# Keys of a transformers config that would make construction depend on something outside the run config:
+# remote code, a checkpoint path, or a dtype / attention kernel other than the execution profile's.
+_HF_FORBIDDEN_KEYS = frozenset(
+    {
+        "auto_map",
+        "trust_remote_code",
+        "_name_or_path",
+        "torch_dtype",
+        "dtype",
+        "attn_implementation",
+        "quantization_config",
+    }
+)
+
+
+class HFModelConfig(_Frozen):
+    """A Hugging Face `transformers` causal LM, pinned by its config dict (protocol/hf_model.py).
+
+    The dict is what `AutoConfig.for_model(**hf_config)` takes (`model_type` plus sizes, e.g. a Llama-, Qwen2- or
+    GPT-2-style config.json); it is part of the hashed run config, so the architecture is pinned on-chain. The
+    attention kernel and dtype are not the dict's to choose: they belong to the execution profile.
+    """
+
+    architecture: Literal["hf"] = "hf"
+    block_size: int = Field(64, ge=2, le=1 << 20, description="context length in tokens the run trains at")
+    hf_config: dict[str, Any] = Field(description="transformers config dict: model_type, vocab_size, sizes, ...")
+
+    @field_validator("hf_config")
+    @classmethod
+    def _pinned_config(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(value.get("model_type"), str) or not value["model_type"]:
+            raise ValueError("needs 'model_type' (e.g. 'llama', 'qwen2', 'gpt2'), as in a config.json")
+        vocab = value.get("vocab_size")
+        if not isinstance(vocab, int) or isinstance(vocab, bool) or not 2 <= vocab <= 1 << 20:
+            raise ValueError(f"needs an integer 'vocab_size' between 2 and {1 << 20}, got {vocab!r}")
+        forbidden = sorted(_HF_FORBIDDEN_KEYS & set(value))
+        if forbidden:
+            raise ValueError(
+                f"must not set {forbidden}: remote code and checkpoint paths are never loaded, and dtype and the "
+                "attention kernel come from the run's execution profile; remove them"
+            )
+        return value
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.hf_config["vocab_size"])
+
+    @model_validator(mode="after")
+    def _context_fits(self) -> HFModelConfig:
+        for key in ("max_position_embeddings", "n_positions"):
+            limit = self.hf_config.get(key)
+            if isinstance(limit, int) and limit < self.block_size:
+                raise ValueError(f"block_size {self.block_size} exceeds the model's {key} ({limit})")
+        return self
+
+
+def _architecture_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("architecture", "gpt"))
+    return str(getattr(value, "architecture", "gpt"))
+
+
+AnyModelConfig = Annotated[
+    Annotated[ModelConfig, Tag("gpt")] | Annotated[HFModelConfig, Tag("hf")], Discriminator(_architecture_of)
+]
 
 
 class TrainConfig(_Frozen):
@@ -81,12 +157,25 @@ class SketchConfig(_Frozen):
 
 
 class ExecutionProfileConfig(_Frozen):
-    """The pinned execution profile honest replays are bit-identical under (protocol/profile.py)."""
+    """The pinned execution profile honest replays are bit-identical under (protocol/profile.py).
+
+    Every node checks it before it trains or replays (`protocol.profile.explain_profile_mismatch`). The kernel
+    switches (`layer_norm`, `attention`) exist so benchmarks and `gradledger calibrate` can emulate another
+    profile; a run pins the thread-invariant choices ("elementary", "eager")."""
 
     name: str = "cpu-fp32-elementary-v1"
     torch_version: str = "2.13.0"
+    transformers_version: str | None = Field(
+        None, description="pinned for Hugging Face models (set by build_run_config), None for the built-in GPT"
+    )
     dtype: Literal["float32"] = "float32"
-    layer_norm: Literal["elementary", "fused"] = "elementary"
+    layer_norm: Literal["elementary", "fused"] = Field(
+        "elementary", description="LayerNorm/RMSNorm from elementary ops (thread-invariant) or the fused kernel"
+    )
+    attention: Literal["eager", "sdpa"] = Field(
+        "eager", description="attention spelled out (matmul, mask, softmax) or the fused SDPA kernel"
+    )
+    deterministic_algorithms: bool = Field(True, description="torch.use_deterministic_algorithms while training")
 
 
 class ReplayThresholds(_Frozen):
@@ -117,7 +206,7 @@ class RunConfig(_Frozen):
 
     version: Literal[1] = 1
     run_seed: str = Field(description="0x-hex 32-byte seed: init, batches, sketch projection")
-    model: ModelConfig = ModelConfig()
+    model: AnyModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()
     sketch: SketchConfig = SketchConfig()
     profile: ExecutionProfileConfig = ExecutionProfileConfig()
@@ -128,6 +217,15 @@ class RunConfig(_Frozen):
     @classmethod
     def _seed_hex32(cls, value: str) -> str:
         return hash_to_hex(to_hash32(value, "run_seed"))
+
+    @model_validator(mode="after")
+    def _hf_pins_transformers(self) -> RunConfig:
+        if isinstance(self.model, HFModelConfig) and not self.profile.transformers_version:
+            raise ValueError(
+                "a Hugging Face model needs profile.transformers_version: the transformers release whose code "
+                "builds it is part of the execution profile (build_run_config fills in the installed one)"
+            )
+        return self
 
     @property
     def seed_bytes(self) -> Hash32:
@@ -179,14 +277,51 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_run_config(
-    *, preset: str = "default", run_seed: str, dataset_root: str, overrides: dict[str, Any] | None = None
+    *,
+    preset: str = "default",
+    run_seed: str,
+    dataset_root: str,
+    overrides: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
 ) -> RunConfig:
-    """constants < preset < overrides, validated; a clear ConfigError on anything wrong."""
+    """constants < preset < overrides, validated; a clear ConfigError on anything wrong.
+
+    `model` (e.g. read from `--model-config FILE`, see `parse_model_config`) replaces the preset's model section
+    as a whole; a Hugging Face model gets the installed transformers release pinned in its profile."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     layered = _merge(PRESETS[preset], {"run_seed": run_seed, "data": {"dataset_root": dataset_root}})
+    if model is not None:
+        layered["model"] = model
+        if _architecture_of(model) == "hf":
+            import transformers  # the release that builds the model is part of the profile
+
+            layered = _merge(layered, {"profile": {"transformers_version": transformers.__version__}})
     layered = _merge(layered, overrides or {})
     return parse_run_config(layered)
+
+
+def parse_model_config(data: dict[str, Any], where: str = "the model config") -> dict[str, Any]:
+    """A `--model-config` file's content as the run config's model section.
+
+    Accepted: a model section (`{"architecture": "gpt", ...}` or `{"architecture": "hf", "block_size": 64,
+    "hf_config": {...}}`), or a bare transformers config.json (it has `model_type`), which becomes an "hf" section
+    training at min(128, max_position_embeddings) tokens of context. Validated here, so a bad file is named
+    before anything else happens."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a JSON object, got {type(data).__name__}")
+    if "architecture" not in data and "model_type" in data:
+        limit = data.get("max_position_embeddings") or data.get("n_positions") or 128
+        data = {"architecture": "hf", "block_size": min(128, int(limit)), "hf_config": data}
+    try:
+        if _architecture_of(data) == "hf":
+            HFModelConfig.model_validate(data)
+        else:
+            ModelConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'model'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid model config in {where}: {problems}") from None
+    return data
 
 
 def parse_run_config(data: dict[str, Any] | str | bytes) -> RunConfig:

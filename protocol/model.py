@@ -7,7 +7,8 @@ this model whose result depends on the CPU thread count), and attention is spell
 
 Construction is a pure function of (ModelConfig, seed): every parameter is initialised from a
 private `torch.Generator`, never the global RNG. Any `torch.nn.Module` with the same calling
-convention (`forward(idx, targets) -> loss`) can take the GPT's place through `build_model`.
+convention (`forward(idx, targets) -> loss`) can take the GPT's place through `build_model`; Hugging
+Face causal LMs do (protocol/hf_model.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from protocol.config import ExecutionProfileConfig, ModelConfig
+from protocol.config import ExecutionProfileConfig, HFModelConfig, ModelConfig
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32
 
@@ -103,15 +104,20 @@ class GPT(nn.Module):
         self.h = nn.ModuleList(Block(config, profile) for _ in range(config.n_layer))
         self.ln_f = make_layer_norm(config.n_embd, profile)
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        B, T = idx.shape
+    def get_logits(self, idx: torch.Tensor) -> torch.Tensor:
+        """Next-token logits of shape (B, T, vocab)."""
+        _, T = idx.shape
         if self.config.block_size < T:
             raise ConfigError(f"sequence of {T} tokens exceeds the model's block_size {self.config.block_size}")
         pos = torch.arange(T, dtype=torch.long)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.h:
             x = block(x)
-        logits = self.ln_f(x) @ self.wte.weight.t()
+        return self.ln_f(x) @ self.wte.weight.t()
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        B, T = idx.shape
+        logits = self.get_logits(idx)
         return F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))
 
 
@@ -132,10 +138,16 @@ def init_gpt_(model: GPT, seed: Hash32) -> None:
                 param.fill_(1.0)
 
 
-def build_model(config: ModelConfig, profile: ExecutionProfileConfig, seed: Hash32) -> GPT:
-    """The run's model at θ0: a pure function of the config and the init seed."""
+def build_model(config: ModelConfig | HFModelConfig, profile: ExecutionProfileConfig, seed: Hash32) -> nn.Module:
+    """The run's model at its seeded θ0: a pure function of the config, the profile's kernels and the init seed.
+
+    The built-in GPT, or a transformers causal LM (protocol/hf_model.py, imported only when a run uses one)."""
+    if isinstance(config, HFModelConfig):
+        from protocol.hf_model import build_hf_model
+
+        return build_hf_model(config, profile, seed)
     if config.architecture != "gpt":
-        raise ConfigError(f"unknown model architecture {config.architecture!r}; this build knows 'gpt'")
+        raise ConfigError(f"unknown model architecture {config.architecture!r}; this build knows 'gpt' and 'hf'")
     model = GPT(config, profile)
     init_gpt_(model, seed)
     return model

@@ -26,10 +26,14 @@ class OuterStepError(GradledgerError):
     """The outer step's inputs do not fit together (shapes, names, solvers)."""
 
 
-def get_initial_global_state(config: RunConfig) -> State:
-    """θ0 (the model built from the config) with a zero outer momentum buffer."""
-    params = get_param_state(build_model(config.model, config.profile, config.seed_bytes))
+def make_global_state(params: Mapping[str, torch.Tensor]) -> State:
+    """A global state from parameters ("param/..."): the parameters with a zero outer momentum buffer."""
     return {**params, **{MOMENTUM + k.removeprefix(PARAM): torch.zeros_like(v) for k, v in params.items()}}
+
+
+def get_initial_global_state(config: RunConfig) -> State:
+    """θ0 of a seeded run (the model built from the config) with a zero outer momentum buffer."""
+    return make_global_state(get_param_state(build_model(config.model, config.profile, config.seed_bytes)))
 
 
 def _solver_key(solver: str) -> bytes:

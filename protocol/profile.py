@@ -1,8 +1,9 @@
 """Execution profiles: the conditions under which an honest replay is bit-identical.
 
-Profile "cpu-fp32-elementary-v1" pins torch 2.13.0, float32 everywhere, and only ops tested
-thread-invariant on CPU (the model's LayerNorm is built from elementary ops; see
-protocol/model.py). Under it the thread count does not change a single bit of training, which
+Profile "cpu-fp32-elementary-v1" pins torch 2.13.0 (and, for a Hugging Face model, the transformers
+release), float32 everywhere, deterministic algorithms, and only ops tested thread-invariant on CPU
+(LayerNorm built from elementary ops, attention spelled out; see protocol/model.py and
+protocol/hf_model.py). Under it the thread count does not change a single bit of training, which
 tests/protocol/test_training.py checks by training at 1 and at 2 threads. Nodes still set the
 thread count explicitly (`apply_execution_profile`) so nothing depends on a default.
 
@@ -24,10 +25,38 @@ def get_local_profile_name(threads: int | None = None) -> str:
     return f"torch-{torch.__version__}/threads-{threads or torch.get_num_threads()}"
 
 
+def get_transformers_version() -> str | None:
+    """The installed transformers release, or None when it is not installed."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    return str(transformers.__version__)
+
+
+def explain_profile_mismatch(profile: ExecutionProfileConfig) -> str | None:
+    """Why this process cannot replay bit-identically under `profile`, or None when it can.
+
+    Checked by every node before it trains or replays (`apply_execution_profile`): the torch release, the
+    transformers release that builds a Hugging Face model, and the dtype."""
+    local = torch.__version__.split("+")[0]
+    if profile.torch_version != local:
+        return f"it needs torch {profile.torch_version}, this process has torch {torch.__version__}"
+    if profile.transformers_version is not None:
+        installed = get_transformers_version()
+        if installed != profile.transformers_version:
+            return (
+                f"its Hugging Face model needs transformers {profile.transformers_version}, this process has "
+                f"{'no transformers' if installed is None else 'transformers ' + installed}"
+            )
+    if profile.dtype != "float32":
+        return f"it trains in {profile.dtype}; this build replays float32 only"
+    return None
+
+
 def is_profile_supported(profile: ExecutionProfileConfig) -> bool:
     """True when this process can replay bit-identically under `profile`."""
-    local = torch.__version__.split("+")[0]
-    return profile.torch_version == local and profile.dtype == "float32"
+    return explain_profile_mismatch(profile) is None
 
 
 def apply_execution_profile(profile: ExecutionProfileConfig, threads: int) -> None:
@@ -38,13 +67,17 @@ def apply_execution_profile(profile: ExecutionProfileConfig, threads: int) -> No
     """
     if threads < 1:
         raise ConfigError(f"thread count must be at least 1, got {threads}")
-    if not is_profile_supported(profile):
+    problem = explain_profile_mismatch(profile)
+    if problem is not None:
+        pins = f"torch=={profile.torch_version} (CPU build)"
+        if profile.transformers_version:
+            pins += f" and transformers=={profile.transformers_version}"
         raise ConfigError(
-            f"execution profile {profile.name!r} needs torch {profile.torch_version} and {profile.dtype}; "
-            f"this process has torch {torch.__version__}. Install torch=={profile.torch_version} "
-            "(CPU build) or replay with tolerance verdicts"
+            f"refusing exact verdicts under execution profile {profile.name!r}: {problem}. Install {pins}, "
+            "or replay with tolerance verdicts"
         )
     torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(profile.deterministic_algorithms)
     torch.set_default_dtype(torch.float32)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -157,6 +157,15 @@ def load_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW, state:
             }
 
 
+def verify_params_fit_model(config: RunConfig, params: Mapping[str, torch.Tensor]) -> None:
+    """Refuse parameters (e.g. a θ0 read from a checkpoint) that are not exactly the run model's: every
+    "param/<name>" present, nothing extra, same shapes and dtypes. Raises CheckpointError naming the difference."""
+    bad = sorted(k for k, v in params.items() if not k.startswith(PARAM) or not isinstance(v, torch.Tensor))
+    if bad:
+        raise CheckpointError(f'θ0 entries {bad[:3]} are not parameter tensors ("param/<name>")')
+    build_trainer(config, make_start_checkpoint(params))
+
+
 def get_params(state: Mapping[str, torch.Tensor]) -> State:
     """The "param/..." entries of a checkpoint or global state."""
     return {k: v for k, v in state.items() if k.startswith(PARAM)}

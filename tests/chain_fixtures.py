@@ -120,8 +120,10 @@ def prepare_run(
     verifiers: list[int],
     rules: RunRules = FAST_RULES,
     overrides: dict | None = None,
+    model: dict | None = None,
 ) -> RunSetup:
-    """Stake the given devnet accounts, serve the creator's store, write the node home.
+    """Stake the given devnet accounts, serve the creator's store, write the node home. `model` replaces the tiny
+    preset's built-in GPT (a model section, e.g. examples/llama-tiny.json).
 
     Nodes started now wait for the run; `RunSetup.create()` then creates it, so round 0 opens
     with every node warmed up.
@@ -132,7 +134,7 @@ def prepare_run(
     protocol = deployment.protocol
     config = build_run_config(
         preset="tiny", run_seed="0x" + os.urandom(32).hex(), dataset_root=hash_to_hex(manifest_data.root),
-        overrides=overrides,
+        overrides=overrides, model=model,
     )  # fmt: skip
     # a verifier's stake backs its run registration and, separately, its juror registration (StakeManager reserves
     # each obligation's own stake)

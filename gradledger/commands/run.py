@@ -96,7 +96,21 @@ def create(
     reward_pool: float = typer.Option(
         30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
     ),
-    data: Path | None = typer.Option(None, help="directory of text files (default: the Python stdlib sources)"),
+    data: Path | None = typer.Option(
+        None, help="directory of text files, byte-level tokens (default: the Python stdlib sources)"
+    ),
+    dataset: Path | None = typer.Option(
+        None, help="a dataset directory written by `gradledger data prepare` (token shards + tokenizer)"
+    ),
+    model_config: Path | None = typer.Option(
+        None, "--model-config", help="JSON model section or transformers config.json (e.g. examples/llama-tiny.json)"
+    ),
+    init_from: Path | None = typer.Option(
+        None, "--init-from", help="local Hugging Face model directory (safetensors) whose weights are θ0"
+    ),
+    thresholds: Path | None = typer.Option(
+        None, help="replay thresholds written by `gradledger calibrate` (default: the config's)"
+    ),
     seed: str = typer.Option("0x" + "00" * 31 + "2a", help="run seed, 32 bytes as 0x-hex"),
     force: bool = typer.Option(
         False, "--force", help="create the run even if its windows are shorter than this machine's measured pace needs"
@@ -110,33 +124,32 @@ def create(
     ),
     json_out: bool = typer.Option(False, "--json", help="print the run as JSON"),
 ) -> None:
-    """Publish a run's config, dataset and θ0 to <home>/creator/artifacts and create it on-chain.
+    """Publish a run's config, dataset (and tokenizer) and θ0 to <home>/creator/artifacts and create it on-chain.
 
+    The model is the preset's built-in GPT, --model-config's, or --init-from's (gradledger/run_inputs.py).
     Checked first, before the chain is even contacted: the dataset against the config
     (`verify_dataset_fits_config`: a run on a corpus too small to train or evaluate on would lock its reward
     pool in a run every solver refuses), and the commit and attest windows against the model's pace measured on
     this machine (protocol/windows.py: windows too short make every node miss every round); --force skips the
     window check only."""
     from devnet.runs import RunRules, create_run
+    from gradledger.run_inputs import resolve_run_inputs
     from node.pace import measure_window_needs
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
-    from protocol.adapters.corpus import describe_corpus, load_corpus_shards
-    from protocol.config import build_run_config
-    from protocol.data import verify_dataset_fits_config
     from protocol.hashing import hash_to_hex
     from protocol.windows import verify_windows_fit
 
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
-    dataset_manifest, shards = load_corpus_shards(data)
-    config = build_run_config(
-        preset=preset, run_seed=seed, dataset_root=hash_to_hex(dataset_manifest.root),
+    inputs = resolve_run_inputs(
+        preset=preset, seed=seed, data=data, dataset=dataset, model_config=model_config, init_from=init_from,
+        thresholds=thresholds,
         overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
     )  # fmt: skip
-    verify_dataset_fits_config(dataset_manifest, config, where=describe_corpus(data))
+    config, dataset_manifest, shards = inputs.config, inputs.manifest, inputs.shards
     needs = measure_window_needs(config, dataset_manifest, shards, samples)
     if not force:
         verify_windows_fit(needs, commit_window, attest_window)
@@ -147,7 +160,10 @@ def create(
         attest_window_s=attest_window, challenge_window_s=challenge_window,
     )  # fmt: skip
     store = LocalArtifactStore(root / "creator" / "artifacts")
-    run_id, terms = create_run(client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool))
+    run_id, terms = create_run(
+        client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool),
+        tokenizer_json=inputs.tokenizer_json, theta0_params=inputs.theta0_params,
+    )  # fmt: skip
     out = {
         "run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash),
         "windows_needed_s": {"commit": needs.commit_s, "attest": needs.attest_s},

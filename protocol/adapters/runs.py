@@ -18,7 +18,7 @@ from protocol.adapters.http import PeerSet
 from protocol.config import RunConfig, compute_config_hash, encode_config, parse_run_config, verify_run_terms
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset, decode_manifest, encode_manifest
 from protocol.errors import GradledgerError
-from protocol.hashing import Hash32
+from protocol.hashing import Hash32, compute_content_hash, hash_to_hex
 from protocol.state import decode_state
 from protocol.types import RunTerms
 
@@ -61,12 +61,24 @@ def publish_run_artifacts(
     manifest: DatasetManifest,
     shards: dict[bytes, bytes],
     global_state: dict[str, torch.Tensor],
+    tokenizer_json: bytes | None = None,
 ) -> tuple[Hash32, Hash32, Hash32]:
-    """Store config, dataset manifest, shards and θ0; return (config hash, dataset root, θ0 hash)."""
+    """Store config, dataset manifest, shards, the dataset's tokenizer (if it names one) and θ0; return
+    (config hash, dataset root, θ0 hash). A tokenizer that is missing or does not hash to the one the manifest
+    names is refused before anything is stored: the dataset root pins it, and `gradledger model export` needs it."""
+    named = manifest.tokens.tokenizer
+    if named is not None and (tokenizer_json is None or compute_content_hash(tokenizer_json) != named):
+        raise GradledgerError(
+            f"dataset {hash_to_hex(manifest.root)} names tokenizer {hash_to_hex(named)}, but "
+            f"{'no tokenizer was given' if tokenizer_json is None else 'the tokenizer given hashes differently'}: "
+            "publish the dataset directory `gradledger data prepare` wrote, unchanged"
+        )
     config_hash = store.put(encode_config(config))
     if config_hash != compute_config_hash(config):
         raise GradledgerError("config artifact hash differs from the config hash")
-    dataset_root = store.put(encode_manifest(manifest.shards))
+    if tokenizer_json is not None and named is not None:
+        store.put(tokenizer_json)
+    dataset_root = store.put(encode_manifest(manifest.shards, manifest.tokens))
     for data in shards.values():
         store.put(data)
     theta0 = put_state(store, global_state)
