@@ -14,7 +14,9 @@ from rich.console import Console
 
 from gradledger import __version__
 from gradledger.commands import audit as audit_cli
+from gradledger.commands import data as data_cli
 from gradledger.commands import devnet as devnet_cli
+from gradledger.commands import model as model_cli
 from gradledger.commands import run as devnet_commands
 from gradledger.commands import solver as solver_cli
 from gradledger.commands import verifier as verifier_cli
@@ -37,6 +39,8 @@ app.add_typer(solver_cli.app, name="solver")
 app.add_typer(verifier_cli.app, name="verifier")
 app.add_typer(whistleblower_cli.app, name="whistleblower")
 app.command("audit")(audit_cli.audit_command)
+app.add_typer(data_cli.app, name="data")
+app.add_typer(model_cli.app, name="model")
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 
@@ -108,18 +112,26 @@ def demo(
     adversarial: bool = typer.Option(
         False, "--adversarial", help="with a cheating solver, a lazy verifier, jurors and a whistleblower"
     ),
+    model_config: Path | None = typer.Option(
+        None, "--model-config", help="train this model instead of the built-in GPT (e.g. examples/llama-tiny.json)"
+    ),
+    dataset: Path | None = typer.Option(
+        None, help="train on a dataset directory written by `gradledger data prepare` (default: the stdlib corpus)"
+    ),
 ) -> None:
     """Train, verify, settle and pay a 3-round run on a local chain; print the summary."""
     from gradledger.demo import run_demo
 
     configure_logging()
+    if adversarial and (model_config is not None or dataset is not None):
+        raise typer.BadParameter("--adversarial runs the built-in model only", param_hint="'--model-config'")
     if adversarial:
         from gradledger.adversarial_demo import check_adversarial_summary, run_adversarial_demo
 
         if check_adversarial_summary(run_adversarial_demo(home, json_out, err_console)):
             raise typer.Exit(1)
         return
-    summary = run_demo(home, json_out, err_console)
+    summary = run_demo(home, json_out, err_console, model_config, dataset)
     if summary["contract_balance_wei"] != summary["owed_wei"] or summary["rounds_settled"] < 3:
         raise typer.Exit(1)
 

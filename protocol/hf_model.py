@@ -73,9 +73,13 @@ def _swap_norms(module: nn.Module, profile: ExecutionProfileConfig) -> None:
             swapped = ElementaryLayerNorm(child.normalized_shape[0], child.eps)
             swapped.weight, swapped.bias = child.weight, child.bias
             setattr(module, name, swapped)
-        elif profile.layer_norm == "fused" and type(child).__name__.endswith("RMSNorm") and hasattr(child, "weight"):
+        elif (
+            profile.layer_norm == "fused"
+            and type(child).__name__.endswith("RMSNorm")
+            and isinstance(getattr(child, "weight", None), nn.Parameter)
+        ):
             eps = getattr(child, "variance_epsilon", getattr(child, "eps", 1e-6))
-            setattr(module, name, FusedRMSNorm(child.weight, float(eps)))
+            setattr(module, name, FusedRMSNorm(child.get_parameter("weight"), float(eps)))
         else:
             _swap_norms(child, profile)
 

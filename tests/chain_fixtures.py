@@ -85,16 +85,18 @@ class RunSetup:
         """The clock driver of this run, waiting on the nodes `nodes()` lists (use as a context manager)."""
         return ClockDriver(self.protocol, self.run_id, nodes)
 
-    def create(self, wait_for_nodes: bool = True) -> int:
-        """Create the run on-chain once every started node answers /health (so round 0 finds them warm)."""
+    def create(self, wait_for_nodes: bool = True, theta0_params: dict | None = None) -> int:
+        """Create the run on-chain once every started node answers /health (so round 0 finds them warm); θ0 is the
+        config's seeded init, or `theta0_params` (continued training from a checkpoint)."""
         if wait_for_nodes:
             for port in self.ports.values():
                 wait_until(lambda p=port: _healthy(p), 120, f"the node on port {port} to answer /health")
         manifest_data, shards = self.corpus
         store = LocalArtifactStore(self.home / "creator" / "artifacts")
         run_id, _ = create_run(
-            self.protocol, get_devnet_account(0), store, self.config, manifest_data, shards, self.rules, 10 * ETH
-        )
+            self.protocol, get_devnet_account(0), store, self.config, manifest_data, shards, self.rules, 10 * ETH,
+            theta0_params=theta0_params,
+        )  # fmt: skip
         assert run_id == self.run_id, "another run was created concurrently"
         return run_id
 

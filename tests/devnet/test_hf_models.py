@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from protocol.config import parse_model_config
+from protocol.outer import make_global_state
+from protocol.state import compute_state_hash
 from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -23,9 +25,28 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SOLVERS, VERIFIER = [14, 15], 16
 
 
-@pytest.mark.parametrize("example", ["llama-tiny.json", "gpt2-tiny.json"])
+def _save_tiny_llama(directory: Path) -> None:
+    """A local Hugging Face checkpoint made by transformers itself (its own init), as a user would have one."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=True,
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(directory)
+
+
+@pytest.mark.parametrize("example", ["llama-tiny.json", "gpt2-tiny.json", "checkpoint"])
 def test_hf_model_trains_one_round_with_real_nodes_and_the_audit_rederives_theta(deployment, corpus, tmp_path, example):
-    model = parse_model_config(json.loads((EXAMPLES / example).read_text()), example)
+    """For "checkpoint" the run continues training a local Hugging Face model directory: θ0 is its weights."""
+    theta0 = None
+    if example == "checkpoint":
+        from protocol.adapters.hf_checkpoints import load_hf_checkpoint
+
+        _save_tiny_llama(tmp_path / "llama")
+        model, theta0 = load_hf_checkpoint(tmp_path / "llama", block_size=32)
+    else:
+        model = parse_model_config(json.loads((EXAMPLES / example).read_text()), example)
     rules = replace(FAST_RULES, rounds=1)
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules, model=model)
     protocol, run_id = setup.protocol, setup.run_id
@@ -36,7 +57,9 @@ def test_hf_model_trains_one_round_with_real_nodes_and_the_audit_rederives_theta
     ]
     accounts = [*SOLVERS, VERIFIER]
     try:
-        setup.create()
+        setup.create(theta0_params=theta0)
+        if theta0 is not None:
+            assert protocol.theta_of(run_id, 0) == compute_state_hash(make_global_state(theta0))
         with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")

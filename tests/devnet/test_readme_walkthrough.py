@@ -1,4 +1,8 @@
-"""The README's "Run it by hand" walk-through, run exactly as written: one process per command, block by block.
+"""The README's walk-throughs, run exactly as written: one process per command, block by block.
+
+"Run it by hand" trains the built-in model; "Your own model and data" prepares a dataset with a tokenizer trained on
+text in `my-text/` (the test puts a few standard-library modules there, as .txt), trains the tiny Llama-style model
+of examples/ on it, and exports the settled model, which the test loads with transformers and generates from.
 
 Each ```sh block of that README section is a terminal. Its commands run in order and must exit 0; a block's last
 command, when it is a node or a server (`artifacts serve`, `solver run`, `verifier serve`, `whistleblower watch`),
@@ -37,9 +41,13 @@ LONG_RUNNING = ("artifacts serve", "solver run", "verifier serve", "whistleblowe
 NODES = ("solver run", "verifier serve", "whistleblower watch")  # the ones whose /health the clock waits on
 
 
-def get_walkthrough_blocks(text: str) -> list[list[str]]:
-    """The commands of each ```sh block of the README's "Run it by hand" section (comments dropped)."""
-    section = text.split("## Run it by hand", 1)[1].split("\n## ", 1)[0]
+SECTIONS = ("## Run it by hand", "## Your own model and data")
+MY_TEXT = ("textwrap.py", "string.py", "calendar.py", "shlex.py")
+
+
+def get_walkthrough_blocks(text: str, heading: str = SECTIONS[0]) -> list[list[str]]:
+    """The commands of each ```sh block of one README section (comments dropped)."""
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
     return [
         [line.strip() for line in b.splitlines() if line.strip() and not line.lstrip().startswith("#")] for b in blocks
@@ -61,9 +69,36 @@ def read_serving_url(log: Path) -> str | None:
     return None
 
 
-def test_readme_walkthrough_trains_settles_audits_and_pays_every_honest_node(tmp_path):
-    blocks = get_walkthrough_blocks(README.read_text())
+def prepare_own_files(cwd: Path) -> None:
+    """What the "own model and data" walk-through expects in its directory: my-text/ and examples/."""
+    import shutil
+    import sysconfig
+
+    (cwd / "my-text").mkdir()
+    for name in MY_TEXT:
+        source = Path(sysconfig.get_paths()["stdlib"]) / name
+        (cwd / "my-text" / name.replace(".py", ".txt")).write_bytes(source.read_bytes())
+    shutil.copytree(README.parent / "examples", cwd / "examples")
+
+
+def check_exported_model(model_dir: Path) -> None:
+    """The exported directory loads with transformers, generates, and carries its model card."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    prompt = tokenizer("def ", return_tensors="pt")
+    ids = model.generate(**prompt, max_new_tokens=8, do_sample=False)
+    assert ids.shape[1] == prompt["input_ids"].shape[1] + 8
+    assert isinstance(tokenizer.decode(ids[0]), str)
+    assert "run 1" in (model_dir / "README.md").read_text().lower()
+
+
+@pytest.mark.parametrize("heading", SECTIONS, ids=["built-in", "own-model"])
+def test_readme_walkthrough_trains_settles_audits_and_pays_every_honest_node(tmp_path, heading):
+    blocks = get_walkthrough_blocks(README.read_text(), heading)
     assert len(blocks) >= 5, "the README's walk-through lost its terminals"
+    if heading == SECTIONS[1]:
+        prepare_own_files(tmp_path)
     home = tmp_path / "home"
     env = {**os.environ, "GRADLEDGER_HOME": str(home)}
     background: list[tuple[str, subprocess.Popen, Path]] = []
@@ -106,6 +141,9 @@ def test_readme_walkthrough_trains_settles_audits_and_pays_every_honest_node(tmp
             assert protocol.shares_of(1, get_devnet_account(account).address) > 0, (account, logs)
         assert not events_of(protocol, "FailAttested", 1), "an honest node was failed"
         assert not (home / "peers.txt").exists(), "the walk-through must not need a hand-written peer list"
+        if heading == SECTIONS[1]:
+            assert json.loads((tmp_path / "my-dataset" / "dataset.json").read_text())["tokenizer"]
+            check_exported_model(tmp_path / "my-model")
 
 
 def connect(home: Path) -> ProtocolClient:
