@@ -41,7 +41,11 @@ class AnvilProcess:
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
         start_timeout_s: float = 30.0,
+        host: str = "127.0.0.1",
+        wrapper: tuple[str, ...] = (),
     ) -> None:
+        """`host`: the address anvil listens on; `wrapper`: a command prefix anvil runs under (e.g. `ip netns exec
+        NS`, to run it inside another host's network namespace: devnet/hosts.py)."""
         self._tmp = None
         # anvil spills historical states to disk (hundreds of MB per thousand blocks, which the test clock mines)
         # under ~/.foundry/anvil/tmp by default and never removes them: keep them in a directory of our own,
@@ -53,8 +57,9 @@ class AnvilProcess:
             log_path = Path(self._tmp.name) / "anvil.log"
         self.log_path = log_path
         args = [
+            *wrapper,
             str(find_tool("anvil")),
-            "--host", "127.0.0.1",
+            "--host", host,
             "--port", str(port),
             "--chain-id", str(chain_id),
             "--accounts", str(accounts),

@@ -31,8 +31,8 @@ from protocol.types import ClaimStatus, DisputeStatus
 DRIVEN_GENESIS = 4_000_000_000
 """Genesis timestamp of a driven devnet (year 2096): ahead of the wall clock for the life of a test."""
 
-NodeHandle = tuple[int, subprocess.Popen]
-"""(API port, process) of a node whose activity the driver waits on."""
+NodeHandle = tuple[int | str, subprocess.Popen]
+"""(API port on 127.0.0.1, or the node's base URL, and its process) of a node whose activity the driver waits on."""
 
 
 def make_driven(protocol: ProtocolClient) -> None:
@@ -140,7 +140,8 @@ class ClockDriver:
             if process.poll() is not None:
                 continue  # exited (done, or killed by the test): nothing to wait for
             try:
-                activity = self._http.get(f"http://127.0.0.1:{port}/health").json().get("activity")
+                base = port if isinstance(port, str) else f"http://127.0.0.1:{port}"
+                activity = self._http.get(f"{base}/health").json().get("activity")
             except (httpx.HTTPError, ValueError):
                 return False  # starting, or restarting after a kill
             if not activity or not activity.get("idle") or activity.get("block") != latest:
