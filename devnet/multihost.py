@@ -1,20 +1,24 @@
-"""A run across separate hosts: chain, artifact store, two solvers, a verifier and a whistleblower, each in its own
+"""A run across separate hosts: chain, object store, two solvers, a verifier and a whistleblower, each in its own
 network namespace (devnet/hosts.py), two rounds to settlement.
 
     sudo .venv/bin/python -m devnet.multihost [--workdir DIR] [--rounds 2]
 
 Every party is a real `gradledger` process started inside its host with its own data directory (`<workdir>/<host>`)
-and its own address; nothing is wired by hand: the chain is reached at the chain host's address, the run's
-artifacts at the store host's, and the nodes find each other through the PeerDirectory contract, each announcing
-the address it was given. The root namespace only deploys the contracts and watches. `run_across_hosts` is the
-scenario; tests/devnet/test_multihost.py runs it with the test clock driving the chain (`anvil_args` and `drive`),
-this module's `main` runs it in real time with wall-clock windows.
+and its own address; nothing is wired by hand: the chain is reached at the chain host's address; the store host runs
+an S3-compatible object store (devnet/s3server.py; any S3 service in a real deployment) where each solver keeps its
+checkpoints (`--store s3://gradledger/<solver>`, endpoint and keys from the AWS environment variables), and serves
+the run creator's artifacts over HTTP; the nodes find each other through the PeerDirectory contract, each
+announcing the address it was given. The root namespace only deploys the contracts and watches.
+`run_across_hosts` is the scenario; tests/devnet/test_multihost.py runs it with the test clock driving the chain
+(`anvil_args` and `drive`), this module's `main` runs it in real time with wall-clock windows.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,7 @@ import httpx
 from devnet.anvil import AnvilProcess
 from devnet.deploy import deploy
 from devnet.hosts import VirtualHosts
+from devnet.s3server import LocalS3Server
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
@@ -39,6 +44,7 @@ HOSTS = ("chain", "store", "solver-1", "solver-2", "verifier", "whistleblower")
 ACCOUNTS = {"store": 0, "solver-1": 1, "solver-2": 2, "verifier": 3, "whistleblower": 4}
 """The devnet account each host signs with (the store host is the run's creator)."""
 RPC_PORT, NODE_PORT = 8545, 8000
+BUCKET = "gradledger"
 """Every host has its own address, so every node can listen on the same port."""
 REAL_TIME_WINDOWS = {"commit": 90, "attest": 60, "challenge": 30}
 DRIVEN_WINDOWS = {"commit": 300, "attest": 300, "challenge": 300}
@@ -106,6 +112,11 @@ def run_across_hosts(
         )
         cleanup.callback(chain.stop)
         rpc = chain.rpc_url
+        objects = cleanup.enter_context(
+            LocalS3Server(host=hosts.address("store"), wrapper=tuple(hosts.argv("store", [])))
+        )
+        objects.create_bucket(BUCKET)
+        log(f"store host {hosts.address('store')}: S3-compatible object store at {objects.endpoint_url}")
         log(f"chain host {hosts.address('chain')}: anvil at {rpc}; deploying from the root namespace")
         manifest_path = workdir / "deployer" / "manifest.json"
         manifest = deploy(rpc, get_devnet_account(0), manifest_path)
@@ -129,8 +140,11 @@ def run_across_hosts(
             url = f"http://{address}:{NODE_PORT}"
             command = gradledger(host, *args, "--host", address, "--port", str(NODE_PORT), "--public-url", url)
             log_path = workdir / f"{host}.log"
+            env = {**os.environ, **objects.env()}  # where the object store is, and its (test) keys
             with open(log_path, "ab") as out:
-                process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                process = subprocess.Popen(
+                    command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+                )
             party = Party(host, command, process, log_path, url)
             parties.append(party)
             return party
@@ -151,8 +165,20 @@ def run_across_hosts(
         once("solver-2", "solver", "stake", "--amount", "10", "--run", str(run_id))
         once("verifier", "verifier", "stake", "--amount", "11", "--run", str(run_id))
         nodes = [
-            start("solver-1", "solver", "run", "--run", str(run_id), "--coordinator", "--no-progress"),
-            start("solver-2", "solver", "run", "--run", str(run_id), "--no-progress"),
+            start(
+                "solver-1",
+                "solver",
+                "run",
+                "--run",
+                str(run_id),
+                "--coordinator",
+                "--no-progress",
+                "--store",
+                f"s3://{BUCKET}/solver-1",
+            ),
+            start(
+                "solver-2", "solver", "run", "--run", str(run_id), "--no-progress", "--store", f"s3://{BUCKET}/solver-2"
+            ),
             start("verifier", "verifier", "serve", "--run", str(run_id), "--exit-when-done"),
             start("whistleblower", "whistleblower", "watch", "--run", str(run_id), "--exit-when-done"),
         ]
@@ -167,6 +193,7 @@ def run_across_hosts(
         if failed:
             raise MultihostError("; ".join(f"{n.host} exited {n.process.returncode}:\n{n.tail()}" for n in failed))
         summary = summarize(protocol, run_id, rounds, hosts)
+        summary["objects"] = _count_objects(objects)
         log(f"run {run_id}: {summary['rounds_settled']} round(s) settled across {len(HOSTS)} hosts")
         return summary
 
@@ -188,6 +215,16 @@ def summarize(protocol: ProtocolClient, run_id: int, rounds: int, hosts: Virtual
     }
 
 
+def _count_objects(objects: LocalS3Server) -> dict[str, int]:
+    """Objects per solver prefix in the bucket (what the solvers published to the object store)."""
+    listing = objects.make_client().list_objects_v2(Bucket=BUCKET)
+    counts: dict[str, int] = {}
+    for item in listing.get("Contents", []):
+        prefix = item["Key"].split("/", 1)[0]
+        counts[prefix] = counts.get(prefix, 0) + 1
+    return counts
+
+
 def _stop_all(parties: list[Party]) -> None:
     for party in parties:
         if party.process.poll() is None:
@@ -205,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, help="data directories and logs (default: a new temp directory)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the run")
     args = parser.parse_args(argv)
+    # SIGTERM (e.g. `kill`, a CI timeout) unwinds like Ctrl-C, so every process, namespace and link is removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gradledger-multihost-"))
     summary = run_across_hosts(workdir, rounds=args.rounds)
     print(json.dumps(summary, default=str))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -14,6 +17,7 @@ import typer
 from eth_account.signers.local import LocalAccount
 
 from devnet.lifecycle import get_home, read_devnet_info
+from protocol.adapters.finality import ChainPolicy, set_default_chain_policy
 from protocol.adapters.keys import PRIVATE_KEY_ENV, load_account
 from protocol.adapters.manifest import DeploymentManifest, load_manifest
 from protocol.errors import ConfigError
@@ -29,6 +33,26 @@ PeerOption = typer.Option([], "--peer", help="base URL of a peer node (repeatabl
 PublicUrlOption = typer.Option(
     None, "--public-url", help="URL other nodes reach this node at, announced on-chain (default: the URL it serves at)"
 )
+StoreOption = typer.Option(
+    None, "--store", envvar="GRADLEDGER_STORE",
+    help="artifact store: s3://BUCKET/PREFIX (endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY or AWS_PROFILE, AWS_REGION) or a directory (default <node dir>/artifacts); "
+    "see docs/storage.md",
+)  # fmt: skip
+MaxFeeOption = typer.Option(
+    None, "--max-fee-gwei", min=0, envvar="GRADLEDGER_MAX_FEE_GWEI",
+    help="most a transaction may pay per gas, base fee + tip, in gwei; a transaction needing more is not sent "
+    "(error naming the cap and the base fee; the node retries). Default: no cap",
+)  # fmt: skip
+PriorityFeeOption = typer.Option(
+    None, "--priority-fee-gwei", min=0, envvar="GRADLEDGER_PRIORITY_FEE_GWEI",
+    help="tip per gas to the block producer, in gwei (default 1)",
+)  # fmt: skip
+ConfirmationsOption = typer.Option(
+    None, "--confirmations", min=0, envvar="GRADLEDGER_CONFIRMATIONS",
+    help="blocks deep an event or a sent transaction must be before the node treats it as final "
+    "(default 0 on the devnet, chain id 31337; 2 on any other chain)",
+)  # fmt: skip
 
 
 def resolve_home(home: Path | None) -> Path:
@@ -153,3 +177,39 @@ def connect_protocol(
     # connect first: the client checks the RPC's chain id against the manifest before a key is used
     client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
     return client, resolve_account(keystore, devnet_account, client.chain.chain_id, default_devnet_account)
+
+
+def apply_chain_options(max_fee_gwei: float | None, priority_fee_gwei: float | None, confirmations: int | None) -> None:
+    """Make --max-fee-gwei, --priority-fee-gwei and --confirmations the policy of every chain client of this process
+    (protocol/adapters/finality.py); a value the policy refuses is a usage error (exit 2) before anything is sent."""
+    try:
+        policy = ChainPolicy.from_gwei(max_fee_gwei, priority_fee_gwei, confirmations)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    set_default_chain_policy(policy)
+
+
+def with_chain_options(command: Callable) -> Callable:
+    """Give a command that talks to the chain the fee and finality options, defined once here.
+
+    The three options are added to the command's signature (typer reads it) and applied by `apply_chain_options`
+    before the command runs, so every command that sends or reads takes them the same way."""
+    signature = inspect.signature(command, eval_str=True)
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+        for name, option, annotation in (
+            ("max_fee_gwei", MaxFeeOption, float | None),
+            ("priority_fee_gwei", PriorityFeeOption, float | None),
+            ("confirmations", ConfirmationsOption, int | None),
+        )
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        apply_chain_options(kwargs.pop("max_fee_gwei"), kwargs.pop("priority_fee_gwei"), kwargs.pop("confirmations"))
+        return command(*args, **kwargs)
+
+    parameters = [*signature.parameters.values(), *added]
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper

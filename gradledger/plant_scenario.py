@@ -25,6 +25,7 @@ from node.plants import ensure_plant_anchor, get_plant_secret, get_secret_chain,
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.corpus import load_corpus_shards
+from protocol.adapters.finality import require_devnet
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc
@@ -78,6 +79,8 @@ class PlantOutcome:
 
 
 def _rpc(protocol: ProtocolClient, method: str, params: list) -> Any:
+    """A devnet-only call (evm_snapshot / evm_revert): refused on any chain but the devnet's."""
+    require_devnet(protocol.chain.chain_id, method)
     return protocol.chain.w3.provider.make_request(method, params)["result"]  # type: ignore[arg-type]
 
 

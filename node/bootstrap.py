@@ -23,12 +23,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from node.logs import get_logger, log_event
 from node.money_watch import MoneyCollector, MoneyWatch
 from node.peers import PeerDiscovery, announce_url
-from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.nodestate import NodeState
+from protocol.adapters.object_store import ArtifactBackend, open_artifact_store
 from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context
 from protocol.errors import GradledgerError
 from protocol.profile import apply_execution_profile
@@ -42,20 +42,23 @@ class NodeAdapters:
 
     chain: ChainClient
     protocol: ProtocolClient
-    store: LocalArtifactStore
+    store: ArtifactBackend
     state: NodeState
     peers: PeerSet
 
 
 def open_node_adapters(
-    node_dir: Path, rpc_url: str, manifest: DeploymentManifest, peers: tuple[str, ...]
+    node_dir: Path, rpc_url: str, manifest: DeploymentManifest, peers: tuple[str, ...], store: str | None = None
 ) -> NodeAdapters:
-    """Chain client, contracts, artifact store and node state of the node living in `node_dir`."""
+    """Chain client, contracts, artifact store and node state of the node living in `node_dir`.
+
+    `store` is `--store`: an `s3://bucket/prefix` URL or a directory (protocol/adapters/object_store.py); the
+    default is `<node_dir>/artifacts`. The node state stays in `node_dir` either way."""
     chain = ChainClient(rpc_url, manifest)
     return NodeAdapters(
         chain,
         ProtocolClient(chain),
-        LocalArtifactStore(node_dir / "artifacts"),
+        open_artifact_store(store or node_dir / "artifacts"),
         NodeState(node_dir / "state.sqlite"),
         PeerSet(peers),
     )
@@ -151,13 +154,16 @@ class RunNode:
         manifest: DeploymentManifest,
         peers: tuple[str, ...] = (),
         threads: int = 1,
+        *,
+        store: str | None = None,
     ) -> None:
         self.run_id = run_id
         self.home = home
         self.account = account
         self.address = account.address
         self.threads = threads
-        self.io = open_node_adapters(home / self.role_dir / self.address.lower(), rpc_url, manifest, peers)
+        node_dir = home / self.role_dir / self.address.lower()
+        self.io = open_node_adapters(node_dir, rpc_url, manifest, peers, store)  # --store: S3 or a directory
         self.chain, self.protocol, self.store, self.state, self.peers = (
             self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
         )  # fmt: skip

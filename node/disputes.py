@@ -20,6 +20,7 @@ from eth_account.signers.local import LocalAccount
 from node.logs import get_logger, log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.finality import FinalEventReader
 from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.constants import JURY_PARTY_SLACK, MAX_APPEALS, get_appeal_jury_size
 from protocol.jury import (
@@ -43,28 +44,26 @@ RACE_ERRORS = frozenset({"WrongStatus", "JurySeedNotReady", "DeadlinePassed", "D
 
 
 class JurorRegistryReader:
-    """The juror registry's events (JurorRegistry: JurorRegistered / JurorDeregistered), read incrementally,
-    replayed to the registry as of any block."""
+    """The juror registry's events (JurorRegistry: JurorRegistered / JurorDeregistered), read incrementally up to
+    the final block (reorg-checked, protocol/adapters/finality.py), replayed to the registry as of any block."""
 
     def __init__(self, chain: ChainClient) -> None:
         self.chain = chain
-        self._events: list = []
-        self._next_block = chain.deployment.deployed_block
+        self._reader = FinalEventReader(
+            chain, chain.deployment.deployed_block, names=["JurorRegistered", "JurorDeregistered"],
+            contracts=["JurorRegistry"], label="juror registry",
+        )  # fmt: skip
 
     def read(self, at_block: int | None = None) -> list[JurorEntry]:
-        """The active registry as of `at_block` (now when None); raises RegistryBehind past the chain head."""
-        latest = self.chain.block_number()
-        if latest >= self._next_block:
-            self._events += self.chain.get_events(
-                self._next_block, latest, names=["JurorRegistered", "JurorDeregistered"], contracts=["JurorRegistry"]
-            )
-            self._next_block = latest + 1
-        if at_block is not None and at_block >= self._next_block:
+        """The active registry as of `at_block` (now when None); raises RegistryBehind past the final block."""
+        self._reader.read_new()
+        next_block = self._reader.next_block
+        if at_block is not None and at_block >= next_block:
             raise ContractRevertError(
-                "RegistryBehind", {}, f"juror registry events cover blocks < {self._next_block}, the jury needs "
+                "RegistryBehind", {}, f"juror registry events cover blocks < {next_block}, the jury needs "
                 f"block {at_block}; retry once the node has caught up",
             )  # fmt: skip
-        return build_juror_registry(self._events, at_block)
+        return build_juror_registry(self._reader.events, at_block)
 
 
 def get_drawn_jury(registry: JurorRegistryReader, record: DisputeRecord) -> Jury:

@@ -120,6 +120,9 @@ class TrainConfig(_Frozen):
     """Inner AdamW steps and the DiLoCo outer step."""
 
     batch_size: int = Field(16, ge=1, le=4096, description="sequences per inner step")
+    micro_batches: int = Field(
+        1, ge=1, le=4096, description="M: each step's batch as M canonical micro-batches (docs/training.md)"
+    )
     inner_steps: int = Field(25, ge=1, le=100_000, description="H: inner steps per round")
     steps_per_segment: int = Field(5, ge=1, description="k: inner steps between checkpoints")
     inner_lr: float = Field(1e-3, gt=0, le=1, description="bench/diloco.py: 1e-3 beat 3e-3 for DiLoCo")
@@ -138,6 +141,11 @@ class TrainConfig(_Frozen):
             raise ValueError(
                 f"inner_steps H ({self.inner_steps}) must be a multiple of steps_per_segment k "
                 f"({self.steps_per_segment}) so the segments tile the round"
+            )
+        if self.batch_size % self.micro_batches:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be a multiple of micro_batches M ({self.micro_batches}) so "
+                "every micro-batch holds the same number of sequences"
             )
         return self
 

@@ -43,6 +43,7 @@ from solver.api import make_solver_app
 from solver.decide import Action, RoundRecord, SolverView, decide_solver_action
 from solver.joining import verify_stake_covers
 from solver.own_artifacts import OwnArtifacts
+from solver.process_group import SolverGroup
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class SolverSettings:
     host: str = "127.0.0.1"
     port: int = 0
     threads: int = 1
+    store: str | None = None
+    """--store: an s3://bucket/prefix URL or a directory (default <node dir>/artifacts); docs/storage.md."""
 
 
 class SolverNode(RunNode):
@@ -71,7 +74,10 @@ class SolverNode(RunNode):
         manifest: DeploymentManifest,
         on_progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        super().__init__(settings.run_id, settings.home, account, rpc_url, manifest, settings.peers, settings.threads)
+        super().__init__(
+            settings.run_id, settings.home, account, rpc_url, manifest, settings.peers, settings.threads,
+            store=settings.store,
+        )  # fmt: skip
         self.settings = settings
         self.on_progress = on_progress
         self.server: ServerHandle | None = None
@@ -82,6 +88,8 @@ class SolverNode(RunNode):
         self.store.reporter = self.own_artifacts.on_store_report
         self.round_training_ms = 0
         """This machine's measured compute for one round (measure_pace), 0 until measured."""
+        self.group: SolverGroup | None = None
+        """This solver's process group (`--nproc`, torchrun): it trains each round with every rank when set."""
 
     # -- hooks (an adversary overrides these) ----------------------------------------------------
 
@@ -103,7 +111,8 @@ class SolverNode(RunNode):
             if self.on_progress:
                 self.on_progress(f"round {round_index}", done, total)
 
-        return train_round(
+        train = self.group.train_round if self.group is not None else train_round  # the same bits either way
+        return train(
             ctx.config, ctx.dataset, theta, round_index, self.address,
             save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit, plant_secret=plant_secret,
         )  # fmt: skip
@@ -184,7 +193,7 @@ class SolverNode(RunNode):
         times = self.protocol.round_times(run)
         self.ensure_plant_anchor(times)
         now = self.now()
-        record = self.record_of(run, times.round)
+        record = self.recheck_commit(self.record_of(run, times.round), times)
         committed = False
         if record is not None and record.status == "trained":
             committed = self.address in self.protocol.get_commitments(run, times.round, ctx.created_block)
@@ -225,6 +234,22 @@ class SolverNode(RunNode):
             round_training_ms=self.round_training_ms,
             first_round=record is None and not self._has_earlier_round(times.round),
         )
+
+    def recheck_commit(self, record: RoundRecord | None, times: RoundTimes) -> RoundRecord | None:
+        """A round recorded committed whose commitment the chain no longer holds (a reorg dropped the commit) is
+        trained again: the decision then commits it once more if its window is still open, or marks it missed."""
+        if record is None or record.status != "committed" or times.finished or record.round != times.round:
+            return record
+        if self.protocol.has_committed(record.run_id, record.round, self.address):
+            return record
+        record = replace(record, status="trained", commit_tx="")
+        self.save_record(record)
+        log_event(
+            self.log, "own commitment dropped by a reorg", level=logging.WARNING, run=record.run_id, round=record.round,
+            why="the chain no longer holds this round's commit (its block was orphaned); it is sent again while the "
+            "commit window is open",
+        )  # fmt: skip
+        return record
 
     def _unwithdrawn_claim_bonds(self, current: int) -> tuple[int, ...]:
         """Settled rounds whose claim this node posted and whose bond it has not withdrawn."""

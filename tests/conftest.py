@@ -9,6 +9,7 @@ from protocol.config import RunConfig, build_run_config
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
 from protocol.hashing import hash_to_hex
 from tests.chain_fixtures import deployment  # noqa: F401  (session fixture: anvil + deployed contracts)
+from tests.object_store_fixtures import s3_bucket, s3_server  # noqa: F401  (a local S3 server and a bucket per test)
 
 SOLVER_A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 SOLVER_B = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"

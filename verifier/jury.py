@@ -38,6 +38,7 @@ from protocol import bls
 from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.finality import DurableReadCursor
 from protocol.adapters.http import PeerSet
 from protocol.adapters.nodestate import NodeState
 from protocol.adapters.runs import RunContext
@@ -218,13 +219,11 @@ class JuryDuty:
                 self.on_skip(f"dispute {info['dispute_id']}", exc)
 
     def _discover(self) -> None:
-        """Record every new challenge of the watched run."""
-        start = self.state.get_cursor("jury", self.chain.deployment.deployed_block)
-        latest = self.chain.block_number()
-        if latest < start:
-            return
-        for event in self.chain.get_events(
-            start, latest, names=["AttestationChallenged", "ClaimChallenged", "PlantChallenged"], contracts=["Disputes"]
+        """Record every new challenge of the watched run, from the final blocks (reorg-checked: a challenge re-read
+        after a reorg is known by its dispute id and recorded once)."""
+        cursor = DurableReadCursor(self.chain, self.state, "jury", self.chain.deployment.deployed_block)
+        for event in cursor.span(
+            names=["AttestationChallenged", "ClaimChallenged", "PlantChallenged"], contracts=["Disputes"]
         ):
             a = event.args
             if a["runId"] != self.run_id:
@@ -249,7 +248,7 @@ class JuryDuty:
                 info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"])
             self._save(asdict(info))
             log_event(logger, "dispute seen", dispute=dispute_id[:18], kind=subject.kind, challenger=a["challenger"])
-        self.state.set_cursor("jury", latest + 1)
+        cursor.advance()
 
     def _handle(self, info: dict, now: int) -> None:
         subject = DisputeSubject.from_json(info["subject"])

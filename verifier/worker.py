@@ -18,6 +18,7 @@ never the default) subclass this worker and override `decide_seat`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -81,8 +82,9 @@ class VerifierWorker(RunNode):
         *,
         jury: bool = True,
         juror_only: bool = False,
+        store: str | None = None,
     ) -> None:
-        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads)
+        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads, store=store)
         self.juror_only = juror_only
         self.metrics = metrics
         self.checker: CommitmentChecker | None = None
@@ -171,6 +173,8 @@ class VerifierWorker(RunNode):
         phase = get_verifier_phase(now, times, seed_drawn, block)
         if self.juror_only:
             phase = "before_attest" if phase in ("wait_seed_block", "draw_seed", "attest") else phase
+        if phase == "before_attest" and not self.juror_only:
+            self.ensure_registered()  # idempotent (a revert at estimation): a registration a reorg dropped goes again
         if phase in ("wait_seed_block", "draw_seed"):
             draw_round_seed(self.protocol, self.account, ctx.run_id, times)
         elif phase == "attest":
@@ -206,11 +210,18 @@ class VerifierWorker(RunNode):
 
     def _attest_round(self, round_index: int, past_open_end: bool) -> None:
         for ref, commitment in self._my_seats(round_index):
-            identifier = attestation_id(ref)
-            if self.get_attestation(identifier) is not None:
-                continue
+            known = self.get_attestation(attestation_id(ref))
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
-                continue  # attested before a crash, or by this key from another process
+                continue  # attested (and recorded), before a crash, or by this key from another process
+            if known is not None:
+                if known["status"] != "attested":
+                    continue
+                log_event(
+                    self.log, "own attestation dropped by a reorg", level=logging.WARNING, solver=ref.solver,
+                    round=ref.round, slot=ref.slot, tx=known["transaction"],
+                    why="the chain no longer holds it (its block was orphaned) and the seat is unattested: attesting "
+                    "again",
+                )  # fmt: skip
             opening = self.protocol.opening_state(ref.run_id, ref.round, ref.solver)
             if opening == Opening.NONE and past_open_end:
                 report_unopened(self.protocol, self.account, self.log, ref.run_id, ref.round, ref.solver)
@@ -262,6 +273,12 @@ class VerifierWorker(RunNode):
                 continue
             ref = AttestationRef(record["run_id"], record["round"], record["solver"], record["slot"])
             state = self.protocol.attestation_of(ref).state
+            if state == AttestationState.NONE and (
+                ref.round != times.round or times.finished or now >= times.attest_end
+            ):
+                # recorded, then dropped by a reorg after its window: nothing to finalize or claim
+                self.state.put("attestation", record["id"], {**record, "status": "done"})
+                continue
             if state == AttestationState.ATTESTED:
                 if ref.round == times.round and not times.finished and now < times.challenge_end:
                     continue

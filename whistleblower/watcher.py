@@ -39,6 +39,7 @@ from node.opening import report_unresolved_commitments
 from node.plants import report_unrevealed_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.finality import DurableReadCursor
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
@@ -73,8 +74,10 @@ class Whistleblower(RunNode):
         peers: tuple[str, ...],
         fraction: float = 1.0,
         threads: int = 1,
+        *,
+        store: str | None = None,
     ) -> None:
-        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads)
+        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads, store=store)
         self.fraction = fraction
         self.registry = JurorRegistryReader(self.chain)
         self.checker: CommitmentChecker | None = None
@@ -154,18 +157,23 @@ class Whistleblower(RunNode):
     # -- attestations ----------------------------------------------------------------------
 
     def _discover(self) -> None:
-        start = self.state.get_cursor("attestations", self.load().created_block)
-        latest = self.chain.block_number()
-        if latest < start:
-            return
-        for event in self.chain.get_events(
-            start, latest, names=["PassAttested", "FailAttested"], contracts=["Verification"]
-        ):
+        """Record the attestations of the final blocks not read yet; after a reorg, pending checks of attestations
+        from orphaned blocks are set aside ("reorged") and recorded again if the new chain holds them."""
+        cursor = DurableReadCursor(self.chain, self.state, "attestations", self.load().created_block)
+        events = cursor.span(names=["PassAttested", "FailAttested"], contracts=["Verification"])
+        if cursor.last_fork is not None:
+            for check in self.list_checks():
+                if check["status"] == "pending" and check.get("block", -1) > cursor.last_fork:
+                    self._set(
+                        check, "reorged", f"its attestation's block was orphaned by a reorg at {cursor.last_fork}"
+                    )
+        for event in events:
             a = event.args
             if a["runId"] != self.run_id:
                 continue
             key = seat_id(a["runId"], a["round"], a["solver"], a["slot"])
-            if self.state.get("check", key) is not None:
+            known = self.state.get("check", key)
+            if known is not None and known["status"] != "reorged":
                 continue
             is_fail = event.name == "FailAttested"
             self.state.put(
@@ -178,7 +186,7 @@ class Whistleblower(RunNode):
                     "status": "pending", "finding": "",
                 },
             )  # fmt: skip
-        self.state.set_cursor("attestations", latest + 1)
+        cursor.advance()
 
     def _check_attestations(self, now: int, times) -> None:
         for check in self.list_checks():

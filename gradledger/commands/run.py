@@ -22,6 +22,7 @@ from gradledger.context import (
     resolve_home,
     resolve_manifest,
     resolve_rpc_url,
+    with_chain_options,
 )
 from node.logs import configure_logging
 from protocol.errors import GradledgerError
@@ -32,6 +33,7 @@ run_app = typer.Typer(help="Create and inspect runs.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Serve an artifact store over HTTP.", no_args_is_help=True)
 
 
+@with_chain_options
 def deploy_command(
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
@@ -84,6 +86,7 @@ def summarize_deployment(manifest, path: Path) -> dict:
 
 
 @run_app.command()
+@with_chain_options
 def create(
     preset: str = typer.Option("default", help="config preset: tiny, default or large"),
     rounds: int = typer.Option(3, min=1, help="rounds in the run"),
@@ -265,6 +268,7 @@ def _utc(ts: int) -> str:
 
 
 @run_app.command()
+@with_chain_options
 def reclaim(
     run: int = typer.Option(..., "--run", min=1, help="the finished run whose unowned revenue goes to its creator"),
     home: Path | None = HomeOption,

@@ -17,12 +17,14 @@ from gradledger.context import (
     PeerOption,
     PublicUrlOption,
     RpcOption,
+    StoreOption,
     check_eth_amount,
     connect_protocol,
     eth_to_wei,
     require_something_to_do,
     resolve_node,
     resolve_peers,
+    with_chain_options,
 )
 from node.logs import configure_logging
 
@@ -30,6 +32,7 @@ app = typer.Typer(help="Stake as a solver and run a solver node.", no_args_is_he
 
 
 @app.command()
+@with_chain_options
 def stake(
     amount: float = typer.Option(
         ..., min=0, callback=check_eth_amount, help="ETH to deposit as solver stake (0: none, only --run)"
@@ -59,6 +62,7 @@ def stake(
 
 
 @app.command("run")
+@with_chain_options
 def run_node(
     run: int = typer.Option(..., "--run", min=1, help="run id to train in (waits, saying so, until it exists)"),
     coordinator: bool = typer.Option(False, help="also finalize attestations, post θ(r+1) claims and settle rounds"),
@@ -69,9 +73,19 @@ def run_node(
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
     public_url: str | None = PublicUrlOption,
+    store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the artifact API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="artifact API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for training (results do not depend on it)"),
+    nproc: int = typer.Option(
+        1,
+        "--nproc",
+        min=1,
+        help=(
+            "train each round data-parallel in N processes on this machine (torch.distributed, gloo); N must divide "
+            "the run's train.micro_batches. Checkpoints are the same bits as with 1 (docs/training.md)"
+        ),
+    ),
     progress: bool = typer.Option(True, help="show a progress bar while training"),
     adversary: str | None = typer.Option(
         None,
@@ -90,12 +104,18 @@ def run_node(
 
     from adversary.solver import make_solver_node
     from solver.node import SolverSettings
+    from solver.process_group import is_torchrun_worker, join_torchrun_group, run_torchrun_worker, start_local_group
 
     configure_logging()
+    if is_torchrun_worker():  # under torchrun, ranks other than 0 only train (rank 0 is the node)
+        run_torchrun_worker(threads)
+        return
     target = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
     account = target.account
     dishonest = parse_solver_adversary(adversary, behaviour)
-    settings = SolverSettings(run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads)
+    settings = SolverSettings(
+        run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads, store=store
+    )
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
     node = make_solver_node(
@@ -109,8 +129,13 @@ def run_node(
     typer.echo(json.dumps({"event": "serving", "url": served, "address": account.address}), err=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with bar:
-        node.run(stop)
+    node.group = start_local_group(nproc, threads, node.log) if nproc > 1 else join_torchrun_group(node.log)
+    try:
+        with bar:
+            node.run(stop)
+    finally:
+        if node.group is not None:
+            node.group.close()  # the workers exit with rank 0
 
 
 def parse_solver_adversary(adversary: str | None, behaviour: str | None):

@@ -15,6 +15,7 @@ from gradledger.context import (
     PeerOption,
     PublicUrlOption,
     RpcOption,
+    StoreOption,
     check_eth_amount,
     connect_protocol,
     eth_to_wei,
@@ -22,6 +23,7 @@ from gradledger.context import (
     resolve_node,
     resolve_peers,
     wait_until_stopped,
+    with_chain_options,
 )
 from node.logs import configure_logging
 
@@ -29,6 +31,7 @@ app = typer.Typer(help="Stake as a verifier and run the verifier service.", no_a
 
 
 @app.command()
+@with_chain_options
 def stake(
     amount: float = typer.Option(
         ..., min=0, callback=check_eth_amount, help="ETH to deposit as verifier stake (0: none, only --run)"
@@ -63,6 +66,7 @@ def stake(
 
 
 @app.command()
+@with_chain_options
 def serve(
     run: int = typer.Option(..., "--run", min=1, help="run id to verify (waits, saying so, until it exists)"),
     home: Path | None = HomeOption,
@@ -72,6 +76,7 @@ def serve(
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
     public_url: str | None = PublicUrlOption,
+    store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
@@ -93,7 +98,7 @@ def serve(
     node = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
     worker = make_verifier_worker(
         adversary, run, node.home, node.account, node.rpc_url, node.deployment, resolve_peers(node.home, peer),
-        VerifierMetrics(), threads, jury=jury, juror_only=juror_only,
+        VerifierMetrics(), threads, jury=jury, juror_only=juror_only, store=store,
     )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
     from node.peers import verify_public_url

@@ -16,9 +16,11 @@ from gradledger.context import (
     PeerOption,
     PublicUrlOption,
     RpcOption,
+    StoreOption,
     resolve_node,
     resolve_peers,
     wait_until_stopped,
+    with_chain_options,
 )
 from node.logs import configure_logging
 
@@ -26,6 +28,7 @@ app = typer.Typer(help="Watch a run's attestations and claims; challenge wrong o
 
 
 @app.command()
+@with_chain_options
 def watch(
     run: int = typer.Option(..., "--run", min=1, help="run id to watch (waits, saying so, until it exists)"),
     fraction: float = typer.Option(
@@ -38,6 +41,7 @@ def watch(
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
     public_url: str | None = PublicUrlOption,
+    store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
     port: int = typer.Option(0, min=0, max=65535, help="API port (0 = any free port)"),
     threads: int = typer.Option(1, min=1, help="torch threads for replays (results do not depend on it)"),
@@ -51,8 +55,9 @@ def watch(
     node = resolve_node(home, rpc_url, manifest, keystore, devnet_account)
     account = node.account
     watcher = Whistleblower(
-        run, node.home, account, node.rpc_url, node.deployment, resolve_peers(node.home, peer), fraction, threads
-    )
+        run, node.home, account, node.rpc_url, node.deployment, resolve_peers(node.home, peer), fraction, threads,
+        store=store,
+    )  # fmt: skip
     thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
 
     def health() -> dict:

@@ -252,8 +252,9 @@ def read_through(store: ArtifactStore, digest: bytes, fetch: Callable[[Hash32], 
         ) from exc
     if store.put(data) != name:  # the fetcher checks; storing re-hashes anyway, so this costs nothing
         raise ArtifactCorruptError(f"artifact {hash_to_hex(name)}: the fetched bytes do not match the hash")
-    if corrupt is not None and isinstance(store, LocalArtifactStore):
-        store.report(
+    report = getattr(store, "report", None)  # a local or an object store tells its node
+    if corrupt is not None and callable(report):
+        report(
             "corrupt artifact healed from a peer", logging.WARNING, artifact=hash_to_hex(name),
             moved_to=str(corrupt.quarantined or ""), bytes=len(data),
         )  # fmt: skip
@@ -264,6 +265,9 @@ def put_state(store: ArtifactStore, state: Mapping[str, torch.Tensor]) -> Hash32
     """Store a state under the hash of its canonical bytes, which is its state hash."""
     if isinstance(store, LocalArtifactStore):
         return store.put_stream(iter_state_chunks(state))
+    streams = getattr(store, "put_state", None)  # an object store streams it from the tensors (object_store.py)
+    if callable(streams):
+        return streams(state)
     return store.put(encode_state(state))
 
 
@@ -289,8 +293,11 @@ class BackgroundStateWriter:
 
         def write() -> Hash32:
             try:
+                streams = getattr(self.store, "put_state", None)  # an object store: hashed, then uploaded
                 if isinstance(self.store, LocalArtifactStore):
                     digest = self.store.put_stream(iter_state_chunks(state), on_hash=hashed.set_result)
+                elif callable(streams):
+                    digest = streams(state, on_hash=hashed.set_result)
                 else:
                     digest = put_state(self.store, state)
                     hashed.set_result(digest)

@@ -11,7 +11,12 @@ What it adds to web3.py:
 - an outage logged once (WARNING, naming the RPC URL and `gradledger devnet up`) and its end once;
   after it the nonce counters are resynced, since a restarted chain may have lost recent blocks;
 - events of every manifest contract read in bounded block ranges, decoded and ordered, so a
-  node can resume from the last block it saved.
+  node can resume from the last block it saved; read to the head by default, less the confirmations
+  of the chain policy (protocol/adapters/finality.py);
+- fees under the operator's cap (EIP-1559, or legacy gasPrice where the chain has no base fee), and
+  transactions counted done once as deep as the policy's confirmations (a reorg that drops one meanwhile
+  gets the same signed bytes back);
+- anvil's time and mining controls, refused outside the devnet (chain id 31337).
 Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
 """
 
@@ -37,14 +42,22 @@ from web3.exceptions import (
     ContractLogicError,
     ContractPanicError,
     ProviderConnectionError,
-    TimeExhausted,
     TransactionNotFound,
     Web3RPCError,
 )
 from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint, TxParams
 
+from protocol.adapters.finality import (
+    ChainPolicy,
+    ConfirmationError,
+    get_default_chain_policy,
+    require_devnet,
+    wait_for_confirmations,
+    wait_for_receipt,
+)
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
+from protocol.fees import compute_eip1559_fees, compute_legacy_fees, compute_next_base_fee
 from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
@@ -108,6 +121,10 @@ _CONNECTION_ERRORS = (
 )
 
 
+SENT_KEPT = 64
+"""Signed transactions a client keeps per account, so that those a reorg drops can be sent again as they were."""
+
+
 class ChainClient:
     """Read from and write to the contracts of one deployment (or bare RPC before deploy)."""
 
@@ -119,6 +136,7 @@ class ChainClient:
         expected_chain_id: int | None = None,
         timeout_s: float = 30.0,
         max_retries: int = 6,
+        policy: ChainPolicy | None = None,
     ) -> None:
         self.rpc_url = rpc_url
         self.manifest = manifest
@@ -128,7 +146,11 @@ class ChainClient:
         self._outage_lock = threading.Lock()
         self._nonces: dict[str, int] = {}
         self._nonce_lock = threading.Lock()
+        self._in_flight: dict[str, int] = {}  # sends of each account under way in this process
+        self._sent: dict[str, dict[int, bytes]] = {}  # the last signed transactions of each account, by nonce
         self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
+        self.policy = policy if policy is not None else get_default_chain_policy()
+        self.confirmations = self.policy.get_confirmations(self.chain_id)
         wanted = expected_chain_id if expected_chain_id is not None else (manifest.chain_id if manifest else None)
         if wanted is not None and self.chain_id != wanted:
             raise WrongChainError(
@@ -281,6 +303,15 @@ class ChainClient:
     def block_number(self) -> int:
         return self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber")
 
+    def final_block_number(self) -> int:
+        """The highest block `confirmations` deep: what event readers treat as final (-1 before there is one)."""
+        return self.block_number() - self.confirmations
+
+    def note_reorg(self) -> None:
+        """A reorg was seen: forget the nonce counters (transactions they counted may be gone)."""
+        with self._nonce_lock:
+            self._nonces.clear()
+
     def get_block(self, block: BlockIdentifier = "latest") -> Any:
         return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
 
@@ -321,9 +352,10 @@ class ChainClient:
     ) -> list[ChainEvent]:
         """Decoded events of every manifest contract in [from_block, to_block], in chain order.
 
-        `names` keeps only those events; `contracts` reads only those registered contracts.
+        `names` keeps only those events; `contracts` reads only those registered contracts. Without `to_block`,
+        up to the final block (`final_block_number`: the head less the policy's confirmations).
         """
-        last = self.block_number() if to_block is None else to_block
+        last = self.final_block_number() if to_block is None else to_block
         wanted = set(names) if names is not None else None
         sources = self._contracts if contracts is None else {n: self.contract(n) for n in contracts}
         addresses = [c.address for c in sources.values()]
@@ -363,8 +395,12 @@ class ChainClient:
     # -- writes --------------------------------------------------------------------------
 
     def _next_nonce(self, address: str) -> int:
+        """The next nonce: the chain's pending count unless another send of this account is under way here.
+
+        Asking the chain whenever this process sends alone keeps a counter that ran ahead of the chain (a reorg
+        dropped transactions it counted) from signing a nonce with a gap, stuck in the pool and mined later."""
         with self._nonce_lock:
-            if address not in self._nonces:
+            if address not in self._nonces or self._in_flight.get(address, 0) <= 1:
                 self._nonces[address] = self._retry(
                     lambda: self.w3.eth.get_transaction_count(to_checksum_address(address), "pending"),
                     what="eth_getTransactionCount",
@@ -372,6 +408,18 @@ class ChainClient:
             nonce = self._nonces[address]
             self._nonces[address] = nonce + 1
             return nonce
+
+    def sent_transactions(self, address: str) -> dict[int, bytes]:
+        """The last SENT_KEPT transactions this client signed for `address`, by nonce (re-sent after a reorg)."""
+        with self._nonce_lock:
+            return dict(self._sent.get(address, {}))
+
+    def _note_sent(self, address: str, nonce: int, raw: bytes) -> None:
+        with self._nonce_lock:
+            sent = self._sent.setdefault(address, {})
+            sent[nonce] = raw
+            for old in sorted(sent)[:-SENT_KEPT]:
+                del sent[old]
 
     def _forget_nonce(self, address: str) -> None:
         with self._nonce_lock:
@@ -398,6 +446,18 @@ class ChainClient:
     def _transact(
         self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
     ) -> TxResult:
+        """Send and wait, counted as a send under way of the account (see `_next_nonce`)."""
+        with self._nonce_lock:
+            self._in_flight[account.address] = self._in_flight.get(account.address, 0) + 1
+        try:
+            return self._transact_once(account, build, context, value, gas)
+        finally:
+            with self._nonce_lock:
+                self._in_flight[account.address] -= 1
+
+    def _transact_once(
+        self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
+    ) -> TxResult:
         address = account.address
         base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
         if gas is None:
@@ -417,6 +477,7 @@ class ChainClient:
             raw = account.sign_transaction(tx).raw_transaction
             try:
                 tx_hash = self._send_raw(raw, context)
+                self._note_sent(address, nonce, raw)
                 break
             except Web3RPCError as exc:
                 message = str(exc).lower()
@@ -431,13 +492,12 @@ class ChainClient:
         else:
             raise ChainError(f"{context}: could not find a free nonce for {address} after 3 attempts")
         try:
-            receipt = self._retry(
-                lambda: self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120, poll_latency=0.05),
-                what=f"receipt of {context}",
-            )
-        except TimeExhausted:
+            receipt = wait_for_receipt(self, tx_hash, tx, raw, context)
+        except ConfirmationError:
             self._forget_nonce(address)
-            raise ChainError(f"{context}: transaction {tx_hash.to_0x_hex()} not mined within 120 s") from None
+            raise
+        if receipt["status"] == 1 and self.confirmations > 0:
+            receipt = wait_for_confirmations(self, receipt, raw, tx, context, self.confirmations)
         if receipt["status"] != 1:
             raise self._mined_revert(tx, receipt, context)
         return TxResult(
@@ -464,10 +524,17 @@ class ChainClient:
         return tx_hash
 
     def _fees(self) -> dict[str, int]:
-        """EIP-1559 fees: twice the current base fee plus a 1 gwei tip (ample on a devnet)."""
-        base_fee = self.get_block("latest").get("baseFeePerGas", 0)
-        tip = 10**9
-        return {"maxFeePerGas": 2 * base_fee + tip, "maxPriorityFeePerGas": tip}
+        """EIP-1559 fees: twice the next block's base fee plus the policy's tip, under its cap (protocol/fees.py);
+        a chain whose blocks have no base fee is paid its gasPrice, under the same cap. Above the cap nothing is
+        sent: FeeCapExceededError names the cap and the base fee."""
+        latest = self.get_block("latest")
+        cap, tip = self.policy.max_fee_wei, self.policy.priority_fee_wei
+        if latest.get("baseFeePerGas") is None:
+            return compute_legacy_fees(
+                self._retry(lambda: self.w3.eth.gas_price, what="eth_gasPrice"), cap
+            ).to_tx_fields()
+        next_base = compute_next_base_fee(int(latest["baseFeePerGas"]), int(latest["gasUsed"]), int(latest["gasLimit"]))
+        return compute_eip1559_fees(next_base, tip, cap).to_tx_fields()
 
     def _mined_revert(self, tx: dict, receipt: Any, context: str) -> ContractRevertError:
         call = {k: tx[k] for k in ("from", "to", "value", "data") if k in tx}
@@ -508,7 +575,8 @@ class ChainClient:
     # -- devnet helpers (anvil) ------------------------------------------------------------
 
     def _devnet_request(self, method: str, params: list[Any]) -> None:
-        """A devnet-only JSON-RPC call (anvil's time and mining controls)."""
+        """A devnet-only JSON-RPC call (anvil's time and mining controls); refused on any other chain id."""
+        require_devnet(self.chain_id, method)
         self._retry(lambda: self.w3.provider.make_request(RPCEndpoint(method), params), what=method)
 
     def increase_time(self, seconds: int) -> None:

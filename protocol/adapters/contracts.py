@@ -110,6 +110,12 @@ class ProtocolClient:
         f = self.chain.call_fields("RunRegistry", "commitmentOf", run_id, to_checksum_address(solver))
         return int.from_bytes(bytes(f["hash"]), "big") not in (0, LEFT_MARKER)
 
+    def has_committed(self, run_id: int, round_index: int, solver: str) -> bool:
+        """Whether the chain holds `solver`'s commitment of `round_index` now (state at the head, not events: a node
+        checks its own commit after a reorg before sending it again)."""
+        f = self.chain.call_fields("RunRegistry", "commitmentOf", run_id, to_checksum_address(solver))
+        return bool(f["committed"]) and int(f["round"]) == round_index
+
     def leave_run(self, account: LocalAccount, run_id: int) -> TxResult:
         """Leave a run whose last commitment of this solver has settled: releases its reserved solverMinStake."""
         return self.chain.send(account, "RunRegistry", "leaveRun", run_id)

@@ -1,7 +1,8 @@
 """Reading, incrementally, what a node needs to tell its operator about its money: events, seats, credits.
 
 `RunEventReader` keeps the decoded events of every deployment contract (and the run's share token) from the
-run's creation block on, with their blocks' timestamps, and reads only the blocks it has not seen on each call;
+run's creation block on, with their blocks' timestamps, and reads only the final blocks it has not seen on each call
+(reorg-checked: events of orphaned blocks are dropped and read again, protocol/adapters/finality.py);
 `read_assigned_seats` asks the chain which seats of a round were assigned to an account; `read_pending_credits`
 reads the withdrawable credits an account holds in each contract that keeps credits. What the events mean is
 decided by the pure `protocol/money_events.py` over the auditor's fold.
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.finality import FinalEventReader
 from protocol.history.events import EventLike
 from protocol.money_events import Seat
 from protocol.types import AttestationRef
@@ -27,24 +29,31 @@ class RunEventReader:
     def __init__(self, protocol: ProtocolClient, run_id: int, from_block: int) -> None:
         self.protocol = protocol
         self.run_id = run_id
-        self.events: list[EventLike] = []
         self.timestamps: dict[int, int] = {}
-        self.next_block = from_block
+        self.reader = FinalEventReader(protocol.chain, from_block, contracts=self._contracts, label="run events")
+
+    @property
+    def events(self) -> list[EventLike]:
+        return cast(list[EventLike], self.reader.events)  # ChainEvent is an EventLike (frozen: mypy cannot tell)
+
+    @property
+    def next_block(self) -> int:
+        return self.reader.next_block
+
+    def _contracts(self) -> list[str]:
+        chain = self.protocol.chain
+        token = self.protocol.share_token_contract(self.run_id)  # registers the token so its events decode
+        return [c for c in [*chain.deployment.contracts, token] if chain.has_contract(c)]
 
     def read_new(self) -> bool:
-        """Read the blocks not read yet (True when any event arrived)."""
-        chain = self.protocol.chain
-        latest = chain.block_number()
-        if latest < self.next_block:
-            return False
-        token = self.protocol.share_token_contract(self.run_id)  # registers the token so its events decode
-        contracts = [*chain.deployment.contracts, token]
-        new = chain.get_events(self.next_block, latest, contracts=[c for c in contracts if chain.has_contract(c)])
-        self.next_block = latest + 1
-        if not new:
-            return False
-        self.timestamps.update(chain.get_block_timestamps({e.block_number for e in new} - set(self.timestamps)))
-        self.events.extend(cast(list[EventLike], new))  # ChainEvent is an EventLike (frozen: mypy cannot tell)
+        """Read the final blocks not read yet (True when any event arrived or a reorg dropped some)."""
+        update = self.reader.read_new()
+        for event in update.dropped:
+            self.timestamps.pop(event.block_number, None)  # an orphaned block's time; its replacement is read anew
+        if not update.new:
+            return bool(update.dropped)
+        blocks = {e.block_number for e in update.new}
+        self.timestamps.update(self.protocol.chain.get_block_timestamps(blocks - set(self.timestamps)))
         return True
 
 

@@ -1,4 +1,4 @@
-"""A run across separate hosts (devnet/multihost.py): chain, artifact store, two solvers, a verifier and a
+"""A run across separate hosts (devnet/multihost.py): chain, object store, two solvers, a verifier and a
 whistleblower each in its own network namespace with its own address on a virtual bridge, two rounds to settlement.
 
 The chain's clock is driven (tests/clock.py) through the nodes' announced addresses, so windows close when every
@@ -43,3 +43,5 @@ def test_two_rounds_settle_with_every_party_on_its_own_host(tmp_path):
         account = get_devnet_account(ACCOUNTS[host]).address
         assert summary["announced"][account] == f"http://{addresses[host]}:{NODE_PORT}", (host, summary["announced"])
     assert len(set(addresses.values())) == len(HOSTS)
+    # the solvers kept their checkpoints in the object store on the store host
+    assert summary["objects"].get("solver-1", 0) > 0 and summary["objects"].get("solver-2", 0) > 0, summary["objects"]

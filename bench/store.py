@@ -1,0 +1,140 @@
+"""Artifact store throughput: one state of the "large" preset model through the S3 backend and the local backend.
+
+    python bench/store.py [--quick] [--reps N] [--part-mb MB]
+
+The state is a solver checkpoint of the "large" preset (~10x the default model; PRESETS["large"] in
+protocol/config.py): its parameters plus AdamW's two moments, encoded with protocol.state.encode_state (~198 MB;
+the parameters alone, θ, are ~66 MB). Each repetition stores a fresh state (one parameter nudged, so it has a new
+hash and nothing is skipped as already stored) with `put_state` -- the path a solver's checkpoints take -- and reads
+it back with `get`, which checks its hash:
+
+- S3: `S3ArtifactStore` against a local S3-compatible server (moto, devnet/s3server.py) in its own process;
+- local: `LocalArtifactStore` in a temporary directory (hash, write, fsync, as a node stores).
+
+MB/s is bytes / 1e6 / seconds, the median over the repetitions. --quick: the same state, fewer repetitions.
+Human lines go to stderr; the last stdout line is one JSON object: put_mb_s, get_mb_s (S3), local_put_mb_s,
+local_get_mb_s, ratios, state_bytes, part_bytes, concurrency, server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devnet.s3server import LocalS3Server
+from protocol.adapters.artifacts import ArtifactStore, LocalArtifactStore, put_state
+from protocol.adapters.object_store import DEFAULT_CONCURRENCY, DEFAULT_PART_BYTES, S3ArtifactStore
+from protocol.config import build_run_config
+from protocol.outer import get_initial_global_state
+from protocol.state import State, encode_state
+from protocol.training import make_start_checkpoint
+
+BUCKET = "bench"
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def build_state() -> State:
+    """A checkpoint of the large preset: parameters and both AdamW moments (what a solver stores per segment)."""
+    config = build_run_config(preset="large", run_seed="0x" + "5a" * 32, dataset_root="0x" + "00" * 32)
+    return make_start_checkpoint(get_initial_global_state(config))
+
+
+def nudge(state: State, rep: int) -> State:
+    """The same state with one value changed: a new hash, so every put uploads (nothing is skipped as stored)."""
+    first = min(state)
+    changed = dict(state)
+    tensor = state[first].clone()
+    tensor.view(-1)[0] = float(rep + 1) / 7.0
+    changed[first] = tensor
+    return changed
+
+
+def measure(store: ArtifactStore, state: State, reps: int, size: int, label: str) -> tuple[float, float]:
+    """(median put MB/s, median get MB/s) of `reps` fresh states through `store`."""
+    puts, gets = [], []
+    for rep in range(reps):
+        fresh = nudge(state, rep + (1000 if label == "local" else 0))
+        started = time.perf_counter()
+        digest = put_state(store, fresh)
+        put_s = time.perf_counter() - started
+        started = time.perf_counter()
+        data = store.get(digest)
+        get_s = time.perf_counter() - started
+        if len(data) != size:
+            raise SystemExit(f"{label}: read back {len(data)} bytes, stored {size}")
+        del data
+        puts.append(size / 1e6 / put_s)
+        gets.append(size / 1e6 / get_s)
+        say(f"  {label} rep {rep + 1}/{reps}: put {puts[-1]:7.1f} MB/s  get {gets[-1]:7.1f} MB/s")
+    return statistics.median(puts), statistics.median(gets)
+
+
+def run_bench(reps: int, part_bytes: int, concurrency: int) -> dict[str, object]:
+    torch.manual_seed(0)
+    state = build_state()
+    size = len(encode_state(state))
+    say(f"state: large-preset checkpoint, {len(state)} tensors, {size / 1e6:.1f} MB; {reps} repetition(s)")
+    with tempfile.TemporaryDirectory(prefix="gradledger-bench-store-") as tmp:
+        local = LocalArtifactStore(Path(tmp) / "artifacts")
+        local_put, local_get = measure(local, state, reps, size, "local")
+    with LocalS3Server() as server:
+        os.environ.update(server.env())
+        server.create_bucket(BUCKET)
+        store = S3ArtifactStore(BUCKET, "bench", part_bytes=part_bytes, concurrency=concurrency)
+        s3_put, s3_get = measure(store, state, reps, size, "s3")
+    result: dict[str, object] = {
+        "put_mb_s": round(s3_put, 1),
+        "get_mb_s": round(s3_get, 1),
+        "local_put_mb_s": round(local_put, 1),
+        "local_get_mb_s": round(local_get, 1),
+        "put_ratio": round(s3_put / local_put, 3),
+        "get_ratio": round(s3_get / local_get, 3),
+        "state_bytes": size,
+        "part_bytes": part_bytes,
+        "concurrency": concurrency,
+        "reps": reps,
+        "server": "moto " + _version("moto") + " (ThreadedMotoServer, own process, loopback)",
+        "boto3": _version("boto3"),
+    }
+    say(
+        f"S3: put {s3_put:.1f} MB/s, get {s3_get:.1f} MB/s; local: put {local_put:.1f} MB/s, get {local_get:.1f} "
+        f"MB/s; S3/local: put {result['put_ratio']}, get {result['get_ratio']} (target >= 0.5 both)"
+    )
+    return result
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+def main(argv: list[str] | None = None, run: Callable[..., dict[str, object]] = run_bench) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (the same ~198 MB state)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per backend (default 5, --quick 2)")
+    parser.add_argument(
+        "--part-mb", type=int, default=DEFAULT_PART_BYTES >> 20, help="multipart part size in MiB (S3 minimum 5)"
+    )
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="parts in flight at once")
+    args = parser.parse_args(argv)
+    reps = args.reps or (2 if args.quick else 5)
+    print(json.dumps(run(reps, args.part_mb << 20, args.concurrency)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
