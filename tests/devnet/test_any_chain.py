@@ -173,6 +173,6 @@ def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, co
         assert len(events_named(verifier_log, "attested")) == 1
         for lines in (solver_log, verifier_log):
             assert not [line for line in lines if line.get("level") == "error" or "Traceback" in line["event"]]
-        reorg_reads = events_named(solver_log + verifier_log, "chain reorganised: events of orphaned blocks "
-                                   "dropped, reading again from the fork point")  # fmt: skip
-        assert reorg_reads, "no event reader noticed the reorgs"
+        # Whether an event reader had already read the orphaned blocks when the reorg came depends on timing on this
+        # real-time chain; readers dropping orphaned events and reading again is asserted deterministically by
+        # tests/adapters/test_finality_chain.py.
