@@ -14,6 +14,7 @@ from rich.console import Console
 
 from gradledger import __version__
 from gradledger.commands import audit as audit_cli
+from gradledger.commands import calibrate as calibrate_cli
 from gradledger.commands import data as data_cli
 from gradledger.commands import devnet as devnet_cli
 from gradledger.commands import model as model_cli
@@ -41,6 +42,7 @@ app.add_typer(whistleblower_cli.app, name="whistleblower")
 app.command("audit")(audit_cli.audit_command)
 app.add_typer(data_cli.app, name="data")
 app.add_typer(model_cli.app, name="model")
+app.command("calibrate")(calibrate_cli.calibrate_command)
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 

@@ -134,6 +134,24 @@ class TrainConfig(_Frozen):
     adam_eps: float = Field(1e-8, gt=0)
     outer_lr: float = Field(0.7, gt=0, le=10)
     outer_momentum: float = Field(0.8, ge=0, lt=1, description="paper: 0.9; 0.8 measured better at M=4")
+    codec: str = Field(
+        "none",
+        description="pseudo-gradient codec (protocol/compression.py label, e.g. 'int8-b256-top50%') with verified "
+        "error feedback (protocol/payload.py, docs/compression.md); 'none' exchanges float32 Δ states",
+    )
+
+    @field_validator("codec")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        if value == "none":
+            return value
+        from protocol.compression import CompressionError, parse_codec  # torch-heavy: only when a run names one
+
+        try:
+            parse_codec(value)
+        except CompressionError as exc:
+            raise ValueError(f"{exc}; or 'none' for no codec") from None
+        return value
 
     @model_validator(mode="after")
     def _segments_tile_the_round(self) -> TrainConfig:
@@ -187,7 +205,8 @@ class ExecutionProfileConfig(_Frozen):
 
 
 class ReplayThresholds(_Frozen):
-    """Tolerances for replays under another profile (calibrated by bench/detection.py)."""
+    """Tolerances for replays under another profile: `gradledger calibrate` measures and chooses them for a model
+    (docs/calibration.md); `run create --thresholds FILE` puts its choice in the run config."""
 
     max_hamming_fraction: float = Field(0.15, ge=0, le=1, description="worst tensor, sketch")
     max_log2_norm_diff: float = Field(0.25, ge=0, description="worst tensor, sketch")
@@ -252,8 +271,14 @@ class RunConfig(_Frozen):
 
 
 def encode_config(config: RunConfig) -> bytes:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 (the bytes that are hashed)."""
-    return json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":")).encode()
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 (the bytes that are hashed).
+
+    `train.codec` is left out when it is "none", so a run without a codec hashes exactly as before the field
+    existed (runs created earlier keep verifying against their on-chain config hash)."""
+    body = config.model_dump(mode="json")
+    if body["train"].get("codec") == "none":
+        del body["train"]["codec"]
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def compute_config_hash(config: RunConfig) -> Hash32:
