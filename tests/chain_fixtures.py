@@ -165,6 +165,23 @@ def start_node(setup: RunSetup, role: str, account: int, *extra: str) -> subproc
     return subprocess.Popen([sys.executable, "-m", "gradledger", *args, *extra], stdout=log, stderr=subprocess.STDOUT)
 
 
+def run_to_the_end(
+    setup: RunSetup, nodes: list[tuple[int, subprocess.Popen]], theta0_params: dict | None = None, finish_s: float = 900
+) -> None:
+    """Create the run once the started nodes answer /health, drive the clock until the run is finished and every
+    node has exited, and stop every node whatever happens. `nodes`: (devnet account, process) of each started node."""
+    processes = [process for _, process in nodes]
+    try:
+        setup.create(theta0_params=theta0_params)
+        # the deployment's devnet is driven (tests/clock.py): its time moves only while every node is idle
+        with setup.drive(lambda: [(setup.ports[account], process) for account, process in nodes]):
+            wait_until(lambda: setup.protocol.round_times(setup.run_id).finished, finish_s, "the run to finish")
+            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
+    finally:
+        for process in processes:
+            stop(process)
+
+
 def wait_until(predicate, timeout_s: float, what: str, poll_s: float = 0.25):
     """Poll `predicate` until it returns a truthy value; fail the test with `what` on timeout."""
     deadline = time.monotonic() + timeout_s

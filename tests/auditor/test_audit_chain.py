@@ -42,7 +42,7 @@ from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
 from sim.scripted import start_scripted_run
 from solver.decide import Action
-from tests.chain_fixtures import prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_node
 
 SOLVERS, VERIFIER = [1, 2], 5
 SCRIPTED_RULES = RunRules(
@@ -128,16 +128,9 @@ def real_run(deployment, corpus, tmp_path_factory) -> RealRun:
         start_node(setup, "solver", SOLVERS[1]),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
-    accounts = [*SOLVERS, VERIFIER]
     try:
-        setup.create()
-        # the deployment's devnet is driven (tests/clock.py): its time moves only while every node is idle
-        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
-            wait_until(lambda: setup.protocol.round_times(setup.run_id).finished, 900, "the run to finish")
-            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
+        run_to_the_end(setup, list(zip([*SOLVERS, VERIFIER], processes, strict=True)))
     finally:
-        for p in processes:
-            stop(p)
         setup.creator_server.stop()
     logs = [read_log(setup, role, account) for role, account in (("solver", 1), ("solver", 2), ("verifier", 5))]
     assert all(p.returncode == 0 for p in processes), logs

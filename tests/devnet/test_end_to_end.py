@@ -13,7 +13,7 @@ import pytest
 from protocol.adapters.keys import get_devnet_account
 from protocol.ledger import compute_ledger
 from protocol.types import ROLE_SOLVER
-from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_to_the_end, start_node
 
 pytestmark = pytest.mark.e2e
 
@@ -29,15 +29,7 @@ def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
         start_node(setup, "solver", SOLVERS[1]),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
-    accounts = [*SOLVERS, VERIFIER]
-    try:
-        setup.create()
-        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
-            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
-            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
-    finally:
-        for p in processes:
-            stop(p)
+    run_to_the_end(setup, list(zip([*SOLVERS, VERIFIER], processes, strict=True)))
     logs = {a: read_log(setup, r, a) for r, a in (("solver", 11), ("solver", 12), ("verifier", 13))}
     assert all(p.returncode == 0 for p in processes), logs
 

@@ -17,7 +17,7 @@ import pytest
 from protocol.config import parse_model_config
 from protocol.outer import make_global_state
 from protocol.state import compute_state_hash
-from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_to_the_end, start_node
 
 pytestmark = pytest.mark.e2e
 
@@ -55,17 +55,9 @@ def test_hf_model_trains_one_round_with_real_nodes_and_the_audit_rederives_theta
         start_node(setup, "solver", SOLVERS[1]),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
-    accounts = [*SOLVERS, VERIFIER]
-    try:
-        setup.create(theta0_params=theta0)
-        if theta0 is not None:
-            assert protocol.theta_of(run_id, 0) == compute_state_hash(make_global_state(theta0))
-        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
-            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
-            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
-    finally:
-        for p in processes:
-            stop(p)
+    run_to_the_end(setup, list(zip([*SOLVERS, VERIFIER], processes, strict=True)), theta0_params=theta0)
+    if theta0 is not None:
+        assert protocol.theta_of(run_id, 0) == compute_state_hash(make_global_state(theta0))
     logs = {a: read_log(setup, role, a) for role, a in (("solver", 14), ("solver", 15), ("verifier", 16))}
     assert all(p.returncode == 0 for p in processes), logs
     assert len(events_of(protocol, "Committed", run_id)) == 2

@@ -12,7 +12,14 @@ from dataclasses import replace
 import pytest
 
 from protocol.adapters.keys import get_devnet_account
-from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import (
+    FAST_RULES,
+    events_of,
+    prepare_run,
+    read_log,
+    run_to_the_end,
+    start_node,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -37,15 +44,7 @@ def test_a_two_process_solver_is_verified_exactly_by_one_process(deployment, cor
         start_node(setup, "solver", SOLVER, "--coordinator", "--nproc", "2"),
         start_node(setup, "verifier", VERIFIER, "--exit-when-done"),
     ]
-    accounts = [SOLVER, VERIFIER]
-    try:
-        setup.create()
-        with setup.drive(lambda: [(setup.ports[a], p) for a, p in zip(accounts, processes, strict=True)]):
-            wait_until(lambda: protocol.round_times(run_id).finished, 600, "the run to finish")
-            wait_until(lambda: all(p.poll() is not None for p in processes), 300, "every node to exit")
-    finally:
-        for p in processes:
-            stop(p)
+    run_to_the_end(setup, list(zip([SOLVER, VERIFIER], processes, strict=True)), finish_s=600)
     solver_log = read_log(setup, "solver", SOLVER)
     logs = {"solver": solver_log, "verifier": read_log(setup, "verifier", VERIFIER)}
     assert all(p.returncode == 0 for p in processes), logs

@@ -26,6 +26,7 @@ from protocol.replay import judge_exact, judge_tolerance, replay_segment
 from protocol.state import compute_state_hash
 from protocol.training import get_params, keep_checkpoints, train_round
 from tests.conftest import RUN_SEED, SOLVER_A
+from tests.protocol.test_training import _with_threads
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LLAMA = {
@@ -51,15 +52,6 @@ def _config(corpus, model, **overrides):
     return build_run_config(
         preset="tiny", run_seed=RUN_SEED, dataset_root=hash_to_hex(manifest.root), model=model, overrides=overrides
     )
-
-
-def _with_threads(threads: int, fn):
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        return fn()
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.mark.parametrize("model", [LLAMA, GPT2], ids=["llama", "gpt2"])
