@@ -16,7 +16,12 @@ when started with `--adversary MODE`:
 - `unopenable`: trains nothing and commits a root it cannot open, UNOPENABLE_ROOTS[r % 3] in round r
   (a random root claiming 2^64 - 1 tokens, the latest root another solver committed, its own previous
   root), so it can never open its sampled leaves and ends reported and slashed;
-- `withhold-document`: trains honestly, commits and opens, but never serves its commitment document.
+- `withhold-document`: trains honestly, commits and opens, but never serves its commitment document;
+- `wrong-payload` (a run with a codec, protocol/payload.py): trains honestly, but its payload is the codec of
+  Δ + e_r + u for an injected update u, with a document whose e_(r+1) is consistent with that payload, so only
+  recomputing C(Δ + e_r) from the verified Δ tells;
+- `wrong-residual` (a run with a codec): trains honestly and builds its payload honestly, but over an e_r with an
+  injected update u added (`make_injected_update`) instead of the e the e-chain allows.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32, hash_to_hex
+from protocol.payload import PayloadStep
 from protocol.training import (
     PARAM,
     SegmentRecord,
@@ -62,6 +68,8 @@ class SolverAdversary(StrEnum):
     MALFORMED = "malformed"
     UNOPENABLE = "unopenable"
     WITHHOLD_DOCUMENT = "withhold-document"
+    WRONG_PAYLOAD = "wrong-payload"
+    WRONG_RESIDUAL = "wrong-residual"
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,18 @@ def make_wrong_theta(next_state: Mapping[str, torch.Tensor]) -> State:
     return wrong
 
 
+INJECTION = 1e-2
+"""What `make_injected_update` adds to the first tensor of Δ (a push on θ the solver's training never made)."""
+
+
+def make_injected_update(delta: Mapping[str, torch.Tensor]) -> State:
+    """Δ + u: the first tensor (by name) moved by INJECTION, the update a wrong-payload solver smuggles in."""
+    injected = {k: v.clone() for k, v in delta.items()}
+    first = sorted(injected)[0]
+    injected[first] = injected[first] + INJECTION
+    return injected
+
+
 class WithholdingStore:
     """A read-only view of a store that serves nothing (a solver that withholds its checkpoints)."""
 
@@ -192,6 +212,22 @@ class WithholdingDocumentSolverNode(SolverNode):
 
     def served_document(self, run_id: int, round_index: int) -> bytes | None:
         return None
+
+
+class WrongPayloadSolverNode(SolverNode):
+    """In a codec run: honest training, but P_r = C(Δ + e_r + u) with an injected u (`make_injected_update`)."""
+
+    def build_payload(self, ctx: RunContext, r: int, delta: State, residual: State) -> PayloadStep:
+        log_event(self.log, "injecting an update into the payload", level=logging.WARNING, round=r)
+        return super().build_payload(ctx, r, make_injected_update(delta), residual)
+
+
+class WrongResidualSolverNode(SolverNode):
+    """In a codec run: honest training and codec, but e_r + u carried in place of the e-chain's e_r."""
+
+    def carried_residual(self, ctx: RunContext, r: int, delta: State) -> State:
+        log_event(self.log, "injecting an update through e", level=logging.WARNING, round=r)
+        return make_injected_update(super().carried_residual(ctx, r, delta))
 
 
 UNOPENABLE_ROOTS = ("random-root", "copied-root", "previous-root")
@@ -301,4 +337,8 @@ def make_solver_node(
         return UnopenableSolverNode(settings, *args, **kwargs)
     if adversary.mode is SolverAdversary.WITHHOLD_DOCUMENT:
         return WithholdingDocumentSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.WRONG_PAYLOAD:
+        return WrongPayloadSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.WRONG_RESIDUAL:
+        return WrongResidualSolverNode(settings, *args, **kwargs)
     return WrongClaimSolverNode(settings, *args, **kwargs)

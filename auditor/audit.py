@@ -45,9 +45,10 @@ from protocol.history.events import find_missing_event_fields, share_token_contr
 from protocol.history.fold import fold_run_history, get_round_phase, list_runs
 from protocol.history.records import RunHistory, RunSummary
 from protocol.ledger import compute_ledger
+from protocol.payload import NO_CODEC, decode_payload_doc, decode_payload_update
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import State, evaluate_params, get_params, make_start_checkpoint
-from protocol.verdict import check_delta_binding
+from protocol.verdict import PayloadEvidence, check_delta_binding, check_payload_binding
 
 TEMPLATE_ADDRESS = "0x" + "00" * 20
 
@@ -239,10 +240,46 @@ def read_run_definition(history: RunHistory, sources: ArtifactSources) -> _Defin
     return out
 
 
+def read_payload_evidence(
+    history: RunHistory, sources: ArtifactSources, round_index: int, solver: str, codec: str
+) -> PayloadEvidence:
+    """A codec run's Δ binding inputs for one commitment, read as node/payloads.py fetches them (the previous
+    round's accepted payload document, the document, P_r and a non-zero e_r); what cannot be read is the problem."""
+    rnd = history.rounds[round_index]
+    commitment = rnd.commitment_of(solver)
+    previous = None
+    before = history.rounds[round_index - 1] if round_index > 0 else None
+    if before is not None and solver in before.accepted:
+        try:
+            previous = decode_payload_doc(
+                sources.read(before.commitment_of(solver).delta_hash, f"payload document of round {before.index}")
+            )
+        except GradledgerError as exc:
+            return PayloadEvidence(codec, problem=f"payload document of accepted round {before.index}: {exc}")
+    try:
+        document = sources.read(commitment.delta_hash, "payload document")
+        doc = decode_payload_doc(document)
+        payload = sources.read(doc.payload_hash, "payload")
+    except GradledgerError as exc:
+        return PayloadEvidence(codec, previous=previous, problem=str(exc))
+    try:
+        residual = decode_state(sources.read(doc.residual_hash, "e_r"))
+    except GradledgerError:  # e_r = 0 need not be stored anywhere; a non-zero one missing fails the hash check
+        residual = None
+    return PayloadEvidence(codec, document, payload, residual, previous)
+
+
+def load_payload_update(sources: ArtifactSources, delta_hash: str, what: str) -> State:
+    """D(P_r) of the payload document `delta_hash` names (raises GradledgerError when missing or malformed)."""
+    doc = decode_payload_doc(sources.read(delta_hash, f"payload document ({what})"))
+    return decode_payload_update(doc, sources.read(doc.payload_hash, f"payload ({what})"))
+
+
 def read_documents(
-    history: RunHistory, sources: ArtifactSources, theta_params: Mapping[int, State]
+    history: RunHistory, sources: ArtifactSources, theta_params: Mapping[int, State], codec: str = NO_CODEC
 ) -> dict[tuple[int, str], DocumentFacts]:
-    """Each commitment's document, its checkpoints (present, hash-correct) and Δ = θ_r - c_H."""
+    """Each commitment's document, its checkpoints (present, hash-correct) and Δ = θ_r - c_H (in a codec run: its
+    payload is the codec of that Δ plus the e the e-chain allows, protocol/payload.py)."""
     facts: dict[tuple[int, str], DocumentFacts] = {}
     for rnd in history.rounds:
         for c in rnd.commitments:
@@ -275,7 +312,11 @@ def read_documents(
                 except GradledgerError as exc:
                     binding = f"end checkpoint does not fit θ_r: {exc}"
                 else:
-                    binding = check_delta_binding(theta_params[rnd.index], end_checkpoint, to_hash32(c.delta_hash))
+                    if codec == NO_CODEC:
+                        binding = check_delta_binding(theta_params[rnd.index], end_checkpoint, to_hash32(c.delta_hash))
+                    else:
+                        evidence = read_payload_evidence(history, sources, rnd.index, c.solver, codec)
+                        binding = check_payload_binding(doc, theta_params[rnd.index], end_checkpoint, evidence)
             facts[(rnd.index, c.solver)] = DocumentFacts(
                 rnd.index, c.solver, doc, chosen.where, searched, tuple(problems), len(hashes) - len(problems), binding
             )
@@ -346,10 +387,15 @@ def audit_run(
         if evaluate_loss and definition.dataset is not None and definition.config is not None:
             losses[index] = evaluate_params(params, definition.dataset, definition.config)
 
+    codec = definition.config.train.codec if definition.config else NO_CODEC
+
+    def load_update(digest: str, what: str) -> State:
+        return load_state(digest, what) if codec == NO_CODEC else load_payload_update(sources, digest, what)
+
     theta_check, derivations = checks.rederive_thetas(
-        history, definition.config.train if definition.config else None, load_state, on_theta
+        history, definition.config.train if definition.config else None, load_state, on_theta, load_update
     )
-    documents = read_documents(history, sources, theta_params)
+    documents = read_documents(history, sources, theta_params, codec)
     artifacts_s = time.perf_counter() - t0
 
     t1 = time.perf_counter()

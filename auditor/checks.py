@@ -124,10 +124,13 @@ def rederive_thetas(
     train: TrainConfig | None,
     load_state: Callable[[str, str], State],
     on_theta: Callable[[int, State], None] | None = None,
+    load_update: Callable[[str, str], State] | None = None,
 ) -> tuple[CheckResult, tuple[ThetaDerivation, ...]]:
     """Re-derive every settled θ_(r+1) from θ_r and the accepted Δs, in order from θ0.
 
-    `load_state(hash, what)` returns a state or raises GradledgerError (missing, corrupt);
+    `load_state(hash, what)` returns a state or raises GradledgerError (missing, corrupt); `load_update(Δ hash,
+    what)` what an accepted commitment contributes (default `load_state`: Δ itself; in a codec run D(P_r) of the
+    payload document the Δ hash names, protocol/payload.py);
     `on_theta(r, θ_r)` sees every θ_r used (r = 0 .. rounds settled), for loss and start hashes.
     When a round's derivation differs from the chain, the chain's θ_(r+1) is loaded (if it can be)
     so later rounds are still checked on their own.
@@ -166,7 +169,7 @@ def rederive_thetas(
         for solver in accepted:
             commitment = rnd.commitment_of(solver)
             try:
-                deltas[solver] = load_state(commitment.delta_hash, f"Δ of {solver} round {rnd.index}")
+                deltas[solver] = (load_update or load_state)(commitment.delta_hash, f"Δ of {solver} round {rnd.index}")
             except GradledgerError as exc:
                 missing.append(str(exc))
         if missing:

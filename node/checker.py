@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from node.payloads import fetch_payload_evidence
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerError, PeerSet
@@ -24,6 +25,7 @@ from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import StateEncodingError
 from protocol.hashing import to_hash32
+from protocol.payload import is_compressed
 from protocol.state import decode_state
 from protocol.training import State, get_params
 from protocol.types import AttestationRef, Commitment
@@ -130,7 +132,12 @@ class CommitmentChecker:
         # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries.
         theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
         end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url) if doc.leaves else (None, "none")
-        trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem)
+        payload = None
+        if is_compressed(ctx.config.train):  # the Δ hash names a payload document (protocol/payload.py)
+            payload = fetch_payload_evidence(
+                self.protocol, self.store, self.peers, ctx, round_index, solver, doc.delta_hash, theta
+            )
+        trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem, payload)
         if trajectory_problem is not None:
             return decide_attestation(trajectory_problem, first), doc
         checks = []

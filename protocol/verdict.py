@@ -30,7 +30,16 @@ from protocol.commitment import CommitmentDoc, verify_commitment_doc
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import GradledgerError
-from protocol.hashing import Hash32
+from protocol.hashing import Hash32, compute_content_hash
+from protocol.payload import (
+    PayloadDoc,
+    PayloadError,
+    decode_payload_doc,
+    get_expected_residual_hash,
+    make_zero_residual,
+    verify_payload_binding,
+    verify_payload_doc,
+)
 from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
 from protocol.state import compute_state_hash
 from protocol.training import compute_pseudo_gradient, make_start_checkpoint
@@ -98,16 +107,68 @@ def check_delta_binding(theta_params: State, end_checkpoint: State | None, delta
     return None
 
 
+@dataclass(frozen=True)
+class PayloadEvidence:
+    """A codec run's inputs to the Δ binding (protocol/payload.py), as fetched by node/checker.py or the auditor.
+
+    `previous` is the payload document of the solver's accepted commitment of round r - 1 (None when it has none:
+    e_r must then be zero). `residual` None with a document naming the zero state's hash means "not fetched, use
+    zeros". `problem` says why something the solver must serve could not be had: a failed commitment (data
+    availability), like a checkpoint it does not serve.
+    """
+
+    codec: str
+    document: bytes | None = None
+    payload: bytes | None = None
+    residual: State | None = None
+    previous: PayloadDoc | None = None
+    problem: str | None = None
+
+
+def check_payload_binding(
+    doc: CommitmentDoc, theta_params: State, end_checkpoint: State | None, evidence: PayloadEvidence
+) -> str | None:
+    """In a codec run, the committed Δ hash must name a payload document whose P_r is C(Δ + e_r) for the verified
+    Δ = θ_r - c_H and the e_r the e-chain allows, and whose e_(r+1) is what the codec lost; None when it does."""
+    if end_checkpoint is None:
+        return "end checkpoint not served"
+    try:
+        delta = compute_pseudo_gradient(theta_params, end_checkpoint)
+    except KeyError as exc:
+        return f"end checkpoint does not fit θ_r: missing {exc}"
+    if evidence.problem is not None:
+        return evidence.problem
+    if evidence.document is None:
+        return "payload document not served"
+    if compute_content_hash(evidence.document) != doc.delta_hash:
+        return "committed delta hash is not the hash of the served payload document"
+    try:
+        payload_doc = decode_payload_doc(evidence.document)
+    except PayloadError as exc:
+        return str(exc)
+    problem = verify_payload_doc(payload_doc, doc.run_id, doc.round, doc.solver, evidence.codec)
+    if problem is not None:
+        return problem
+    zero = make_zero_residual(delta)
+    expected = get_expected_residual_hash(evidence.previous, compute_state_hash(zero))
+    residual = evidence.residual if evidence.residual is not None else zero
+    if evidence.payload is None:
+        return "payload not served"
+    return verify_payload_binding(payload_doc, delta, residual, evidence.payload, expected)
+
+
 def check_trajectory(
     doc: CommitmentDoc,
     theta_params: State,
     end_checkpoint: State | None,
     num_segments: int,
     end_problem: str | None = None,
+    payload: PayloadEvidence | None = None,
 ) -> str | None:
     """The leaves chain from c_0 of θ_r, and Δ binds to the committed end checkpoint; None when they do.
 
-    `end_problem` says why the end checkpoint could not be fetched (when `end_checkpoint` is None).
+    `end_problem` says why the end checkpoint could not be fetched (when `end_checkpoint` is None). `payload` is
+    given in a codec run: the Δ hash then binds a payload document (`check_payload_binding`), not Δ itself.
     """
     start_hash = compute_state_hash(make_start_checkpoint(theta_params))
     problem = verify_leaf_chain(list(doc.leaves), doc.run_id, doc.round, doc.solver, start_hash, num_segments)
@@ -115,6 +176,8 @@ def check_trajectory(
         return problem
     if end_checkpoint is None and end_problem is not None:
         return f"end checkpoint not served: {end_problem}"
+    if payload is not None:
+        return check_payload_binding(doc, theta_params, end_checkpoint, payload)
     return check_delta_binding(theta_params, end_checkpoint, doc.delta_hash)
 
 

@@ -24,6 +24,7 @@ from node.credits import CreditWithdrawer
 from node.logs import log_event
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
 from node.pace import measure_round_training_ms
+from node.payloads import get_previous_payload_doc
 from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore, BackgroundStateWriter, put_state
@@ -35,6 +36,7 @@ from protocol.commitment import CommitmentDoc, CommitmentDocError, encode_commit
 from protocol.hashing import Hash32, hash_to_hex
 from protocol.ledger import format_eth
 from protocol.opening import OpeningError, build_opening
+from protocol.payload import PayloadStep, build_payload_step, encode_payload_doc, is_compressed, make_zero_residual
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import SegmentRecord, State, compute_pseudo_gradient, get_params, train_round
@@ -328,9 +330,35 @@ class SolverNode(RunNode):
             # while c_H is fsynced by the writer; leaving the block waits for every checkpoint
             for record in records:
                 self.store.put(encode_sketch(record.sketch))
-            delta_hash = put_state(self.store, compute_pseudo_gradient(theta, end))
+            delta_hash = self.store_update(ctx, r, theta, end)
         leaves = tuple(rec.to_leaf(ctx.run_id, r, self.address) for rec in records)
         return CommitmentDoc(ctx.run_id, r, self.address, theta_hash, delta_hash, leaves), records
+
+    def store_update(self, ctx: RunContext, r: int, theta: State, end: State) -> Hash32:
+        """Store what the commitment's Δ hash names and return that hash: Δ = θ_r - c_H itself, or in a codec run
+        (protocol/payload.py) the payload document, after its payload P_r, e_r and e_(r+1) (all served to verifiers;
+        e_(r+1) is this solver's e for round r + 1 if the commitment is accepted)."""
+        delta = compute_pseudo_gradient(theta, end)
+        if not is_compressed(ctx.config.train):
+            return put_state(self.store, delta)
+        residual = self.carried_residual(ctx, r, delta)
+        step = self.build_payload(ctx, r, delta, residual)
+        self.store.put(step.payload)
+        put_state(self.store, residual)
+        put_state(self.store, step.next_residual)
+        return self.store.put(encode_payload_doc(step.doc))
+
+    def carried_residual(self, ctx: RunContext, r: int, delta: State) -> State:
+        """e_r: the e_(r+1) of this solver's accepted commitment of round r - 1, else zero (the e-chain rule every
+        verifier checks). Read back from the chain and the stores, so a restarted node carries the same e."""
+        previous = get_previous_payload_doc(self.protocol, self.store, self.peers, ctx, r, self.address)
+        if previous is None:
+            return make_zero_residual(delta)
+        return get_global_state(self.store, self.peers, previous.next_residual_hash)
+
+    def build_payload(self, ctx: RunContext, r: int, delta: State, residual: State) -> PayloadStep:
+        """P_r = C(Δ_r + e_r) and e_(r+1) under the run's codec (an adversary overrides this)."""
+        return build_payload_step(delta, residual, ctx.config.train.codec, ctx.run_id, r, self.address)
 
     def train_into_store(self, ctx: RunContext, r: int, theta_hash: Hash32) -> tuple[CommitmentDoc, Hash32]:
         """Re-create round `r`'s artifacts (solver/own_artifacts.py): the document and the hash it is stored under."""

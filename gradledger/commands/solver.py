@@ -91,8 +91,8 @@ def run_node(
         None,
         "--adversary",
         help=(
-            "DISHONEST role for tests and demos: cheat, withhold, withhold-document, wrong-claim, malformed or "
-            "unopenable (never default)"
+            "DISHONEST role for tests and demos: cheat, withhold, withhold-document, wrong-claim, malformed, "
+            "unopenable, wrong-payload or wrong-residual (never default)"
         ),
     ),
     behaviour: str | None = typer.Option(
