@@ -124,11 +124,22 @@ class HistoryError(GradledgerError):
 
 
 class EventLike(Protocol):
-    contract: str
-    name: str
-    args: Mapping[str, Any]
-    block_number: int
-    log_index: int
+    """What the fold reads of an event: read-only, so frozen `ChainEvent`s and hand-built events both fit."""
+
+    @property
+    def contract(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+    @property
+    def block_number(self) -> int: ...
+
+    @property
+    def log_index(self) -> int: ...
 
 
 @dataclass(frozen=True)
