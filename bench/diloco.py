@@ -9,12 +9,18 @@ Arms, all scored on the same held-out batches (the eval batches of the DiLoCo co
 - DiLoCo: M solvers (separate one-thread processes, sim/simulate.py) x H inner steps per
   round, one outer step per round; `--steps` inner steps per solver in total.
 - lone: one solver on its own data stream with batch b for `--steps` steps (1/M of the tokens).
-- compressed: DiLoCo at the main H with pseudo-gradient codecs (protocol/compression.py),
-  error feedback on both the uploads (each solver's Δ) and the download (the mean Δ).
+- compressed: DiLoCo at the main H with pseudo-gradient codecs (protocol/compression.py) and
+  error feedback on each solver's upload. `--download peers` (default, the protocol's path):
+  every solver downloads the other M - 1 solvers' payloads and rebuilds θ_(r+1) from them;
+  `--download mean`: a coordinator re-encodes the mean Δ with the same codec (own error
+  feedback) and every solver downloads that one payload.
 
 Bytes: per sync, each solver uploads and downloads one float32 copy of the parameters (sync:
 its gradient and the averaged gradient; DiLoCo: its Δ and θ_(r+1)); compressed arms count
-the exact payload lengths. Training goes only through protocol.training.run_inner_steps.
+the exact payload lengths, both directions (peers: M uploads + M x (M - 1) downloads per
+round). `codecs` in the JSON lists each compressed arm's `bytes_ratio` (synchronous bytes /
+its bytes) and `loss_gap_pct` (vs synchronous). Training goes only through
+protocol.training.run_inner_steps.
 
 The machine is shared and has 2 cores; training results do not depend on timing, only the
 reported seconds do. `--quick` (500 steps, H=10, b=8 per solver, one codec) runs in under 4
@@ -60,9 +66,9 @@ FULL = {
     "hs": "10,25,50",
     "main_h": 25,
     "batch": 0,
-    "codecs": "int8-b256,int8-b256-top75%,int8-b256-top50%",
+    "codecs": "int2-c4096-k192,int2-c1024-k128",
 }
-QUICK = {"steps": 500, "hs": "10", "main_h": 10, "batch": 8, "codecs": "int8-b256-top50%"}
+QUICK = {"steps": 500, "hs": "10", "main_h": 10, "batch": 8, "codecs": "int2-c4096-k192"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,7 +83,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-batches", type=int, default=32, help="held-out batches of b sequences")
     parser.add_argument("--eval-interval", type=int, default=50, help="steps between evaluations")
     parser.add_argument("--set", action="append", default=[], metavar="train.FIELD=VALUE", help="config override")
+    parser.add_argument("--download", choices=["peers", "mean"], default="peers", help="what compressed arms download")
     parser.add_argument("--skip-baselines", action="store_true", help="only DiLoCo arms (for tuning sweeps)")
+    parser.add_argument(
+        "--skip-uncompressed", action="store_true", help="only the compressed arms (needs --diloco-eval-loss)"
+    )
+    parser.add_argument(
+        "--sync-eval-loss", type=float, help="sync loss of an earlier identical run, used with --skip-baselines"
+    )
+    parser.add_argument(
+        "--diloco-eval-loss", type=float, help="main-H DiLoCo loss of an earlier identical run (--skip-uncompressed)"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out"), help="directory for JSON and PNG")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     args = parser.parse_args(argv)
@@ -85,11 +101,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.steps = args.steps or preset["steps"]
     args.hs = [int(h) for h in (args.hs or preset["hs"]).split(",") if h]
     args.main_h = args.main_h or preset["main_h"]
-    if args.main_h not in args.hs:
-        args.hs.append(args.main_h)
-    args.batch = args.batch or preset["batch"] or None
     codecs = preset["codecs"] if args.codecs is None else args.codecs
     args.codecs = [parse_codec(c) for c in codecs.split(",") if c]
+    if args.skip_uncompressed:
+        if args.diloco_eval_loss is None or not args.codecs:
+            parser.error("--skip-uncompressed needs --diloco-eval-loss and at least one codec")
+        args.hs = [args.main_h]
+    elif args.main_h not in args.hs:
+        args.hs.append(args.main_h)
+    args.batch = args.batch or preset["batch"] or None
     for h in args.hs:
         if args.steps % h:
             parser.error(f"--steps ({args.steps}) must be a multiple of every H ({h})")
@@ -190,7 +210,28 @@ def run_diloco(
         args.steps // h,
         eval_every=max(1, args.eval_interval // h),
         compression=compression,
+        on_round=_log_progress,
     )
+
+
+def _log_progress(round_index: int, result: SimulationResult) -> None:
+    """One stderr line whenever a round was evaluated (long arms on a loaded machine show progress)."""
+    if result.eval_rounds[-1] == round_index + 1:
+        log(f"  round {round_index + 1}/{result.rounds}: eval loss {result.eval_loss[-1]:.4f}, {result.seconds:.0f} s")
+
+
+def summarize_codec(name: str, result: SimulationResult, bytes_sync: int, sync_loss: float | None) -> dict[str, Any]:
+    """One entry of `codecs`: bytes both directions against sync, loss gap, bytes per solver per round."""
+    per_round = result.solvers * result.syncs
+    return {
+        "name": name,
+        "bytes_ratio": round(bytes_sync / result.bytes_communicated, 1),
+        "loss_gap_pct": round(100 * (result.eval_loss[-1] - sync_loss) / sync_loss, 3) if sync_loss else None,
+        "eval_loss": round(result.eval_loss[-1], 5),
+        "bytes_per_solver_round_up": result.bytes_up // per_round,
+        "bytes_per_solver_round_down": result.bytes_down // per_round,
+        "download": result.compression,
+    }
 
 
 def summarize_diloco(result: SimulationResult, bytes_sync: int, sync_loss: float | None) -> dict[str, Any]:
@@ -270,9 +311,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             log(f"sync: eval loss {sync.eval_loss[-1]:.4f} in {sync.seconds:.0f} s")
             # The lone solver soaks up the cores the DiLoCo coordinator leaves idle.
             lone_future = start_baseline(pool, lone_config, eval_config, corpus, args, LONE_SOLVER, "lone", 1)
-        sync_loss = sync.eval_loss[-1] if sync else None
+        sync_loss = sync.eval_loss[-1] if sync else args.sync_eval_loss
         results: dict[int, SimulationResult] = {}
-        for h in sorted(args.hs):
+        for h in [] if args.skip_uncompressed else sorted(args.hs):
             log(f"DiLoCo: M={args.solvers}, H={h}, {args.steps // h} rounds")
             results[h] = run_diloco(configs[h], corpus, args)
             n_params = results[h].parameters
@@ -281,7 +322,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             log(f"DiLoCo H={h}: eval loss {results[h].eval_loss[-1]:.4f} in {results[h].seconds:.0f} s")
         compressed: dict[str, SimulationResult] = {}
         for codec in args.codecs:
-            setup = Compression(upload=codec, download=codec)
+            peers = args.download == "peers"
+            setup = Compression(upload=codec, download=None if peers else codec, peer_payloads=peers)
             log(f"DiLoCo H={args.main_h} compressed: {setup.name}")
             compressed[codec.name] = run_diloco(eval_config, corpus, args, setup)
             rounds = compressed[codec.name].eval_rounds
@@ -289,21 +331,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 [r * args.main_h for r in rounds],
                 compressed[codec.name].eval_loss,
             )
-            log(f"  eval loss {compressed[codec.name].eval_loss[-1]:.4f}")
+            n_params = compressed[codec.name].parameters
+            log(
+                f"  eval loss {compressed[codec.name].eval_loss[-1]:.4f}, {compressed[codec.name].bytes_communicated} B"
+            )
         if not args.skip_baselines:
             lone = lone_future.result()
             curves["lone solver (1/M tokens)"] = (lone.steps, lone.eval_loss)
 
     assert n_params is not None
     bytes_sync = 2 * 4 * n_params * args.solvers * args.steps
-    main_result = results[args.main_h]
     per_h = {str(h): summarize_diloco(r, bytes_sync, sync_loss) for h, r in sorted(results.items())}
-    main_loss = main_result.eval_loss[-1]
+    if args.skip_uncompressed:  # the main-H arm from an earlier identical run: its loss, its exact bytes
+        main_loss, main_bytes = args.diloco_eval_loss, 2 * 4 * n_params * args.solvers * (args.steps // args.main_h)
+    else:
+        main_loss, main_bytes = results[args.main_h].eval_loss[-1], results[args.main_h].bytes_communicated
     compression_summary = {}
     for name, result in compressed.items():
         summary = summarize_diloco(result, bytes_sync, sync_loss)
         summary["loss_vs_uncompressed_pct"] = round(100 * (result.eval_loss[-1] - main_loss) / main_loss, 3)
         compression_summary[name] = summary
+    codecs = [summarize_codec(name, result, bytes_sync, sync_loss) for name, result in compressed.items()]
+    for entry in codecs:
+        entry["loss_vs_uncompressed_pct"] = compression_summary[entry["name"]]["loss_vs_uncompressed_pct"]
     output: dict[str, Any] = {
         "H": args.main_h,
         "solvers": args.solvers,
@@ -313,15 +363,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sync_eval_loss": round(sync_loss, 5) if sync_loss is not None else None,
         "diloco_eval_loss": round(main_loss, 5),
         "lone_eval_loss": round(lone.eval_loss[-1], 5) if lone else None,
-        "loss_gap_pct": per_h[str(args.main_h)].get("loss_gap_pct"),
+        "loss_gap_pct": round(100 * (main_loss - sync_loss) / sync_loss, 3) if sync_loss else None,
         "bytes_sync": bytes_sync,
-        "bytes_diloco": main_result.bytes_communicated,
-        "bytes_ratio": round(bytes_sync / main_result.bytes_communicated, 2),
+        "bytes_diloco": main_bytes,
+        "bytes_ratio": round(bytes_sync / main_bytes, 2),
         "syncs_sync": args.steps,
-        "syncs_diloco": main_result.syncs,
+        "syncs_diloco": args.steps // args.main_h,
         "diloco_beats_lone": bool(lone and all(r.eval_loss[-1] < lone.eval_loss[-1] for r in results.values())),
         "per_h": per_h,
         "compression": compression_summary,
+        "codecs": codecs,
+        "download": args.download,
+        "baselines_reused": {"sync": args.skip_baselines and sync_loss is not None, "diloco": args.skip_uncompressed},
         "train_config": eval_config.train.model_dump(),
         "eval_tokens": args.eval_batches * b * eval_config.model.block_size,
         "machine": f"{platform.machine()}, {torch.get_num_threads()} threads available, torch {torch.__version__}",

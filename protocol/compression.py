@@ -2,8 +2,8 @@
 
 Why: a DiLoCo round already cuts communication H-fold against synchronous training; a codec
 on the pseudo-gradient Δ cuts the bytes of each exchange again (fp32 -> 16 or 8 bits per
-value, or a top-k subset). bench/diloco.py measures what that costs in loss; RunConfig does
-not turn any codec on.
+value, a top-k subset, or 2 bits for a few percent of the values per chunk). bench/diloco.py
+measures what that costs in loss; a run uses one only when `train.codec` names it.
 
 Everything here is a pure, deterministic function of its inputs -- elementwise float32 ops,
 round-half-to-even, a stable sort for top-k ties -- so every party that decodes the same bytes
@@ -20,6 +20,11 @@ Payload layout (all integers little-endian), tensors sorted by UTF-8 name:
         u16 name_len | name | u8 ndim | u64 dims... | u64 kept
         | if keep_ppm: u8 index kind (0 bitmap of numel bits, 1 u32 indices) | index bytes
         | if int8: f32 scale x ceil(kept / block) | values (kept x 1, 2 or 4 bytes)
+
+Chunked top-k with low-bit values (`Codec(values=int2|int4|int8, block=chunk, chunk_keep=k)`,
+labels like "int2-c4096-k64", SparseLoCo-style) has its own b"GLCODEC2" layout, documented in
+protocol/chunked_codec.py; `encode`, `decode` and `get_payload_codec` dispatch on the codec
+and on the magic, so callers use one API for both.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from enum import StrEnum
 import numpy as np
 import torch
 
-from protocol.errors import GradledgerError
+from protocol.chunked_codec import CompressionError, decode_chunked, encode_chunked, read_chunked_header
 
 CODEC_MAGIC = b"GLCODEC1"
 PPM = 1_000_000
@@ -41,8 +46,7 @@ FP16_MAX = 65504.0
 INT8_LEVELS = 127
 
 
-class CompressionError(GradledgerError):
-    """A codec is misconfigured, an update cannot be encoded, or bytes are not a payload."""
+CHUNKED_MAGIC = b"GLCODEC2"
 
 
 class ValueFormat(StrEnum):
@@ -52,10 +56,14 @@ class ValueFormat(StrEnum):
     FP16 = "fp16"
     BF16 = "bf16"
     INT8 = "int8"
+    INT4 = "int4"
+    INT2 = "int2"
 
 
 _FORMAT_CODES = {ValueFormat.FP32: 0, ValueFormat.FP16: 1, ValueFormat.BF16: 2, ValueFormat.INT8: 3}
 _CODE_FORMATS = {code: fmt for fmt, code in _FORMAT_CODES.items()}
+_LOW_BITS = {ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}
+_BITS_FORMATS = {bits: fmt for fmt, bits in _LOW_BITS.items()}
 _VALUE_BYTES = {ValueFormat.FP32: 4, ValueFormat.FP16: 2, ValueFormat.BF16: 2, ValueFormat.INT8: 1}
 _INDEX_BITMAP, _INDEX_LIST = 0, 1
 
@@ -68,16 +76,31 @@ class Codec:
     tensor when 0. `keep_ppm`: keep the largest-magnitude `keep_ppm` / 1e6 of each tensor's
     values (at least one), or all of them when 0. Parts per million, not a float, so the
     codec and its payload header are exact integers.
+
+    `chunk_keep` > 0 selects the chunked codec (protocol/chunked_codec.py): `block` is then the
+    chunk length, each chunk keeps its `chunk_keep` largest magnitudes with one float32 scale,
+    and the values are int2, int4 or int8 (sign + magnitude level; int2/int4 only here).
     """
 
     values: ValueFormat = ValueFormat.INT8
     block: int = 0
     keep_ppm: int = 0
+    chunk_keep: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", ValueFormat(self.values))
         if not 0 <= self.block < 1 << 32:
             raise CompressionError(f"codec block must be between 0 and 2**32 - 1, got {self.block}")
+        if self.chunk_keep:
+            if self.values not in _LOW_BITS or self.keep_ppm or not 1 <= self.chunk_keep <= self.block:
+                raise CompressionError(
+                    f"a chunked codec needs int2, int4 or int8 values, no keep_ppm and 1 <= k <= chunk, got "
+                    f"{self.values}, keep_ppm {self.keep_ppm}, k {self.chunk_keep}, chunk {self.block} "
+                    "(e.g. int2-c4096-k64)"
+                )
+            return
+        if self.values in (ValueFormat.INT2, ValueFormat.INT4):
+            raise CompressionError(f"{self.values} values need a chunked top-k, e.g. {self.values}-c4096-k64")
         if self.block and self.values is not ValueFormat.INT8:
             raise CompressionError(f"a scale block only applies to int8 values, not {self.values}")
         if not 0 <= self.keep_ppm <= PPM:
@@ -85,8 +108,10 @@ class Codec:
 
     @property
     def name(self) -> str:
-        """A short label, e.g. "int8-b256-top10%" (used in benchmark output)."""
+        """A short label, e.g. "int8-b256-top10%" or "int2-c4096-k64" (used in benchmark output)."""
         label = self.values.value
+        if self.chunk_keep:
+            return f"{label}-c{self.block}-k{self.chunk_keep}"
         if self.values is ValueFormat.INT8:
             label += f"-b{self.block}" if self.block else "-tensor"
         if self.keep_ppm and self.keep_ppm < PPM:
@@ -102,18 +127,23 @@ FP32 = Codec(ValueFormat.FP32)
 
 
 def parse_codec(label: str) -> Codec:
-    """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%"."""
+    """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%",
+    "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values)."""
     parts = label.strip().lower().split("-")
     try:
         values = ValueFormat(parts[0])
     except ValueError:
-        raise CompressionError(f"unknown codec {label!r}: values must be fp32, fp16, bf16 or int8") from None
-    block, keep_ppm = 0, 0
+        raise CompressionError(
+            f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4 or int2"
+        ) from None
+    block, keep_ppm, chunk_keep = 0, 0, 0
     for part in parts[1:]:
         if part == "tensor" and values is ValueFormat.INT8:
             continue
-        if part.startswith("b") and part[1:].isdigit():
+        if part[:1] in ("b", "c") and part[1:].isdigit():
             block = int(part[1:])
+        elif part.startswith("k") and part[1:].isdigit():
+            chunk_keep = int(part[1:])
         elif part.startswith("top") and part.endswith("%"):
             try:
                 keep_ppm = round(float(part[3:-1]) * 1e4)
@@ -121,7 +151,7 @@ def parse_codec(label: str) -> Codec:
                 raise CompressionError(f"bad top-k part {part!r} in codec {label!r}") from None
         else:
             raise CompressionError(f"unknown part {part!r} in codec {label!r}")
-    return Codec(values, block, keep_ppm)
+    return Codec(values, block, keep_ppm, chunk_keep)
 
 
 # ---------------------------------------------------------------------------------------
@@ -210,6 +240,8 @@ def _encode_tensor(name: str, tensor: torch.Tensor, codec: Codec) -> bytes:
 
 def encode(update: Mapping[str, torch.Tensor], codec: Codec) -> bytes:
     """The payload of `update` under `codec`; `len()` of it is the exact bytes on the wire."""
+    if codec.chunk_keep:
+        return encode_chunked(update, _LOW_BITS[codec.values], codec.block, codec.chunk_keep)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
@@ -265,6 +297,8 @@ def _decode_indices(reader: _Reader, numel: int, kept: int, name: str) -> torch.
 
 def decode(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode` (up to the codec's loss); rejects anything `encode` would not emit."""
+    if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
+        return decode_chunked(payload)
     reader = _Reader(payload)
     if bytes(reader.take(len(CODEC_MAGIC), "magic")) != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
@@ -302,6 +336,9 @@ def decode(payload: bytes) -> dict[str, torch.Tensor]:
 
 def get_payload_codec(payload: bytes) -> Codec:
     """The codec a payload was encoded with (from its header)."""
+    if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
+        bits, chunk, k, _ = read_chunked_header(payload)
+        return Codec(_BITS_FORMATS[bits], chunk, 0, k)
     if len(payload) < len(CODEC_MAGIC) + 13 or payload[: len(CODEC_MAGIC)] != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
     code, block, keep_ppm, _ = struct.unpack_from("<BIII", payload, len(CODEC_MAGIC))

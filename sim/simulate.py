@@ -10,7 +10,9 @@ Optional pseudo-gradient compression (`Compression`, protocol/compression.py, ne
 default): each solver uploads its Δ encoded with error feedback; with a download codec the
 coordinator also encodes the mean of the decoded Δs (with its own error feedback) and every
 party applies the outer step to that decoded mean, so θ_(r+1) stays a pure function of bytes
-everyone received. Bytes are then the exact payload lengths.
+everyone received. With `peer_payloads` (the protocol's path) every solver instead downloads
+the other M - 1 solvers' upload payloads and rebuilds θ_(r+1) from θ_r and all M decoded
+payloads. Bytes are then the exact payload lengths.
 
 `run_continuous_training` is the non-DiLoCo baseline (one model, no rounds): synchronous
 data-parallel training is one model whose batch is M x b (the mean of the M per-solver
@@ -98,13 +100,17 @@ class SimulationResult:
 @dataclass(frozen=True)
 class Compression:
     """Pseudo-gradient codecs for a simulation: `upload` for each solver's Δ; `download` for
-    the mean Δ every party applies (None: solvers download θ as float32)."""
+    the mean Δ every party applies (None: solvers download θ as float32, or with
+    `peer_payloads` the other solvers' upload payloads, from which θ_(r+1) is rebuilt)."""
 
     upload: Codec
     download: Codec | None = None
+    peer_payloads: bool = False
 
     @property
     def name(self) -> str:
+        if self.peer_payloads:
+            return f"up {self.upload.name}, down peers' payloads"
         return f"up {self.upload.name}, down {self.download.name if self.download else 'fp32 θ'}"
 
 
@@ -194,13 +200,18 @@ def _compressed_outer_step(
     `residuals` holds each sender's error-feedback residual across rounds (solvers by
     address, the coordinator under COORDINATOR); `result`'s byte counters are advanced.
     """
-    decoded = {}
+    decoded, uploaded = {}, 0
     for solver, delta in deltas.items():
         step = compress_with_feedback(delta, compression.upload, residuals.get(solver))
         residuals[solver] = step.residual
         decoded[solver] = step.decoded
-        result.bytes_up += len(step.payload)
+        uploaded += len(step.payload)
+    result.bytes_up += uploaded
     n_params = sum(v.numel() for v in get_params(global_state).values())
+    if compression.peer_payloads:
+        # Each solver fetches every payload but its own: sum over solvers of (total - own).
+        result.bytes_down += uploaded * (len(deltas) - 1)
+        return compute_outer_step(global_state, decoded, config.train)
     if compression.download is None:
         result.bytes_down += 4 * n_params * len(deltas)
         return compute_outer_step(global_state, decoded, config.train)

@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.compression import (
     FP32,
@@ -149,7 +151,7 @@ def test_bad_codecs_and_updates_are_rejected():
     with pytest.raises(CompressionError, match="keep_ppm"):
         Codec(ValueFormat.INT8, keep_ppm=2_000_000)
     with pytest.raises(CompressionError, match="unknown codec"):
-        parse_codec("int4")
+        parse_codec("int3")
     with pytest.raises(CompressionError, match="NaN"):
         encode({"w": torch.tensor([1.0, math.nan])}, Codec())
     with pytest.raises(CompressionError, match="not a floating-point"):
@@ -166,3 +168,201 @@ def test_bad_payloads_are_rejected():
         decode(payload[:-1])
     with pytest.raises(CompressionError, match="trailing"):
         decode(payload + b"\0")
+
+
+# ---------------------------------------------------------------------------------------
+# Chunked top-k with low-bit values (SparseLoCo-style, b"GLCODEC2")
+
+CHUNKED = [
+    Codec(ValueFormat.INT2, block=64, chunk_keep=4),
+    Codec(ValueFormat.INT4, block=100, chunk_keep=30),
+    Codec(ValueFormat.INT8, block=16, chunk_keep=16),
+    Codec(ValueFormat.INT2, block=4096, chunk_keep=64),
+]
+
+
+def _chunk_rows(flat: torch.Tensor, chunk: int) -> list[torch.Tensor]:
+    return [flat[i : i + chunk] for i in range(0, flat.numel(), chunk)]
+
+
+def _check_chunked_bounds(update: dict[str, torch.Tensor], codec: Codec) -> None:
+    """Per chunk: exactly k non-zeros at the k largest |x|, each within the quantization bound."""
+    levels = 1 << ({ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}[codec.values] - 1)
+    payload = encode(update, codec)
+    decoded = decode(payload)
+    assert sorted(decoded) == sorted(update)
+    assert encode(decoded, codec) == payload  # canonical: decoding and re-encoding gives the same bytes
+    for name, value in update.items():
+        assert decoded[name].shape == value.shape and decoded[name].dtype == torch.float32
+        rows = _chunk_rows(value.reshape(-1), codec.block)
+        for x, y in zip(rows, _chunk_rows(decoded[name].reshape(-1), codec.block), strict=True):
+            keep = min(x.numel(), max(1, -(-codec.chunk_keep * x.numel() // codec.block)))
+            kept = torch.sort(x.abs(), descending=True, stable=True).indices[:keep]
+            mask = torch.zeros(x.numel(), dtype=torch.bool)
+            mask[kept] = True
+            assert not y[~mask].any()  # zeros outside the kept positions
+            scale = x[mask].abs().max() / levels
+            if scale == 0:
+                assert not y.any()
+                continue
+            assert int((y != 0).sum()) == keep
+            error = (y[mask] - x[mask]).abs()
+            big = x[mask].abs() >= scale / 2
+            assert torch.all(error[big] <= scale / 2 * (1 + 1e-6)), (name, error.max(), scale)
+            assert torch.all(error <= scale * (1 + 1e-6))
+            assert y[mask].abs().max() == x[mask].abs().max()  # the chunk maximum is exact
+            assert torch.all(torch.sign(y[mask][x[mask] != 0]) == torch.sign(x[mask][x[mask] != 0]))
+
+
+@pytest.mark.parametrize("codec", CHUNKED, ids=lambda c: c.name)
+def test_chunked_round_trip_bounds_and_canonical_bytes(codec):
+    update = {**_update(7), "zeros": torch.zeros(200), "empty": torch.zeros(0, 3)}
+    _check_chunked_bounds(update, codec)
+    assert get_payload_codec(encode(update, codec)) == codec
+    assert parse_codec(codec.name) == codec
+
+
+def test_chunked_size_is_exact_and_picks_the_smaller_index():
+    update = {"w": torch.arange(1.0, 4097.0)}  # one chunk; the top 64 are the last 64 positions
+    header = 8 + 14 + 2 + 1 + 1 + 8
+    payload = encode(update, parse_codec("int2-c4096-k64"))
+    # Rice (parameter 5): first gap 4032 -> 126 ones + 0, then 63 zero gaps -> 63 zeros; 64 x 5 remainder bits.
+    assert len(payload) == header + 4 + 1 + 4 + math.ceil((127 + 63) / 8) + 64 * 5 // 8 + 64 * 2 // 8
+    dense_ish = encode(update, parse_codec("int2-c4096-k2048"))
+    assert dense_ish[header + 4] == 0  # bitmap: 512 bytes beat Rice codes here
+    assert len(dense_ish) == header + 4 + 1 + 512 + 2048 * 2 // 8
+    assert decode(encode(update, parse_codec("int8-c4096-k4096")))["w"][-1] == 4096.0
+
+
+def test_chunked_quantization_levels_round_half_to_even():
+    # Scale 4 / 2 = 2: |x| / 2 -> 0.5 rounds to 0 -> level 1 (clamped), 1.5 -> 2, 1.0 -> 1.
+    update = {"w": torch.tensor([4.0, -3.0, 1.0, 2.0])}
+    decoded = decode(encode(update, parse_codec("int2-c4-k4")))["w"]
+    assert torch.equal(decoded, torch.tensor([4.0, -4.0, 2.0, 2.0]))
+
+
+def test_chunked_ties_go_to_the_lower_position():
+    update = {"w": torch.tensor([1.0, -1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 1.0])}
+    decoded = decode(encode(update, parse_codec("int2-c4-k2")))["w"]
+    assert torch.equal(decoded, torch.tensor([1.0, -1.0, 0, 0, 0, 1.0, 1.0, 0]))
+
+
+def test_chunked_error_feedback_tracks_the_sum():
+    codec = parse_codec("int2-c256-k8")
+    update = _update(9)
+    residual, total, rounds = None, {n: torch.zeros_like(v) for n, v in update.items()}, 60
+    for _ in range(rounds):
+        step = compress_with_feedback(update, codec, residual)
+        residual = step.residual
+        for name in update:
+            total[name] += step.decoded[name]
+    for name, value in update.items():
+        assert torch.allclose(total[name] + residual[name], rounds * value, rtol=1e-4, atol=1e-4)
+        assert (total[name] / rounds - value).norm() / value.norm() < 0.3, name
+
+
+_LABELS = ["int2-c4096-k64", "int4-c512-k200"]
+_SUBPROCESS = """
+import sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+from protocol.compression import encode, parse_codec
+g = torch.Generator().manual_seed(11)
+update = {"a": torch.randn(96, 700, generator=g) * 1e-3, "b": torch.randn(333, generator=g)}
+sys.stdout.write(" ".join(encode(update, parse_codec(label)).hex() for label in sys.argv[2:]))
+"""
+
+
+def test_chunked_bytes_are_identical_across_processes_and_thread_counts():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SUBPROCESS, str(threads), *_LABELS],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for threads in (1, 2)
+    }
+    g = torch.Generator().manual_seed(11)
+    update = {"a": torch.randn(96, 700, generator=g) * 1e-3, "b": torch.randn(333, generator=g)}
+    assert outputs == {" ".join(encode(update, parse_codec(label)).hex() for label in _LABELS)}
+
+
+def test_chunked_codecs_are_validated():
+    with pytest.raises(CompressionError, match="chunked top-k"):
+        Codec(ValueFormat.INT2)
+    with pytest.raises(CompressionError, match="1 <= k <= chunk"):
+        parse_codec("int2-c64-k65")
+    with pytest.raises(CompressionError, match="1 <= k <= chunk"):
+        Codec(ValueFormat.FP16, block=64, chunk_keep=4)
+
+
+def test_bad_chunked_payloads_are_rejected():
+    update = {"w": torch.arange(1.0, 4097.0), "b": torch.randn(50, generator=torch.Generator().manual_seed(2))}
+    payload = encode(update, parse_codec("int2-c4096-k64"))
+    with pytest.raises(CompressionError, match="truncated"):
+        decode(payload[:-1])
+    with pytest.raises(CompressionError, match="trailing"):
+        decode(payload + b"\0")
+    odd = encode({"w": torch.tensor([3.0, -1.0, 2.0])}, parse_codec("int2-c4-k3"))  # 6 code bits, 2 padding
+    with pytest.raises(CompressionError, match="padding"):
+        decode(odd[:-1] + bytes([odd[-1] | 0x80]))
+    bad_header = bytearray(payload)
+    bad_header[9] = 1  # an unknown transform
+    with pytest.raises(CompressionError, match="transform"):
+        decode(bytes(bad_header))
+    # A chunk whose codes never reach the top level cannot come from the encoder.
+    dense = bytearray(encode({"w": torch.tensor([4.0, 2.0, 2.0, 2.0])}, parse_codec("int2-c4-k4")))
+    dense[-1] = 0  # every code -> level 0, sign +
+    with pytest.raises(CompressionError, match="non-canonical"):
+        decode(bytes(dense))
+    # A negative chunk scale.
+    scaled = bytearray(encode({"w": torch.tensor([4.0, 2.0, 2.0, 2.0])}, parse_codec("int2-c4-k4")))
+    scaled[8 + 14 + 2 + 1 + 1 + 8 + 3] |= 0x80
+    with pytest.raises(CompressionError, match="scale"):
+        decode(bytes(scaled))
+
+
+@st.composite
+def _chunked_cases(draw):
+    """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
+    bits = draw(st.sampled_from([ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
+    chunk = draw(st.integers(1, 40))
+    codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
+    update = {}
+    for index in range(draw(st.integers(1, 3))):
+        shape = tuple(draw(st.lists(st.integers(0, 9), min_size=0, max_size=2)))
+        numel = math.prod(shape)
+        digits = draw(st.lists(st.integers(-20, 20), min_size=numel, max_size=numel))
+        exponent = draw(st.integers(-8, 3))
+        update[f"t{index}"] = (torch.tensor(digits, dtype=torch.float32) * 10.0**exponent).reshape(shape)
+    return update, codec
+
+
+@settings(max_examples=150, deadline=None)
+@given(_chunked_cases())
+def test_chunked_properties(case):
+    update, codec = case
+    _check_chunked_bounds(update, codec)
+
+
+_FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed(0)), "z": torch.zeros(9)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["int2-c64-k4", "int2-c64-k40", "int4-c100-k30", "int8-c16-k16"]), st.data())
+def test_a_flipped_bit_is_rejected_or_still_canonical(label, data):
+    """One update, one payload: any accepted byte string is exactly what `encode` emits for its decoding."""
+    payload = bytearray(encode(_FLIP_UPDATE, parse_codec(label)))
+    position = data.draw(st.integers(0, len(payload) - 1))
+    payload[position] ^= 1 << data.draw(st.integers(0, 7))
+    try:
+        decoded = decode(bytes(payload))
+    except CompressionError:
+        return
+    assert encode(decoded, get_payload_codec(bytes(payload))) == bytes(payload)

@@ -1,0 +1,327 @@
+"""Chunked top-k with low-bit values (SparseLoCo-style): the b"GLCODEC2" payload.
+
+Why: at 1-5% density the cost of a sparse pseudo-gradient is the positions, not the values.
+Each tensor is cut into chunks of `chunk` consecutive values; each chunk keeps its `k` largest
+magnitudes (a shorter last chunk keeps ceil(k * length / chunk)), each kept value is `bits`
+bits (a sign bit and a magnitude level), and the positions are Rice-coded gaps (about
+log2(chunk / k) + 1.5 bits each) or a bitmap, whichever is smaller.
+
+Quantization, per chunk: scale s = max|kept| / L with L = 2^(bits - 1) levels; a kept x is
+stored as sign(x) and j = clamp(round(|x| / s) - 1, 0, L - 1) and decodes to sign(x) (j + 1) s.
+So |x - decoded| <= s / 2 when |x| >= s / 2, and <= s below that, and the chunk maximum is
+exact. Every level is non-zero, hence a decoded chunk has exactly its k non-zeros and
+re-encoding a decoded payload gives the same bytes (the scale n s / n is exact).
+
+Determinism: elementwise float32 arithmetic, round-half-to-even, a stable sort (ties go to the
+lower position), integer bit packing; the decoder rejects every byte string the encoder would
+not emit (non-canonical scales, codes, index choice or padding), so one update has one payload.
+
+Layout (integers little-endian, bit streams least significant bit first, each zero-padded to
+a byte), tensors sorted by UTF-8 name:
+
+    b"GLCODEC2" | u8 bits | u8 transform (0: none) | u32 chunk | u32 k | u32 count | per tensor:
+        u16 name_len | name | u8 ndim | u64 dims... | f32 scale per chunk
+        | u8 index kind: 0 bitmap (numel bits) | 1 Rice: u32 unary bytes, unary quotients,
+          remainders | 2 none (every value kept)
+        | codes (bits per kept value: magnitude level in the low bits, sign in the top bit)
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from protocol.errors import GradledgerError
+
+MAGIC = b"GLCODEC2"
+LOW_BITS = (2, 4, 8)
+_HEADER = struct.Struct("<BBIII")
+_BITMAP, _RICE, _NONE = 0, 1, 2
+
+
+class CompressionError(GradledgerError):
+    """A codec is misconfigured, an update cannot be encoded, or bytes are not a payload."""
+
+
+@dataclass(frozen=True)
+class ChunkGroup:
+    """`rows` chunks of `length` values in one tensor, each keeping `keep` with Rice parameter `rice`."""
+
+    rows: int
+    length: int
+    keep: int
+    rice: int
+
+
+def get_rice_parameter(length: int, keep: int) -> int:
+    """Near-optimal Rice parameter for ~uniform positions: log2(ln 2 x mean gap), in integers."""
+    return max(0, ((length * 693) // (1000 * keep)).bit_length() - 1)
+
+
+def get_chunk_groups(numel: int, chunk: int, k: int) -> list[ChunkGroup]:
+    """The full chunks of a tensor, then its shorter last chunk (same density, at least one kept)."""
+    full, rest = divmod(numel, chunk)
+    groups = []
+    if full:
+        keep = min(k, chunk)
+        groups.append(ChunkGroup(full, chunk, keep, get_rice_parameter(chunk, keep)))
+    if rest:
+        keep = min(rest, max(1, -(-k * rest // chunk)))
+        groups.append(ChunkGroup(1, rest, keep, get_rice_parameter(rest, keep)))
+    return groups
+
+
+def _to_bits(values: np.ndarray, width: int) -> np.ndarray:
+    """Each value's `width` low bits, least significant first, as a flat uint8 0/1 array."""
+    if width == 0 or values.size == 0:
+        return np.zeros(0, dtype=np.uint8)
+    shifts = np.arange(width, dtype=np.int64)
+    return ((values.reshape(-1, 1).astype(np.int64) >> shifts) & 1).astype(np.uint8).reshape(-1)
+
+
+def _from_bits(bits: np.ndarray, width: int, count: int) -> np.ndarray:
+    """Inverse of `_to_bits` for `count` values."""
+    if width == 0:
+        return np.zeros(count, dtype=np.int64)
+    weights = np.int64(1) << np.arange(width, dtype=np.int64)
+    return (bits.reshape(-1, width).astype(np.int64) * weights).sum(axis=1)
+
+
+def _pack(bits: np.ndarray) -> bytes:
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def _get_gaps(offsets: list[np.ndarray]) -> list[np.ndarray]:
+    """Per group (rows, keep): the first offset of a row, then the gap minus one to the next."""
+    gaps = []
+    for rows in offsets:
+        gap = rows.copy()
+        gap[:, 1:] = np.diff(rows, axis=1) - 1
+        gaps.append(gap)
+    return gaps
+
+
+def _get_rice_sizes(gaps: list[np.ndarray], groups: list[ChunkGroup]) -> tuple[int, int]:
+    """(unary bits, remainder bits) of the Rice code of `gaps`."""
+    unary = sum(int((g >> grp.rice).sum()) + g.size for g, grp in zip(gaps, groups, strict=True))
+    remainder = sum(g.size * grp.rice for g, grp in zip(gaps, groups, strict=True))
+    return unary, remainder
+
+
+def _is_rice_smaller(gaps: list[np.ndarray], groups: list[ChunkGroup], numel: int) -> bool:
+    unary, remainder = _get_rice_sizes(gaps, groups)
+    return 4 + -(-unary // 8) + -(-remainder // 8) < -(-numel // 8)
+
+
+def _encode_index(offsets: list[np.ndarray], groups: list[ChunkGroup], numel: int) -> bytes:
+    """Kind byte and positions: none when every value is kept, else the smaller of Rice and bitmap."""
+    if sum(g.rows * g.keep for g in groups) == numel:
+        return bytes([_NONE])
+    gaps = _get_gaps(offsets)
+    if not _is_rice_smaller(gaps, groups, numel):
+        mask = np.zeros(numel, dtype=np.uint8)
+        start = 0
+        for rows, group in zip(offsets, groups, strict=True):
+            base = start + group.length * np.arange(group.rows, dtype=np.int64).reshape(-1, 1)
+            mask[(base + rows).reshape(-1)] = 1
+            start += group.rows * group.length
+        return bytes([_BITMAP]) + _pack(mask)
+    quotients = np.concatenate([(g >> grp.rice).reshape(-1) for g, grp in zip(gaps, groups, strict=True)])
+    unary = np.ones(int(quotients.sum()) + quotients.size, dtype=np.uint8)
+    unary[np.cumsum(quotients + 1) - 1] = 0
+    remainders = np.concatenate(
+        [_to_bits(g & ((1 << grp.rice) - 1), grp.rice) for g, grp in zip(gaps, groups, strict=True)]
+    )
+    unary_bytes = _pack(unary)
+    return bytes([_RICE]) + struct.pack("<I", len(unary_bytes)) + unary_bytes + _pack(remainders)
+
+
+def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int) -> bytes:
+    if not isinstance(tensor, torch.Tensor) or not tensor.dtype.is_floating_point:
+        raise CompressionError(f"update entry {name!r} is not a floating-point tensor")
+    flat = tensor.detach().to("cpu", torch.float32).contiguous().view(-1)
+    if not torch.isfinite(flat).all():
+        raise CompressionError(f"update entry {name!r} contains NaN or infinity; refusing to encode it")
+    raw_name = name.encode("utf-8")
+    if not raw_name or len(raw_name) > 0xFFFF or tensor.dim() > 0xFF:
+        raise CompressionError(f"update entry {name!r}: name must be 1..65535 bytes and rank <= 255")
+    levels = 1 << (bits - 1)
+    groups = get_chunk_groups(flat.numel(), chunk, k)
+    scales, offsets, codes = [], [], []
+    start = 0
+    for group in groups:
+        rows = flat[start : start + group.rows * group.length].view(group.rows, group.length)
+        start += group.rows * group.length
+        if group.keep == group.length:
+            index = torch.arange(group.length).expand(group.rows, -1)
+        else:
+            order = torch.sort(rows.abs(), dim=1, descending=True, stable=True).indices[:, : group.keep]
+            index = torch.sort(order, dim=1).values
+        kept = torch.gather(rows, 1, index)
+        scale = kept.abs().amax(dim=1) / levels
+        safe = torch.where(scale > 0, scale, torch.ones_like(scale)).unsqueeze(1)
+        level = (torch.round(kept.abs() / safe) - 1).clamp_(0, levels - 1).to(torch.int64)
+        sign = (kept < 0).to(torch.int64)
+        scales.append(scale)
+        offsets.append(index.numpy().astype(np.int64))
+        codes.append(((sign << (bits - 1)) | level).numpy().reshape(-1))
+    out = [struct.pack("<H", len(raw_name)), raw_name, struct.pack("<B", tensor.dim())]
+    out.append(struct.pack(f"<{tensor.dim()}Q", *tensor.shape))
+    if groups:
+        out.append(torch.cat(scales).numpy().astype("<f4").tobytes())
+    out.append(_encode_index(offsets, groups, flat.numel()))
+    out.append(_pack(_to_bits(np.concatenate(codes), bits)) if codes else b"")
+    return b"".join(out)
+
+
+def encode_chunked(update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int) -> bytes:
+    """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits."""
+    if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
+        raise CompressionError(f"chunked codec needs bits in {LOW_BITS} and 1 <= k <= chunk < 2**32")
+    if not update:
+        raise CompressionError("cannot encode an empty update")
+    names = sorted(update, key=lambda n: n.encode("utf-8"))
+    header = MAGIC + _HEADER.pack(bits, 0, chunk, k, len(names))
+    return header + b"".join(_encode_tensor(n, update[n], bits, chunk, k) for n in names)
+
+
+# ---------------------------------------------------------------------------------------
+# Decoding
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.view, self.pos = memoryview(data), 0
+
+    def take(self, size: int, what: str) -> memoryview:
+        if self.pos + size > len(self.view):
+            raise CompressionError(f"not a codec payload: truncated while reading {what}")
+        chunk = self.view[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
+
+    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+
+    def bits(self, count: int, what: str) -> np.ndarray:
+        """`count` bits, checking that the padding to the byte is zero (canonical bytes)."""
+        raw = np.frombuffer(self.take(-(-count // 8), what), np.uint8)
+        unpacked = np.unpackbits(raw, bitorder="little")
+        if unpacked[count:].any():
+            raise CompressionError(f"not a codec payload: non-zero padding after {what}")
+        return unpacked[:count]
+
+
+def read_chunked_header(payload: bytes) -> tuple[int, int, int, int]:
+    """(bits, chunk, k, tensor count) of a GLCODEC2 payload; rejects anything else."""
+    if len(payload) < len(MAGIC) + _HEADER.size or payload[: len(MAGIC)] != MAGIC:
+        raise CompressionError("not a codec payload: missing b'GLCODEC2' header")
+    bits, transform, chunk, k, count = _HEADER.unpack_from(payload, len(MAGIC))
+    if bits not in LOW_BITS or transform != 0 or not 1 <= k <= chunk:
+        raise CompressionError(f"not a codec payload: bits {bits}, transform {transform}, chunk {chunk}, k {k}")
+    return bits, chunk, k, count
+
+
+def _decode_index(reader: _Reader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
+    (kind,) = reader.unpack("<B", f"{name} index kind")
+    total = sum(g.rows * g.keep for g in groups)
+    if (kind == _NONE) != (total == numel) or kind not in (_BITMAP, _RICE, _NONE):
+        raise CompressionError(f"not a codec payload: {name} has index kind {kind} for {total} of {numel} kept")
+    if kind == _NONE:
+        return [np.broadcast_to(np.arange(g.length, dtype=np.int64), (g.rows, g.length)) for g in groups]
+    if kind == _BITMAP:
+        mask = reader.bits(numel, f"{name} bitmap")
+        offsets, start = [], 0
+        for group in groups:
+            rows = mask[start : start + group.rows * group.length].reshape(group.rows, group.length)
+            start += group.rows * group.length
+            if np.any(rows.sum(axis=1, dtype=np.int64) != group.keep):
+                raise CompressionError(f"not a codec payload: {name} bitmap does not keep {group.keep} per chunk")
+            offsets.append(np.nonzero(rows)[1].astype(np.int64).reshape(group.rows, group.keep))
+        if _is_rice_smaller(_get_gaps(offsets), groups, numel):
+            raise CompressionError(f"not a codec payload: {name} uses a bitmap where Rice codes are smaller")
+        return offsets
+    (unary_bytes,) = reader.unpack("<I", f"{name} unary length")
+    unary = np.unpackbits(np.frombuffer(reader.take(unary_bytes, f"{name} unary"), np.uint8), bitorder="little")
+    ends = np.flatnonzero(unary == 0)[:total]
+    if ends.size < total or unary[ends[-1] + 1 :].any() or unary_bytes != -(-(int(ends[-1]) + 1) // 8):
+        raise CompressionError(f"not a codec payload: {name} unary quotients are not {total} canonical codes")
+    quotients = np.diff(ends, prepend=-1) - 1
+    remainder_bits = reader.bits(sum(g.rows * g.keep * g.rice for g in groups), f"{name} remainders")
+    offsets, at, bit_at = [], 0, 0
+    for group in groups:
+        size = group.rows * group.keep
+        rest = _from_bits(remainder_bits[bit_at : bit_at + size * group.rice], group.rice, size)
+        gaps = ((quotients[at : at + size] << group.rice) | rest).reshape(group.rows, group.keep)
+        rows = np.cumsum(gaps + 1, axis=1) - 1
+        if np.any(rows[:, -1] >= group.length):
+            raise CompressionError(f"not a codec payload: {name} positions run past a chunk of {group.length}")
+        offsets.append(rows)
+        at, bit_at = at + size, bit_at + size * group.rice
+    if not _is_rice_smaller(_get_gaps(offsets), groups, numel):
+        raise CompressionError(f"not a codec payload: {name} uses Rice codes where a bitmap is not larger")
+    return offsets
+
+
+def _decode_tensor(reader: _Reader, bits: int, chunk: int, k: int, name: str) -> torch.Tensor:
+    (ndim,) = reader.unpack("<B", f"{name} rank")
+    shape = reader.unpack(f"<{ndim}Q", f"{name} shape")
+    numel = math.prod(shape)
+    groups = get_chunk_groups(numel, chunk, k)
+    n_rows = sum(g.rows for g in groups)
+    scales = np.frombuffer(reader.take(4 * n_rows, f"{name} scales"), "<f4").astype(np.float32)
+    levels = 1 << (bits - 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.all(np.isfinite(scales * np.float32(levels)))
+    if not finite or np.any(np.signbit(scales)):
+        raise CompressionError(f"not a codec payload: {name} has a negative or non-finite chunk scale")
+    offsets = _decode_index(reader, groups, numel, name)
+    n_kept = sum(g.rows * g.keep for g in groups)
+    codes = _from_bits(reader.bits(n_kept * bits, f"{name} codes"), bits, n_kept)
+    dense = torch.zeros(numel, dtype=torch.float32)
+    start, row_at, code_at = 0, 0, 0
+    for group, rows in zip(groups, offsets, strict=True):
+        scale = scales[row_at : row_at + group.rows]
+        code = codes[code_at : code_at + group.rows * group.keep].reshape(group.rows, group.keep)
+        level, sign = code & (levels - 1), code >> (bits - 1)
+        zero = scale == 0
+        top = level.max(axis=1) == levels - 1
+        first = np.all(rows == np.arange(group.keep), axis=1)
+        if np.any(zero & (code.any(axis=1) | ~first)) or np.any(~zero & ~top):
+            raise CompressionError(f"not a codec payload: {name} has non-canonical chunk codes")
+        magnitude = torch.from_numpy(level + 1).to(torch.float32) * torch.from_numpy(scale.copy()).unsqueeze(1)
+        values = torch.where(torch.from_numpy(sign == 1), -magnitude, magnitude)
+        base = start + group.length * np.arange(group.rows, dtype=np.int64).reshape(-1, 1)
+        dense[torch.from_numpy((base + rows).reshape(-1))] = values.reshape(-1)
+        start += group.rows * group.length
+        row_at += group.rows
+        code_at += group.rows * group.keep
+    return dense.view(shape)
+
+
+def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
+    """Inverse of `encode_chunked` up to the quantization; rejects anything it would not emit."""
+    bits, chunk, k, count = read_chunked_header(payload)
+    reader = _Reader(payload)
+    reader.take(len(MAGIC) + _HEADER.size, "header")
+    out: dict[str, torch.Tensor] = {}
+    previous = b""
+    for _ in range(count):
+        (name_len,) = reader.unpack("<H", "name length")
+        raw_name = bytes(reader.take(name_len, "name"))
+        if not raw_name or raw_name <= previous:
+            raise CompressionError("not a codec payload: tensor names empty or not strictly increasing")
+        previous = raw_name
+        try:
+            name = raw_name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CompressionError("not a codec payload: a tensor name is not UTF-8") from None
+        out[name] = _decode_tensor(reader, bits, chunk, k, name)
+    if reader.pos != len(reader.view):
+        raise CompressionError(f"not a codec payload: {len(reader.view) - reader.pos} trailing bytes")
+    return out
