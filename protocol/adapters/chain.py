@@ -2,20 +2,17 @@
 
 What it adds to web3.py:
 - a clear error when the RPC is unreachable or serves another chain;
-- nonce management per account (a local counter, resynced from the node when it disagrees),
-  gas estimation with a margin, receipts waited for, and a failed transaction's custom error
-  decoded from the ABIs into `ContractRevertError("StakeTooLow", {...})`;
-- retries with backoff on connection loss; a signed transaction is re-sent byte for byte, so
-  a retry can never send a second, different transaction (and one the node already holds is waited
-  for, not replaced);
-- an outage logged once (WARNING, naming the RPC URL and `gradledger devnet up`) and its end once;
-  after it the nonce counters are resynced, since a restarted chain may have lost recent blocks;
+- retries with backoff on connection loss; an outage logged once (WARNING, naming the RPC URL and
+  `gradledger devnet up`) and its end once; after it the nonce counters are resynced, since a
+  restarted chain may have lost recent blocks;
 - events of every manifest contract read in bounded block ranges, decoded and ordered, so a
   node can resume from the last block it saved; read to the head by default, less the confirmations
   of the chain policy (protocol/adapters/finality.py);
-- fees under the operator's cap (EIP-1559, or legacy gasPrice where the chain has no base fee), and
-  transactions counted done once as deep as the policy's confirmations (a reorg that drops one meanwhile
-  gets the same signed bytes back);
+- a failed call's or transaction's custom error decoded from the ABIs into
+  `ContractRevertError("StakeTooLow", {...})`;
+- sending (protocol/adapters/transactions.py, mixed in): nonces per account, fees under the operator's
+  cap, a signed transaction re-sent byte for byte and never replaced, done once as deep as the policy's
+  confirmations;
 - anvil's time and mining controls, refused outside the devnet (chain id 31337).
 Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
 """
@@ -26,14 +23,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import requests
 from eth_abi import decode as abi_decode
-from eth_account.signers.local import LocalAccount
 from eth_typing import ABIError, ChecksumAddress
-from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
+from eth_utils import function_abi_to_4byte_selector, to_checksum_address
 from hexbytes import HexBytes
 from web3 import HTTPProvider, Web3
 from web3.contract import Contract
@@ -42,22 +37,22 @@ from web3.exceptions import (
     ContractLogicError,
     ContractPanicError,
     ProviderConnectionError,
-    TransactionNotFound,
     Web3RPCError,
 )
-from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint, TxParams
+from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint
 
+from protocol.adapters.chain_errors import ChainError as ChainError
+from protocol.adapters.chain_errors import ChainUnavailableError as ChainUnavailableError
+from protocol.adapters.chain_errors import ContractRevertError as ContractRevertError
+from protocol.adapters.chain_errors import TxResult as TxResult
+from protocol.adapters.chain_errors import WrongChainError as WrongChainError
 from protocol.adapters.finality import (
     ChainPolicy,
-    ConfirmationError,
     get_default_chain_policy,
     require_devnet,
-    wait_for_confirmations,
-    wait_for_receipt,
 )
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.errors import GradledgerError
-from protocol.fees import compute_eip1559_fees, compute_legacy_fees, compute_next_base_fee
+from protocol.adapters.transactions import TransactionSender
 from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
@@ -81,38 +76,6 @@ def name_abi_values(params: list[dict[str, Any]], values: Any) -> dict[str, Any]
     return named
 
 
-class ChainError(GradledgerError):
-    """Something went wrong talking to the chain."""
-
-
-class ChainUnavailableError(ChainError):
-    """The RPC endpoint cannot be reached (after retries)."""
-
-
-class WrongChainError(ChainError):
-    """The RPC endpoint serves another chain than the manifest's."""
-
-
-class ContractRevertError(ChainError):
-    """A call or transaction reverted; `error` is the decoded custom error name."""
-
-    def __init__(self, error: str, args: dict[str, Any], detail: str) -> None:
-        super().__init__(detail)
-        self.error = error
-        self.args_ = args
-
-
-@dataclass(frozen=True)
-class TxResult:
-    """A mined, successful transaction."""
-
-    transaction_hash: str
-    block_number: int
-    gas_used: int
-    events: tuple[ChainEvent, ...]
-    contract_address: str | None = None
-
-
 _CONNECTION_ERRORS = (
     requests.exceptions.ConnectionError,
     requests.exceptions.Timeout,
@@ -121,12 +84,9 @@ _CONNECTION_ERRORS = (
 )
 
 
-SENT_KEPT = 64
-"""Signed transactions a client keeps per account, so that those a reorg drops can be sent again as they were."""
-
-
-class ChainClient:
-    """Read from and write to the contracts of one deployment (or bare RPC before deploy)."""
+class ChainClient(TransactionSender):
+    """Read from and write to the contracts of one deployment (or bare RPC before deploy); sending is
+    `TransactionSender`'s (protocol/adapters/transactions.py)."""
 
     def __init__(
         self,
@@ -144,10 +104,7 @@ class ChainClient:
         self.w3 = Web3(HTTPProvider(rpc_url, request_kwargs={"timeout": timeout_s}))
         self._outage_since: float | None = None  # monotonic time the RPC was first found unreachable
         self._outage_lock = threading.Lock()
-        self._nonces: dict[str, int] = {}
-        self._nonce_lock = threading.Lock()
-        self._in_flight: dict[str, int] = {}  # sends of each account under way in this process
-        self._sent: dict[str, dict[int, bytes]] = {}  # the last signed transactions of each account, by nonce
+        self._init_sender()
         self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
         self.policy = policy if policy is not None else get_default_chain_policy()
         self.confirmations = self.policy.get_confirmations(self.chain_id)
@@ -219,8 +176,7 @@ class ChainClient:
             since, self._outage_since = self._outage_since, None
         if since is None:
             return
-        with self._nonce_lock:
-            self._nonces.clear()
+        self.forget_nonces()
         logger.info(
             "chain RPC reachable again",
             extra={"fields": {"rpc_url": self.rpc_url, "down_s": round(time.monotonic() - since, 1)}},
@@ -309,8 +265,7 @@ class ChainClient:
 
     def note_reorg(self) -> None:
         """A reorg was seen: forget the nonce counters (transactions they counted may be gone)."""
-        with self._nonce_lock:
-            self._nonces.clear()
+        self.forget_nonces()
 
     def get_block(self, block: BlockIdentifier = "latest") -> Any:
         return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
@@ -366,24 +321,7 @@ class ChainClient:
         while start <= last:
             end = min(start + chunk - 1, last)
             logs = self._get_logs(start, end, addresses)
-            for log in logs:
-                key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
-                if key not in self._events:
-                    continue
-                contract_name, event = self._events[key]
-                if wanted is not None and event.event_name not in wanted:
-                    continue
-                decoded = event.process_log(log)
-                events.append(
-                    ChainEvent(
-                        contract=contract_name,
-                        name=decoded["event"],
-                        args=dict(decoded["args"]),
-                        block_number=decoded["blockNumber"],
-                        transaction_hash=decoded["transactionHash"].to_0x_hex(),
-                        log_index=decoded["logIndex"],
-                    )
-                )
+            events += [e for log in logs if (e := self._decode_log(log, wanted)) is not None]
             start = end + 1
         events.sort(key=lambda e: (e.block_number, e.log_index))
         return events
@@ -392,185 +330,26 @@ class ChainClient:
         params: FilterParams = {"fromBlock": start, "toBlock": end, "address": addresses}
         return list(self._retry(lambda: self.w3.eth.get_logs(params), what="eth_getLogs"))
 
-    # -- writes --------------------------------------------------------------------------
-
-    def _next_nonce(self, address: str) -> int:
-        """The next nonce: the chain's pending count unless another send of this account is under way here.
-
-        Asking the chain whenever this process sends alone keeps a counter that ran ahead of the chain (a reorg
-        dropped transactions it counted) from signing a nonce with a gap, stuck in the pool and mined later."""
-        with self._nonce_lock:
-            if address not in self._nonces or self._in_flight.get(address, 0) <= 1:
-                self._nonces[address] = self._retry(
-                    lambda: self.w3.eth.get_transaction_count(to_checksum_address(address), "pending"),
-                    what="eth_getTransactionCount",
-                )
-            nonce = self._nonces[address]
-            self._nonces[address] = nonce + 1
-            return nonce
-
-    def sent_transactions(self, address: str) -> dict[int, bytes]:
-        """The last SENT_KEPT transactions this client signed for `address`, by nonce (re-sent after a reorg)."""
-        with self._nonce_lock:
-            return dict(self._sent.get(address, {}))
-
-    def _note_sent(self, address: str, nonce: int, raw: bytes) -> None:
-        with self._nonce_lock:
-            sent = self._sent.setdefault(address, {})
-            sent[nonce] = raw
-            for old in sorted(sent)[:-SENT_KEPT]:
-                del sent[old]
-
-    def _forget_nonce(self, address: str) -> None:
-        with self._nonce_lock:
-            self._nonces.pop(address, None)
-
-    def send(
-        self,
-        account: LocalAccount,
-        contract: str,
-        function: str,
-        *args: Any,
-        value: int = 0,
-        gas: int | None = None,
-    ) -> TxResult:
-        """Estimate, sign, send and wait; reverts (at estimation or mined) become ContractRevertError."""
-        fn = getattr(self.contract(contract).functions, function)(*args)
-        return self._transact(account, fn.build_transaction, f"{contract}.{function}", value, gas)
-
-    def deploy(self, account: LocalAccount, abi: list[dict[str, Any]], bytecode: str, *args: Any) -> TxResult:
-        """Deploy a contract; the new address is `result.contract_address`."""
-        factory = self.w3.eth.contract(abi=abi, bytecode=bytecode)
-        return self._transact(account, factory.constructor(*args).build_transaction, "deploy", 0, None)
-
-    def _transact(
-        self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
-    ) -> TxResult:
-        """Send and wait, counted as a send under way of the account (see `_next_nonce`)."""
-        with self._nonce_lock:
-            self._in_flight[account.address] = self._in_flight.get(account.address, 0) + 1
-        try:
-            return self._transact_once(account, build, context, value, gas)
-        finally:
-            with self._nonce_lock:
-                self._in_flight[account.address] -= 1
-
-    def _transact_once(
-        self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
-    ) -> TxResult:
-        address = account.address
-        base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
-        if gas is None:
-            # Estimate against the pending block: its timestamp is "now", while the latest block's may be
-            # minutes old on a quiet chain, and window checks depend on block.timestamp.
-            draft = {k: v for k, v in build({**base, "gas": 30_000_000}).items() if k not in ("gas", "nonce")}
-            try:
-                estimate = self._retry(
-                    lambda: self.w3.eth.estimate_gas(cast(TxParams, draft), "pending"), what=f"estimate {context}"
-                )
-            except (ContractLogicError, Web3RPCError) as exc:
-                raise self._revert_from(exc, context) from None
-            gas = estimate * 12 // 10 + 10_000
-        for _attempt in range(3):
-            nonce = self._next_nonce(address)
-            tx = build({**base, "gas": gas, "nonce": nonce})
-            raw = account.sign_transaction(tx).raw_transaction
-            try:
-                tx_hash = self._send_raw(raw, context)
-                self._note_sent(address, nonce, raw)
-                break
-            except Web3RPCError as exc:
-                message = str(exc).lower()
-                known = self._find_sent(raw)
-                if known is not None:  # a re-send after a lost reply: the chain holds these very bytes, wait for them
-                    tx_hash = known
-                    break
-                if "nonce" in message or "already known" in message or "replacement" in message:
-                    self._forget_nonce(address)  # another process used this account; resync
-                    continue
-                raise self._revert_from(exc, context) from None
-        else:
-            raise ChainError(f"{context}: could not find a free nonce for {address} after 3 attempts")
-        try:
-            receipt = wait_for_receipt(self, tx_hash, tx, raw, context)
-        except ConfirmationError:
-            self._forget_nonce(address)
-            raise
-        if receipt["status"] == 1 and self.confirmations > 0:
-            receipt = wait_for_confirmations(self, receipt, raw, tx, context, self.confirmations)
-        if receipt["status"] != 1:
-            raise self._mined_revert(tx, receipt, context)
-        return TxResult(
-            transaction_hash=receipt["transactionHash"].to_0x_hex(),
-            block_number=receipt["blockNumber"],
-            gas_used=receipt["gasUsed"],
-            events=tuple(self._decode_receipt_events(receipt)),
-            contract_address=receipt.get("contractAddress"),
-        )
-
-    def _send_raw(self, raw: bytes, context: str) -> HexBytes:
-        return self._retry(lambda: self.w3.eth.send_raw_transaction(raw), what=f"send {context}")
-
-    def _find_sent(self, raw: bytes) -> HexBytes | None:
-        """The hash of `raw` if the chain already holds that transaction (pending or mined), else None.
-
-        A send whose reply was lost (the RPC went away mid-request) is re-sent byte for byte, and the chain then
-        answers "already known" or "nonce too low": signing a new transaction then would act twice."""
-        tx_hash = HexBytes(keccak(raw))
-        try:
-            self._retry(lambda: self.w3.eth.get_transaction(tx_hash), what="eth_getTransactionByHash")
-        except TransactionNotFound:
+    def _decode_log(self, log: Any, names: set[str] | None = None) -> ChainEvent | None:
+        """The event a log is, if it comes from a registered contract (and is one of `names`), else None."""
+        key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
+        if key not in self._events:
             return None
-        return tx_hash
-
-    def _fees(self) -> dict[str, int]:
-        """EIP-1559 fees: twice the next block's base fee plus the policy's tip, under its cap (protocol/fees.py);
-        a chain whose blocks have no base fee is paid its gasPrice, under the same cap. Above the cap nothing is
-        sent: FeeCapExceededError names the cap and the base fee."""
-        latest = self.get_block("latest")
-        cap, tip = self.policy.max_fee_wei, self.policy.priority_fee_wei
-        if latest.get("baseFeePerGas") is None:
-            return compute_legacy_fees(
-                self._retry(lambda: self.w3.eth.gas_price, what="eth_gasPrice"), cap
-            ).to_tx_fields()
-        next_base = compute_next_base_fee(int(latest["baseFeePerGas"]), int(latest["gasUsed"]), int(latest["gasLimit"]))
-        return compute_eip1559_fees(next_base, tip, cap).to_tx_fields()
-
-    def _mined_revert(self, tx: dict, receipt: Any, context: str) -> ContractRevertError:
-        call = {k: tx[k] for k in ("from", "to", "value", "data") if k in tx}
-        try:
-            self.w3.eth.call(cast(TxParams, call), block_identifier=receipt["blockNumber"] - 1)
-        except (ContractLogicError, Web3RPCError) as exc:
-            return self._revert_from(exc, context)
-        return ContractRevertError(
-            "Revert", {}, f"{context} reverted on-chain (tx {receipt['transactionHash'].to_0x_hex()})"
+        contract_name, event = self._events[key]
+        if names is not None and event.event_name not in names:
+            return None
+        decoded = event.process_log(log)
+        return ChainEvent(
+            contract=contract_name,
+            name=decoded["event"],
+            args=dict(decoded["args"]),
+            block_number=decoded["blockNumber"],
+            transaction_hash=decoded["transactionHash"].to_0x_hex(),
+            log_index=decoded["logIndex"],
         )
 
     def _decode_receipt_events(self, receipt: Any) -> list[ChainEvent]:
-        out = []
-        for log in receipt["logs"]:
-            key = (log["address"].lower(), bytes(log["topics"][0])) if log["topics"] else None
-            if key in self._events:
-                contract_name, event = self._events[key]
-                decoded = event.process_log(log)
-                out.append(
-                    ChainEvent(
-                        contract=contract_name,
-                        name=decoded["event"],
-                        args=dict(decoded["args"]),
-                        block_number=decoded["blockNumber"],
-                        transaction_hash=decoded["transactionHash"].to_0x_hex(),
-                        log_index=decoded["logIndex"],
-                    )
-                )
-        return out
-
-    def transfer(self, account: LocalAccount, to: str, value: int) -> TxResult:
-        """Plain ETH transfer (devnet funding)."""
-        recipient = to_checksum_address(to)
-        return self._transact(
-            account, lambda base: {**base, "to": recipient}, f"transfer to {recipient}", value, 21_000
-        )
+        return [e for log in receipt["logs"] if (e := self._decode_log(log)) is not None]
 
     # -- devnet helpers (anvil) ------------------------------------------------------------
 
