@@ -12,6 +12,13 @@ So |x - decoded| <= s / 2 when |x| >= s / 2, and <= s below that, and the chunk 
 exact. Every level is non-zero, hence a decoded chunk has exactly its k non-zeros and
 re-encoding a decoded payload gives the same bytes (the scale n s / n is exact).
 
+1-bit values (int1, scaled sign): no magnitude level, so the chunk's one scale is the median
+kept magnitude, m = the magnitude at rank k // 2 (0 = largest, stable order), and every kept x
+decodes to sign(x) m (a kept 0 to +m; error feedback takes that back the next round). The median
+is picked, not computed (no sums), so it is exact on every machine, and it is the scale a sign
+code wants when magnitudes are flat, as Adam's updates are. When m = 0 the chunk decodes to
+zeros and is written in the all-zero chunk's canonical form (first k positions, zero codes).
+
 Determinism: elementwise float32 arithmetic, round-half-to-even, a stable sort (ties go to the
 lower position), integer bit packing; the decoder rejects every byte string the encoder would
 not emit (non-canonical scales, codes, index choice or padding), so one update has one payload.
@@ -39,7 +46,7 @@ import torch
 from protocol.errors import GradledgerError
 
 MAGIC = b"GLCODEC2"
-LOW_BITS = (2, 4, 8)
+LOW_BITS = (1, 2, 4, 8)
 _HEADER = struct.Struct("<BBIII")
 _BITMAP, _RICE, _NONE = 0, 1, 2
 
@@ -163,9 +170,16 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
             order = torch.sort(rows.abs(), dim=1, descending=True, stable=True).indices[:, : group.keep]
             index = torch.sort(order, dim=1).values
         kept = torch.gather(rows, 1, index)
-        scale = kept.abs().amax(dim=1) / levels
-        safe = torch.where(scale > 0, scale, torch.ones_like(scale)).unsqueeze(1)
-        level = (torch.round(kept.abs() / safe) - 1).clamp_(0, levels - 1).to(torch.int64)
+        if bits == 1:
+            scale = torch.sort(kept.abs(), dim=1, descending=True, stable=True).values[:, group.keep // 2]
+            zero = (scale == 0).unsqueeze(1)  # canonical form of a chunk that decodes to zeros
+            index = torch.where(zero, torch.arange(group.keep).expand_as(index), index)
+            kept = torch.where(zero, torch.zeros_like(kept), kept)
+            level = torch.zeros_like(index)
+        else:
+            scale = kept.abs().amax(dim=1) / levels
+            safe = torch.where(scale > 0, scale, torch.ones_like(scale)).unsqueeze(1)
+            level = (torch.round(kept.abs() / safe) - 1).clamp_(0, levels - 1).to(torch.int64)
         sign = (kept < 0).to(torch.int64)
         scales.append(scale)
         offsets.append(index.numpy().astype(np.int64))

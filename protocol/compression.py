@@ -58,11 +58,12 @@ class ValueFormat(StrEnum):
     INT8 = "int8"
     INT4 = "int4"
     INT2 = "int2"
+    INT1 = "int1"
 
 
 _FORMAT_CODES = {ValueFormat.FP32: 0, ValueFormat.FP16: 1, ValueFormat.BF16: 2, ValueFormat.INT8: 3}
 _CODE_FORMATS = {code: fmt for fmt, code in _FORMAT_CODES.items()}
-_LOW_BITS = {ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}
+_LOW_BITS = {ValueFormat.INT1: 1, ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}
 _BITS_FORMATS = {bits: fmt for fmt, bits in _LOW_BITS.items()}
 _VALUE_BYTES = {ValueFormat.FP32: 4, ValueFormat.FP16: 2, ValueFormat.BF16: 2, ValueFormat.INT8: 1}
 _INDEX_BITMAP, _INDEX_LIST = 0, 1
@@ -79,7 +80,8 @@ class Codec:
 
     `chunk_keep` > 0 selects the chunked codec (protocol/chunked_codec.py): `block` is then the
     chunk length, each chunk keeps its `chunk_keep` largest magnitudes with one float32 scale,
-    and the values are int2, int4 or int8 (sign + magnitude level; int2/int4 only here).
+    and the values are int2, int4 or int8 (sign + magnitude level) or int1 (sign, scaled by the
+    chunk's median kept magnitude); int1/int2/int4 only here.
     """
 
     values: ValueFormat = ValueFormat.INT8
@@ -94,12 +96,12 @@ class Codec:
         if self.chunk_keep:
             if self.values not in _LOW_BITS or self.keep_ppm or not 1 <= self.chunk_keep <= self.block:
                 raise CompressionError(
-                    f"a chunked codec needs int2, int4 or int8 values, no keep_ppm and 1 <= k <= chunk, got "
+                    f"a chunked codec needs int1, int2, int4 or int8 values, no keep_ppm and 1 <= k <= chunk, got "
                     f"{self.values}, keep_ppm {self.keep_ppm}, k {self.chunk_keep}, chunk {self.block} "
                     "(e.g. int2-c4096-k64)"
                 )
             return
-        if self.values in (ValueFormat.INT2, ValueFormat.INT4):
+        if self.values in (ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4):
             raise CompressionError(f"{self.values} values need a chunked top-k, e.g. {self.values}-c4096-k64")
         if self.block and self.values is not ValueFormat.INT8:
             raise CompressionError(f"a scale block only applies to int8 values, not {self.values}")
@@ -128,13 +130,14 @@ FP32 = Codec(ValueFormat.FP32)
 
 def parse_codec(label: str) -> Codec:
     """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%",
-    "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values)."""
+    "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values), "int1-c4096-k4096" (every value as
+    a sign, one scale per chunk of 4096)."""
     parts = label.strip().lower().split("-")
     try:
         values = ValueFormat(parts[0])
     except ValueError:
         raise CompressionError(
-            f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4 or int2"
+            f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4, int2 or int1"
         ) from None
     block, keep_ppm, chunk_keep = 0, 0, 0
     for part in parts[1:]:

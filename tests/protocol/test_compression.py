@@ -178,6 +178,8 @@ CHUNKED = [
     Codec(ValueFormat.INT4, block=100, chunk_keep=30),
     Codec(ValueFormat.INT8, block=16, chunk_keep=16),
     Codec(ValueFormat.INT2, block=4096, chunk_keep=64),
+    Codec(ValueFormat.INT1, block=64, chunk_keep=64),
+    Codec(ValueFormat.INT1, block=100, chunk_keep=30),
 ]
 
 
@@ -186,12 +188,17 @@ def _chunk_rows(flat: torch.Tensor, chunk: int) -> list[torch.Tensor]:
 
 
 def _check_chunked_bounds(update: dict[str, torch.Tensor], codec: Codec) -> None:
-    """Per chunk: exactly k non-zeros at the k largest |x|, each within the quantization bound."""
-    levels = 1 << ({ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}[codec.values] - 1)
+    """Per chunk: exactly k non-zeros at the k largest |x|, each within the quantization bound (int1: each the
+    chunk's median kept magnitude with x's sign)."""
+    bits = {ValueFormat.INT1: 1, ValueFormat.INT2: 2, ValueFormat.INT4: 4, ValueFormat.INT8: 8}[codec.values]
+    levels = 1 << (bits - 1)
     payload = encode(update, codec)
     decoded = decode(payload)
     assert sorted(decoded) == sorted(update)
     assert encode(decoded, codec) == payload  # canonical: decoding and re-encoding gives the same bytes
+    if bits == 1:
+        _check_sign_chunks(update, decoded, codec)
+        return
     for name, value in update.items():
         assert decoded[name].shape == value.shape and decoded[name].dtype == torch.float32
         rows = _chunk_rows(value.reshape(-1), codec.block)
@@ -212,6 +219,38 @@ def _check_chunked_bounds(update: dict[str, torch.Tensor], codec: Codec) -> None
             assert torch.all(error <= scale * (1 + 1e-6))
             assert y[mask].abs().max() == x[mask].abs().max()  # the chunk maximum is exact
             assert torch.all(torch.sign(y[mask][x[mask] != 0]) == torch.sign(x[mask][x[mask] != 0]))
+
+
+def _check_sign_chunks(update: dict[str, torch.Tensor], decoded: dict[str, torch.Tensor], codec: Codec) -> None:
+    for name, value in update.items():
+        rows = _chunk_rows(value.reshape(-1), codec.block)
+        for x, y in zip(rows, _chunk_rows(decoded[name].reshape(-1), codec.block), strict=True):
+            keep = min(x.numel(), max(1, -(-codec.chunk_keep * x.numel() // codec.block)))
+            kept = torch.sort(x.abs(), descending=True, stable=True).indices[:keep]
+            median = torch.sort(x[kept].abs(), descending=True, stable=True).values[keep // 2]
+            if median == 0:
+                assert not y.any()
+                continue
+            mask = torch.zeros(x.numel(), dtype=torch.bool)
+            mask[kept] = True
+            assert not y[~mask].any()
+            assert torch.equal(y[mask], torch.where(x[mask] < 0, -median, median))
+
+
+def test_int1_is_a_sign_scaled_by_the_median_kept_magnitude():
+    update = {"w": torch.tensor([0.5, -4.0, 0.0, 1.0, -2.0, 8.0])}
+    # dense: magnitudes by rank 8, 4, 2, 1, 0.5, 0 -> median (rank 3) 1.0; the kept 0 decodes to +1
+    assert decode(encode(update, parse_codec("int1-c6-k6")))["w"].tolist() == [1.0, -1.0, 1.0, 1.0, -1.0, 1.0]
+    # top 3 (8, -4, -2), median rank 1 -> 4
+    assert decode(encode(update, parse_codec("int1-c6-k3")))["w"].tolist() == [0.0, -4.0, 0.0, 0.0, -4.0, 4.0]
+    # more than half zeros: the median is 0, the chunk decodes to zeros in the all-zero canonical form
+    sparse = {"w": torch.tensor([0.0, 0.0, 0.0, -3.0])}
+    payload = encode(sparse, parse_codec("int1-c4-k4"))
+    assert payload == encode({"w": torch.zeros(4)}, parse_codec("int1-c4-k4"))
+    assert not decode(payload)["w"].any()
+    assert (
+        len(encode({"w": torch.randn(4096)}, parse_codec("int1-c4096-k4096"))) == 8 + 14 + 2 + 1 + 1 + 8 + 4 + 1 + 512
+    )
 
 
 @pytest.mark.parametrize("codec", CHUNKED, ids=lambda c: c.name)
@@ -261,7 +300,7 @@ def test_chunked_error_feedback_tracks_the_sum():
         assert (total[name] / rounds - value).norm() / value.norm() < 0.3, name
 
 
-_LABELS = ["int2-c4096-k64", "int4-c512-k200"]
+_LABELS = ["int2-c4096-k64", "int4-c512-k200", "int1-c4096-k4096"]
 _SUBPROCESS = """
 import sys, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -331,7 +370,7 @@ def test_bad_chunked_payloads_are_rejected():
 @st.composite
 def _chunked_cases(draw):
     """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
-    bits = draw(st.sampled_from([ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
+    bits = draw(st.sampled_from([ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
     chunk = draw(st.integers(1, 40))
     codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
     update = {}
@@ -355,7 +394,10 @@ _FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["int2-c64-k4", "int2-c64-k40", "int4-c100-k30", "int8-c16-k16"]), st.data())
+@given(
+    st.sampled_from(["int2-c64-k4", "int2-c64-k40", "int4-c100-k30", "int8-c16-k16", "int1-c64-k64", "int1-c64-k9"]),
+    st.data(),
+)
 def test_a_flipped_bit_is_rejected_or_still_canonical(label, data):
     """One update, one payload: any accepted byte string is exactly what `encode` emits for its decoding."""
     payload = bytearray(encode(_FLIP_UPDATE, parse_codec(label)))
