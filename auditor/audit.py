@@ -471,10 +471,11 @@ def list_deployment_runs(chain: ChainClient, manifest: DeploymentManifest) -> tu
 
 
 def open_sources(
-    home: Path | None, artifact_dirs: Sequence[Path], peers: Sequence[str], include_home: bool = True
+    home: Path | None, stores: Sequence[str | Path], peers: Sequence[str], include_home: bool = True
 ) -> ArtifactSources:
-    """The stores under `home` (creator, solvers, verifiers) plus --artifacts directories, plus peers."""
-    directories = list(artifact_dirs)
+    """The stores under `home` (creator, solvers, verifiers) plus --artifacts stores (directories or s3:// URLs),
+    plus peers."""
+    specs: list[str | Path] = list(stores)
     if include_home and home is not None and home.is_dir():
-        directories += find_home_stores(home)
-    return ArtifactSources(directories, peers)
+        specs += find_home_stores(home)
+    return ArtifactSources(specs, peers)

@@ -1,4 +1,4 @@
-"""Where the auditor reads artifacts from: local artifact stores and peers, read-only.
+"""Where the auditor reads artifacts from: artifact stores (directories or s3:// object stores) and peers, read-only.
 
 An audit may see several copies of one artifact (a solver's checkpoint is also cached by the
 verifier that replayed it, a Δ by the coordinator that averaged it). Artifacts are
@@ -8,29 +8,28 @@ store serving tampered or corrupt bytes, and the audit reports every such copy i
 good copy. Nothing is ever written: fetched bytes are not cached into anyone's store.
 
 Commitment documents are not named on-chain (the chain holds their Merkle root), so they are
-found by scanning the local stores for documents (canonical JSON that starts with
+found by scanning the stores for documents (canonical JSON that starts with
 `{"delta_hash":`) or asked from the solver's node (`GET /commitments/{run}/{round}`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.adapters.artifacts import ArtifactCorruptError, ArtifactNotFoundError, LocalArtifactStore
+from protocol.adapters.artifacts import ArtifactCorruptError, ArtifactNotFoundError
 from protocol.adapters.http import PeerError, PeerSet
+from protocol.adapters.object_store import ArtifactBackend, is_object_store_url, open_artifact_store
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, to_hash32
 
 DOC_PREFIX = b'{"delta_hash":'
-_NAME = re.compile(r"^[0-9a-f]{64}$")
 
 
 class SourceError(GradledgerError):
-    """An artifact directory given to the audit does not exist or is not a store."""
+    """An artifact store given to the audit does not exist or cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -54,17 +53,25 @@ def find_home_stores(home: Path) -> list[Path]:
 
 
 class ArtifactSources:
-    """Read-only access to artifacts across local stores and peers, recording corrupt copies."""
+    """Read-only access to artifacts across stores and peers, recording corrupt copies.
 
-    def __init__(self, directories: Sequence[Path], peers: Sequence[str] = (), timeout_s: float = 30.0) -> None:
-        self.directories: list[Path] = []
-        for directory in directories:
-            path = Path(directory)
-            if not path.is_dir():
-                raise SourceError(f"artifact directory {path} does not exist (check --artifacts)")
-            if path.resolve() not in [d.resolve() for d in self.directories]:
-                self.directories.append(path)
-        self.stores = [LocalArtifactStore(d, quarantine_corrupt=False) for d in self.directories]  # read-only
+    `stores`: directories and `s3://BUCKET/PREFIX` URLs (credentials and endpoint from the AWS environment, as for
+    every node); none is ever written to, and a corrupt copy is reported, never moved aside."""
+
+    def __init__(self, stores: Sequence[str | Path], peers: Sequence[str] = (), timeout_s: float = 30.0) -> None:
+        self.locations: list[str] = []
+        self.stores: list[ArtifactBackend] = []
+        for spec in stores:
+            if is_object_store_url(spec):
+                where = str(spec).rstrip("/")
+            else:
+                path = Path(spec)
+                if not path.is_dir():
+                    raise SourceError(f"artifact directory {path} does not exist (check --artifacts)")
+                where = str(path.resolve())
+            if where not in self.locations:
+                self.locations.append(where)
+                self.stores.append(open_artifact_store(spec, read_only=True))
         self.peer_urls = tuple(peers)
         self.peers = PeerSet(peers, timeout_s=timeout_s) if peers else None
         self.corrupt: list[CorruptCopy] = []
@@ -73,7 +80,7 @@ class ArtifactSources:
         self.bytes_read = 0
 
     def describe(self) -> str:
-        return f"{len(self.stores)} local store(s) and {len(self.peer_urls)} peer(s)"
+        return f"{len(self.stores)} store(s) and {len(self.peer_urls)} peer(s)"
 
     def _note_corrupt(self, digest: str, where: str) -> None:
         if (digest, where) not in self._corrupt_seen:
@@ -96,7 +103,7 @@ class ArtifactSources:
             try:
                 data = store.get(raw)
             except ArtifactCorruptError:
-                where = str(store.root / name[2:4] / name[2:])
+                where = store.locate(raw)
                 bad.append(where)
                 self._note_corrupt(name, where)
                 continue
@@ -116,8 +123,8 @@ class ArtifactSources:
         if bad:
             raise ArtifactCorruptError(f"{what} {name}: every copy is corrupt ({', '.join(bad)}); {peer_problem}")
         raise ArtifactNotFoundError(
-            f"{what} {name} is missing: not in {len(self.stores)} local store(s) "
-            f"({', '.join(str(d) for d in self.directories) or 'none'}); {peer_problem}"
+            f"{what} {name} is missing: not in {len(self.stores)} store(s) "
+            f"({', '.join(self.locations) or 'none'}); {peer_problem}"
         )
 
     def problem(self, digest: bytes | str, what: str = "artifact") -> str | None:
@@ -135,31 +142,23 @@ class ArtifactSources:
             return self._documents
         found: dict[tuple[int, int, str], list[FoundDocument]] = {}
         for store in self.stores:
-            for sub in sorted(store.root.iterdir()) if store.root.is_dir() else ():
-                if not sub.is_dir() or len(sub.name) != 2:
+            for digest in store.list_digests():
+                if store.read_head(digest, len(DOC_PREFIX)) != DOC_PREFIX:
                     continue
-                for path in sorted(sub.iterdir()):
-                    if not _NAME.match(path.name):
-                        continue
-                    try:
-                        with open(path, "rb") as handle:
-                            head = handle.read(len(DOC_PREFIX))
-                    except OSError:
-                        continue
-                    if head != DOC_PREFIX:
-                        continue
-                    try:
-                        data = store.get(bytes.fromhex(path.name))
-                    except ArtifactCorruptError:
-                        self._note_corrupt("0x" + path.name, str(path))
-                        continue
-                    try:
-                        doc = decode_commitment_doc(data)
-                    except CommitmentDocError:
-                        continue
-                    found.setdefault((doc.run_id, doc.round, doc.solver.lower()), []).append(
-                        FoundDocument(doc, str(path))
-                    )
+                try:
+                    data = store.get(digest)
+                except ArtifactCorruptError:
+                    self._note_corrupt(hash_to_hex(digest), store.locate(digest))
+                    continue
+                except ArtifactNotFoundError:  # gone since it was listed
+                    continue
+                try:
+                    doc = decode_commitment_doc(data)
+                except CommitmentDocError:
+                    continue
+                found.setdefault((doc.run_id, doc.round, doc.solver.lower()), []).append(
+                    FoundDocument(doc, store.locate(digest))
+                )
         self._documents = found
         return found
 
@@ -171,7 +170,7 @@ class ArtifactSources:
         local = self._scan_documents().get((run_id, round_index, solver.lower()), [])
         if local:
             return local, ""
-        searched = f"{len(self.stores)} local store(s)"
+        searched = f"{len(self.stores)} store(s)"
         if self.peers is None:
             return [], f"{searched}, no peers"
         url = self.peers.url_of(solver)

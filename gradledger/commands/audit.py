@@ -34,8 +34,11 @@ def audit_command(
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
-    artifacts: list[Path] = typer.Option(
-        [], "--artifacts", help="an artifact store directory to read (repeatable); added to the stores under --home"
+    artifacts: list[str] = typer.Option(
+        [],
+        "--artifacts",
+        help="an artifact store to read: a directory or s3://BUCKET/PREFIX (AWS_* environment for the endpoint and "
+        "credentials); repeatable, added to the stores under --home",
     ),
     peer: list[str] = PeerOption,
     home_stores: bool = typer.Option(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -42,6 +43,10 @@ from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, new_cont
 from protocol.state import decode_state, encode_state, iter_state_chunks
 
 T = TypeVar("T")
+
+
+ARTIFACT_NAME = re.compile(r"^[0-9a-f]{64}$")
+"""How a stored artifact is named: its SHA-256 in lowercase hex (both backends)."""
 
 
 class ArtifactError(GradledgerError):
@@ -218,6 +223,26 @@ class LocalArtifactStore:
 
     def has(self, digest: bytes) -> bool:
         return self._path(digest).exists()
+
+    def locate(self, digest: bytes) -> str:
+        """Where the copy named `digest` is (for reports)."""
+        return str(self._path(digest))
+
+    def list_digests(self) -> list[Hash32]:
+        """Every artifact this store holds, sorted: for tools that scan a store (the auditor finding documents)."""
+        found: list[Hash32] = []
+        for sub in sorted(self.root.iterdir()) if self.root.is_dir() else ():
+            if sub.is_dir() and len(sub.name) == 2:
+                found += [Hash32(bytes.fromhex(p.name)) for p in sorted(sub.iterdir()) if ARTIFACT_NAME.match(p.name)]
+        return found
+
+    def read_head(self, digest: bytes, size: int) -> bytes:
+        """The first `size` bytes of the copy, unchecked (b"" without one): to pick what to read in full."""
+        try:
+            with open(self._path(digest), "rb") as handle:
+                return handle.read(size)
+        except OSError:
+            return b""
 
     def delete(self, digest: bytes) -> None:
         self._path(digest).unlink(missing_ok=True)

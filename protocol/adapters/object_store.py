@@ -32,6 +32,7 @@ from typing import Any, NoReturn, TypeVar
 import torch
 
 from protocol.adapters.artifacts import (
+    ARTIFACT_NAME,
     ArtifactCorruptError,
     ArtifactError,
     ArtifactNotFoundError,
@@ -319,6 +320,42 @@ class S3ArtifactStore:
 
     def has(self, digest: bytes) -> bool:
         return self._size_of(self.key_of(digest)) is not None
+
+    def locate(self, digest: bytes) -> str:
+        """Where the copy named `digest` is (for reports)."""
+        return self.describe_key(self.key_of(digest))
+
+    def list_digests(self) -> list[Hash32]:
+        """Every artifact under the prefix, sorted (the quarantine prefix is outside it): for the auditor's scan."""
+        prefix = f"{self.location.prefix}/" if self.location.prefix else ""
+
+        def list_all() -> list[Hash32]:
+            names = []
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.location.bucket, Prefix=prefix
+            ):
+                names += [item["Key"][len(prefix) :] for item in page.get("Contents", [])]
+            return [Hash32(bytes.fromhex(n)) for n in sorted(names) if ARTIFACT_NAME.match(n)]
+
+        return self._call(f"listing {self.url}", list_all)
+
+    def read_head(self, digest: bytes, size: int) -> bytes:
+        """The first `size` bytes of the object, unchecked (b"" without one): a ranged GET, to pick what to read."""
+        key = self.key_of(digest)
+
+        def read() -> bytes:
+            try:
+                reply = self.client.get_object(
+                    Bucket=self.location.bucket, Key=key, Range=f"bytes=0-{max(size, 1) - 1}"
+                )
+            except Exception as exc:
+                code, status = _error_code(exc)
+                if status == 404 or code in ("404", "NoSuchKey", "NotFound"):
+                    return b""
+                raise
+            return bytes(reply["Body"].read())[:size]
+
+        return self._call(f"reading the start of {self.describe_key(key)}", read)
 
     def put(self, data: bytes) -> Hash32:
         hasher = new_content_hasher()
