@@ -12,7 +12,7 @@ one float32 scale per column; other tensors go as int8 in blocks of 256. Error f
 e_(r+1) = Δ + e_r - D(P_r). Bytes are what such a payload would hold (factors, scales, 16 header bytes per
 tensor), counted like bench/diloco.py counts real payloads (own up, the M - 1 peers' down). Float math, not
 bit-exact across machines: never used by a node. bench/diloco.py needs a `--codecs` label to run one
-compressed arm (any, e.g. int8-b256: it is not used); the arm's `codecs` entry is named after the probe.
+compressed arm (any, e.g. int8-b256: it is not used); the arm's `codecs` entry names the probe under `probe`.
 """
 
 from __future__ import annotations
@@ -99,11 +99,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--iterations", type=int, default=2, help="power iterations per matrix and round")
     args, rest = parser.parse_known_args(argv)
     simulate.compress_with_feedback = make_low_rank_step(args.rank, args.iterations)  # type: ignore[assignment]
-    probe = f"probe lowrank-r{args.rank}-i{args.iterations} (int8 factors; float, not a protocol codec)"
+    probe = f"lowrank-r{args.rank}-i{args.iterations} (int8 factors; float, not a protocol codec)"
     summarize = diloco.summarize_codec
 
     def summarize_probe(*a, **k):  # type: ignore[no-untyped-def]
-        return {**summarize(*a, **k), "name": probe}
+        return {**summarize(*a, **k), "probe": probe}
 
     diloco.summarize_codec = summarize_probe  # type: ignore[assignment]
     diloco.main(rest if any(a.startswith("--tag") for a in rest) else [*rest, f"--tag=-probe-lowrank-r{args.rank}"])
