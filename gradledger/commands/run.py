@@ -15,6 +15,7 @@ from gradledger.context import (
     ManifestOption,
     PublicUrlOption,
     RpcOption,
+    StoreOption,
     check_eth_amount,
     connect_protocol,
     eth_to_wei,
@@ -125,9 +126,11 @@ def create(
     devnet_account: int | None = typer.Option(
         None, "--devnet-account", help=f"creator: anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
     ),
+    store: str | None = StoreOption,
     json_out: bool = typer.Option(False, "--json", help="print the run as JSON"),
 ) -> None:
-    """Publish a run's config, dataset (and tokenizer) and θ0 to <home>/creator/artifacts and create it on-chain.
+    """Publish a run's config, dataset (and tokenizer) and θ0 to the creator's store (--store, default
+    <home>/creator/artifacts) and create it on-chain.
 
     The model is the preset's built-in GPT, --model-config's, or --init-from's (gradledger/run_inputs.py).
     Checked first, before the chain is even contacted: the dataset against the config
@@ -138,9 +141,9 @@ def create(
     from devnet.runs import RunRules, create_run
     from gradledger.run_inputs import resolve_run_inputs
     from node.pace import measure_window_needs
-    from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
+    from protocol.adapters.object_store import open_artifact_store
     from protocol.hashing import hash_to_hex
     from protocol.windows import verify_windows_fit
 
@@ -162,9 +165,9 @@ def create(
         rounds=rounds, samples_per_commitment=samples, commit_window_s=commit_window,
         attest_window_s=attest_window, challenge_window_s=challenge_window,
     )  # fmt: skip
-    store = LocalArtifactStore(root / "creator" / "artifacts")
-    run_id, terms = create_run(
-        client, account, store, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool),
+    artifacts = open_artifact_store(store or root / "creator" / "artifacts")  # a missing bucket fails here, before
+    run_id, terms = create_run(  # any transaction
+        client, account, artifacts, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool),
         tokenizer_json=inputs.tokenizer_json, theta0_params=inputs.theta0_params,
     )  # fmt: skip
     out = {
@@ -302,8 +305,10 @@ def reclaim(
 
 @artifacts_app.command()
 def serve(
-    directory: Path | None = typer.Argument(
-        None, help="artifact store directory to serve read-only (default: <home>/creator/artifacts)"
+    directory: str | None = typer.Argument(
+        None,
+        help="artifact store to serve: a directory or s3://BUCKET/PREFIX (AWS_* environment, docs/storage.md); "
+        "default <home>/creator/artifacts",
     ),
     host: str = typer.Option("127.0.0.1", help="interface to listen on"),
     port: int = typer.Option(0, min=0, max=65535, help="port (0 = any free port)"),
@@ -317,16 +322,17 @@ def serve(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = typer.Option(0, "--devnet-account", help="with --announce: anvil account N"),
 ) -> None:
-    """Serve a local artifact store at GET /artifacts/{hash} until interrupted."""
-    from protocol.adapters.artifacts import LocalArtifactStore
+    """Serve an artifact store (a directory or an S3 bucket prefix) at GET /artifacts/{hash} until interrupted."""
     from protocol.adapters.http import make_node_app, serve_in_thread
+    from protocol.adapters.object_store import open_artifact_store
 
     configure_logging()
     store_dir = directory or resolve_home(home) / "creator" / "artifacts"
+    served = open_artifact_store(store_dir)
     account = None
     if announce:
         client, account = connect_protocol(home, rpc_url, manifest, keystore, None if keystore else devnet_account)
-    app = make_node_app("creator", account.address if account else "", LocalArtifactStore(store_dir))
+    app = make_node_app("creator", account.address if account else "", served)
     handle = serve_in_thread(app, host, port)
     if account is not None:
         from node.logs import get_logger

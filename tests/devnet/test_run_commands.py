@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from devnet.runs import ETH, RunRules, create_run
@@ -78,6 +79,34 @@ def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transacti
     out = json.loads(forced.stdout.strip().splitlines()[-1])
     assert out["run_id"] == runs + 1
     assert out["windows_needed_s"]["commit"] > 1 and out["windows_needed_s"]["attest"] > 1, out
+
+
+def test_run_create_publishes_to_an_s3_store_and_artifacts_serve_serves_it(deployment, s3_bucket, s3_server, tmp_path):
+    """--store s3://...: the creator's artifacts go to the bucket (the local S3 server), nothing to <home>, and
+    `gradledger artifacts serve s3://...` answers GET /artifacts/{θ0} with the bucket's bytes."""
+    home = tmp_path / "home"
+    url = f"s3://{s3_bucket}/creator"
+    result = _cli("run", "create", "--preset", "tiny", "--force", "--json", "--store", url, *_home(deployment, home))
+    assert result.returncode == 0, result.stderr
+    theta0 = json.loads(result.stdout.strip().splitlines()[-1])["theta0"]
+    key = f"creator/{theta0[2:]}"
+    stored = s3_server.make_client().get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+    assert not (home / "creator" / "artifacts").exists(), "nothing went to the local store"
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gradledger", "artifacts", "serve", url, "--home", str(home)],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        while (line := server.stderr.readline()) and '"serving"' not in line:
+            pass
+        served_at = json.loads(line)["url"]
+        reply = httpx.get(f"{served_at}/artifacts/{theta0}", timeout=30)
+        assert reply.status_code == 200 and reply.content == stored
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
