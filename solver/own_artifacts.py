@@ -13,8 +13,9 @@ makes the solver act on it:
   re-created document hashes to the one recorded; if not (another profile, a changed dataset), it says so loudly
   and leaves the round to its fate;
 - before opening a commitment it hash-checks everything verifiers will fetch from it (the document, the end
-  checkpoint, the sampled start checkpoints, Δ) and re-creates what is missing or corrupt, so it never opens a
-  commitment it cannot serve without saying so.
+  checkpoint, the sampled start checkpoints, Δ -- in a codec run the payload document and the P_r, e_r and
+  e_(r+1) it names) and re-creates what is missing or corrupt, so it never opens a commitment it cannot serve
+  without saying so.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.ledger import format_eth
 from protocol.opening import OpeningError
+from protocol.payload import PayloadError, decode_payload_doc, is_compressed
 from solver.decide import RoundRecord
 
 if TYPE_CHECKING:
@@ -200,7 +202,8 @@ class OwnArtifacts:
     def ensure_served(self, record: RoundRecord, doc: CommitmentDoc, segments: Iterable[int]) -> bool:
         """Hash-check every artifact verifiers will fetch for these opened segments; re-create the round if one is
         missing or corrupt. True when all are good (after re-creating, if it came to that)."""
-        missing = [d for d in get_served_hashes(doc, segments) if not self._is_good(d)]
+        served = get_served_hashes(doc, segments)
+        missing = [d for d in served + self._payload_hashes(doc) if not self._is_good(d)]
         if not missing:
             return True
         log_event(
@@ -211,6 +214,17 @@ class OwnArtifacts:
         return self._recreate_now(record.round) and all(self._is_good(d) for d in missing)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _payload_hashes(self, doc: CommitmentDoc) -> list[Hash32]:
+        """In a codec run, what the payload document (the commitment's Δ hash) names: P_r, e_r and e_(r+1), which
+        verifiers fetch too (node/payloads.py). None when the document itself is unreadable: it is missing then."""
+        if not is_compressed(self.node.load().config.train):
+            return []
+        try:
+            payload_doc = decode_payload_doc(self.node.store.get(doc.delta_hash))
+        except (ArtifactError, PayloadError):
+            return []
+        return [payload_doc.payload_hash, payload_doc.residual_hash, payload_doc.next_residual_hash]
 
     def _recreate_now(self, round_index: int) -> bool:
         with self._lock:

@@ -6,6 +6,7 @@ artifact server over HTTP. Before the fix the server answered 500 with a traceba
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import httpx
@@ -17,6 +18,7 @@ from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest
 from protocol.commitment import decode_commitment_doc
 from protocol.hashing import hash_to_hex
+from protocol.payload import decode_payload_doc
 from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
 from tests.chain_fixtures import FAST_RULES, driven_deployment, events_of, prepare_run
@@ -43,10 +45,10 @@ class DriftingSolverNode(SolverNode):
         return super().train_records(ctx, theta, round_index, writer)
 
 
-@pytest.fixture
-def solver(tmp_path, corpus):
+@contextlib.contextmanager
+def _running_solver(tmp_path, corpus, overrides=None):
     with driven_deployment(build_contracts(), tmp_path / "chain") as deployment:
-        setup = prepare_run(deployment, corpus, tmp_path / "home", [SOLVER], [], FAST_RULES)
+        setup = prepare_run(deployment, corpus, tmp_path / "home", [SOLVER], [], FAST_RULES, overrides)
         setup.create(wait_for_nodes=False)
         peers = tuple((setup.home / "peers.txt").read_text().split())
         node = DriftingSolverNode(
@@ -65,6 +67,18 @@ def solver(tmp_path, corpus):
             if node.server is not None:
                 node.server.stop()
             setup.creator_server.stop()
+
+
+@pytest.fixture
+def solver(tmp_path, corpus):
+    with _running_solver(tmp_path, corpus) as running:
+        yield running
+
+
+@pytest.fixture
+def codec_solver(tmp_path, corpus):
+    with _running_solver(tmp_path, corpus, {"train": {"codec": "int2-c64-k8"}}) as running:
+        yield running
 
 
 def _path(node: SolverNode, digest: bytes):
@@ -121,3 +135,22 @@ def test_a_corrupt_document_is_a_503_and_a_round_that_cannot_be_recreated_is_ref
     assert httpx.get(f"{url}/commitments/{setup.run_id}/0").status_code == 503
     node.own_artifacts.run_queued()
     assert len(log.find("re-creating own artifacts")) == 1, "a round that cannot be re-created is not retried"
+
+
+def test_before_opening_a_codec_round_its_corrupt_payload_is_found_and_recreated(codec_solver):
+    """In a codec run verifiers also fetch P_r, e_r and e_(r+1), which the payload document (the commitment's Δ hash)
+    names: a corrupt P_r is caught before the opening and the round re-created, not opened unservable."""
+    node, url, log, setup = codec_solver
+    node.act(Action("train", 0))
+    record = node.record_of(setup.run_id, 0)
+    doc = decode_commitment_doc(node.store.get(record.doc_hash))
+    payload_doc = decode_payload_doc(node.store.get(doc.delta_hash))
+    good = node.store.get(payload_doc.payload_hash)
+    _path(node, payload_doc.payload_hash).write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+
+    assert node.own_artifacts.ensure_served(record, doc, [0])
+
+    [missing] = log.find("own artifacts missing before opening")
+    assert hash_to_hex(payload_doc.payload_hash)[:18] in missing["artifacts"]
+    assert node.own_artifacts.recreated == [0]
+    assert httpx.get(f"{url}/artifacts/{hash_to_hex(payload_doc.payload_hash)}").content == good
