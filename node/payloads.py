@@ -64,16 +64,21 @@ def get_accepted_delta_hash(protocol: ProtocolClient, ctx: RunContext, round_ind
     Read from the run's events (protocol/history, as the auditor reads them), not from Verification's status view:
     a status with nothing left to pay is overwritten once its solver commits again, so the view forgets a past
     round's acceptance, and the e-chain must be decidable the same way by the solver, the round's verifiers and a
-    jury months later. Acceptance of a settled round no longer changes (no dispute stays open past settlement).
+    jury months later. Acceptance of a settled round no longer changes (no dispute stays open past settlement), so
+    settled rounds are kept in `ctx.accepted_in_settled_rounds` and the events are folded again only for a round
+    not settled when last read.
     """
-    history = fold_run_history(protocol.chain.get_events(ctx.created_block), ctx.run_id)
-    if round_index >= len(history.rounds) or not history.rounds[round_index].settled:
-        return None
-    rnd = history.rounds[round_index]
-    for commitment in rnd.commitments:
-        if commitment.solver.lower() == solver.lower() and rnd.is_accepted(commitment.solver):
-            return to_hash32(commitment.delta_hash)
-    return None
+    known = ctx.accepted_in_settled_rounds
+    if round_index not in known:
+        history = fold_run_history(protocol.chain.get_events(ctx.created_block), ctx.run_id)
+        for index, rnd in enumerate(history.rounds):
+            if rnd.settled and index not in known:
+                known[index] = {
+                    c.solver.lower(): to_hash32(c.delta_hash) for c in rnd.commitments if rnd.is_accepted(c.solver)
+                }
+        if round_index not in known:  # not settled yet: nothing is final about it
+            return None
+    return known[round_index].get(solver.lower())
 
 
 def fetch_payload_evidence(

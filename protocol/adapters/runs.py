@@ -8,7 +8,7 @@ run from the chain plus any peer's artifact store, and every byte it loads is ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -41,6 +41,9 @@ class RunContext:
     dataset: TokenDataset
     share_token: str
     created_block: int
+    accepted_in_settled_rounds: dict[int, dict[str, bytes]] = field(default_factory=dict)
+    """Settled round -> solver (lowercase) -> Δ hash of its accepted commitment, filled as node/payloads.py folds the
+    run's events: acceptance of a settled round never changes, so each round's events are folded for it once."""
 
 
 def get_artifact(store: ArtifactStore, peers: PeerSet | None, digest: bytes, prefer: str | None = None) -> bytes:

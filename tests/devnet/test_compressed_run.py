@@ -16,8 +16,10 @@ from dataclasses import replace
 import pytest
 
 from auditor.sources import find_home_stores
+from node.payloads import get_accepted_delta_hash
 from protocol.adapters.artifacts import ArtifactNotFoundError, LocalArtifactStore
 from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.runs import RunContext
 from protocol.compression import get_dense_fp32_bytes
 from protocol.history.fold import fold_run_history
 from protocol.outer import compute_outer_step
@@ -89,6 +91,21 @@ def test_three_rounds_with_a_codec_settle_audit_clean_and_rebuild_theta_from_pay
             assert len(payload) < get_dense_fp32_bytes(updates[solver]) / 2  # what solvers download instead of Δ
         rebuilt = compute_outer_step(theta, updates, setup.config.train)
         assert compute_state_hash(rebuilt) == protocol.theta_of(run_id, r + 1), f"round {r}"
+
+    # the e-chain's acceptance lookups: the run's events are folded once per context, settled rounds kept
+    ctx = RunContext(run_id, None, setup.config, None, "", 0)  # type: ignore[arg-type]
+    accepted = {r: protocol.get_commitments(run_id, r, 0) for r in range(3)}  # every commitment was accepted
+    reads: list[tuple] = []
+    real_get_events = protocol.chain.get_events
+    protocol.chain.get_events = lambda *a, **k: reads.append(a) or real_get_events(*a, **k)  # type: ignore[method-assign]
+    try:
+        for r, commitments in accepted.items():
+            for solver, commitment in commitments.items():
+                assert get_accepted_delta_hash(protocol, ctx, r, solver) == commitment.delta_hash
+        assert get_accepted_delta_hash(protocol, ctx, 1, "0x" + "00" * 20) is None
+    finally:
+        del protocol.chain.get_events  # the class's method again
+    assert len(reads) == 1, reads
 
     out = tmp_path / "audit"
     audit = subprocess.run(
