@@ -208,7 +208,10 @@ def encode_chunked(update: Mapping[str, torch.Tensor], bits: int, chunk: int, k:
 # Decoding
 
 
-class _Reader:
+class PayloadReader:
+    """Reads a payload front to back; running short is a CompressionError naming what was being read (both
+    layouts, GLCODEC1 in protocol/compression.py and GLCODEC2 here)."""
+
     def __init__(self, data: bytes) -> None:
         self.view, self.pos = memoryview(data), 0
 
@@ -241,7 +244,7 @@ def read_chunked_header(payload: bytes) -> tuple[int, int, int, int]:
     return bits, chunk, k, count
 
 
-def _decode_index(reader: _Reader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
+def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
     (kind,) = reader.unpack("<B", f"{name} index kind")
     total = sum(g.rows * g.keep for g in groups)
     if (kind == _NONE) != (total == numel) or kind not in (_BITMAP, _RICE, _NONE):
@@ -282,7 +285,7 @@ def _decode_index(reader: _Reader, groups: list[ChunkGroup], numel: int, name: s
     return offsets
 
 
-def _decode_tensor(reader: _Reader, bits: int, chunk: int, k: int, name: str) -> torch.Tensor:
+def _decode_tensor(reader: PayloadReader, bits: int, chunk: int, k: int, name: str) -> torch.Tensor:
     (ndim,) = reader.unpack("<B", f"{name} rank")
     shape = reader.unpack(f"<{ndim}Q", f"{name} shape")
     numel = math.prod(shape)
@@ -321,7 +324,7 @@ def _decode_tensor(reader: _Reader, bits: int, chunk: int, k: int, name: str) ->
 def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode_chunked` up to the quantization; rejects anything it would not emit."""
     bits, chunk, k, count = read_chunked_header(payload)
-    reader = _Reader(payload)
+    reader = PayloadReader(payload)
     reader.take(len(MAGIC) + _HEADER.size, "header")
     out: dict[str, torch.Tensor] = {}
     previous = b""

@@ -38,7 +38,13 @@ from enum import StrEnum
 import numpy as np
 import torch
 
-from protocol.chunked_codec import CompressionError, decode_chunked, encode_chunked, read_chunked_header
+from protocol.chunked_codec import (
+    CompressionError,
+    PayloadReader,
+    decode_chunked,
+    encode_chunked,
+    read_chunked_header,
+)
 
 CODEC_MAGIC = b"GLCODEC1"
 PPM = 1_000_000
@@ -252,22 +258,7 @@ def encode(update: Mapping[str, torch.Tensor], codec: Codec) -> bytes:
     return header + b"".join(_encode_tensor(n, update[n], codec) for n in names)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.view, self.pos = memoryview(data), 0
-
-    def take(self, size: int, what: str) -> memoryview:
-        if self.pos + size > len(self.view):
-            raise CompressionError(f"not a codec payload: truncated while reading {what}")
-        chunk = self.view[self.pos : self.pos + size]
-        self.pos += size
-        return chunk
-
-    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
-
-
-def _decode_values(reader: _Reader, codec: Codec, kept: int, name: str) -> torch.Tensor:
+def _decode_values(reader: PayloadReader, codec: Codec, kept: int, name: str) -> torch.Tensor:
     if codec.values is ValueFormat.INT8:
         size = codec.block or max(kept, 1)
         blocks = math.ceil(kept / size)
@@ -282,7 +273,7 @@ def _decode_values(reader: _Reader, codec: Codec, kept: int, name: str) -> torch
     return halves.view(dtype).to(torch.float32)
 
 
-def _decode_indices(reader: _Reader, numel: int, kept: int, name: str) -> torch.Tensor:
+def _decode_indices(reader: PayloadReader, numel: int, kept: int, name: str) -> torch.Tensor:
     (kind,) = reader.unpack("<B", f"{name} index kind")
     if kind == _INDEX_BITMAP:
         raw = np.frombuffer(reader.take((numel + 7) // 8, f"{name} bitmap"), np.uint8)
@@ -302,7 +293,7 @@ def decode(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode` (up to the codec's loss); rejects anything `encode` would not emit."""
     if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
         return decode_chunked(payload)
-    reader = _Reader(payload)
+    reader = PayloadReader(payload)
     if bytes(reader.take(len(CODEC_MAGIC), "magic")) != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
     code, block, keep_ppm, count = reader.unpack("<BIII", "header")
