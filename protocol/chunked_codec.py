@@ -148,7 +148,8 @@ def _encode_index(offsets: list[np.ndarray], groups: list[ChunkGroup], numel: in
     return bytes([_RICE]) + struct.pack("<I", len(unary_bytes)) + unary_bytes + _pack(remainders)
 
 
-def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int) -> bytes:
+def get_encodable_entry(name: str, tensor: torch.Tensor) -> tuple[torch.Tensor, bytes]:
+    """(flat float32 values, UTF-8 name) of one update entry; refuses what no payload can hold (both layouts)."""
     if not isinstance(tensor, torch.Tensor) or not tensor.dtype.is_floating_point:
         raise CompressionError(f"update entry {name!r} is not a floating-point tensor")
     flat = tensor.detach().to("cpu", torch.float32).contiguous().view(-1)
@@ -157,6 +158,11 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
     raw_name = name.encode("utf-8")
     if not raw_name or len(raw_name) > 0xFFFF or tensor.dim() > 0xFF:
         raise CompressionError(f"update entry {name!r}: name must be 1..65535 bytes and rank <= 255")
+    return flat, raw_name
+
+
+def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int) -> bytes:
+    flat, raw_name = get_encodable_entry(name, tensor)
     levels = 1 << (bits - 1)
     groups = get_chunk_groups(flat.numel(), chunk, k)
     scales, offsets, codes = [], [], []

@@ -43,6 +43,7 @@ from protocol.chunked_codec import (
     PayloadReader,
     decode_chunked,
     encode_chunked,
+    get_encodable_entry,
     read_chunked_header,
 )
 
@@ -224,14 +225,7 @@ def _encode_values(values: torch.Tensor, codec: Codec) -> bytes:
 
 
 def _encode_tensor(name: str, tensor: torch.Tensor, codec: Codec) -> bytes:
-    if not isinstance(tensor, torch.Tensor) or not tensor.dtype.is_floating_point:
-        raise CompressionError(f"update entry {name!r} is not a floating-point tensor")
-    flat = tensor.detach().to("cpu", torch.float32).contiguous().view(-1)
-    if not torch.isfinite(flat).all():
-        raise CompressionError(f"update entry {name!r} contains NaN or infinity; refusing to encode it")
-    raw_name = name.encode("utf-8")
-    if not raw_name or len(raw_name) > 0xFFFF or tensor.dim() > 0xFF:
-        raise CompressionError(f"update entry {name!r}: name must be 1..65535 bytes and rank <= 255")
+    flat, raw_name = get_encodable_entry(name, tensor)
     kept = _kept_count(flat.numel(), codec.keep_ppm)
     out = [struct.pack("<H", len(raw_name)), raw_name, struct.pack("<B", tensor.dim())]
     out.append(struct.pack(f"<{tensor.dim()}Q", *tensor.shape) + struct.pack("<Q", kept))

@@ -94,14 +94,21 @@ def check_document(
     return None
 
 
+def _get_verified_delta(theta_params: State, end_checkpoint: State | None) -> tuple[State | None, str | None]:
+    """(Δ = θ_r - c_H, None), or (None, why it cannot be formed from what the solver served)."""
+    if end_checkpoint is None:
+        return None, "end checkpoint not served"
+    try:
+        return compute_pseudo_gradient(theta_params, end_checkpoint), None
+    except KeyError as exc:
+        return None, f"end checkpoint does not fit θ_r: missing {exc}"
+
+
 def check_delta_binding(theta_params: State, end_checkpoint: State | None, delta_hash: Hash32) -> str | None:
     """Δ must equal θ_r - c_H for the committed end checkpoint (no spoofed pseudo-gradient)."""
-    if end_checkpoint is None:
-        return "end checkpoint not served"
-    try:
-        delta = compute_pseudo_gradient(theta_params, end_checkpoint)
-    except KeyError as exc:
-        return f"end checkpoint does not fit θ_r: missing {exc}"
+    delta, problem = _get_verified_delta(theta_params, end_checkpoint)
+    if delta is None:
+        return problem
     if compute_state_hash(delta) != delta_hash:
         return "committed delta hash is not θ_r - c_H"
     return None
@@ -130,12 +137,9 @@ def check_payload_binding(
 ) -> str | None:
     """In a codec run, the committed Δ hash must name a payload document whose P_r is C(Δ + e_r) for the verified
     Δ = θ_r - c_H and the e_r the e-chain allows, and whose e_(r+1) is what the codec lost; None when it does."""
-    if end_checkpoint is None:
-        return "end checkpoint not served"
-    try:
-        delta = compute_pseudo_gradient(theta_params, end_checkpoint)
-    except KeyError as exc:
-        return f"end checkpoint does not fit θ_r: missing {exc}"
+    delta, problem = _get_verified_delta(theta_params, end_checkpoint)
+    if delta is None:
+        return problem
     if evidence.problem is not None:
         return evidence.problem
     if evidence.document is None:
