@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -240,3 +241,20 @@ def _terminate(pid: int, is_running, timeout_s: float) -> None:
         started.stop()  # reaps it and removes its temporary directories
     elif started is not None:
         started.wait()
+
+
+def stop_processes(processes: Iterable[subprocess.Popen], timeout_s: float = 20.0) -> None:
+    """SIGTERM every process still running first, then wait for each; SIGKILL one that outlives `timeout_s`.
+
+    Terminating all before waiting on any lets a group of nodes shut down in parallel.
+    """
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -34,6 +34,7 @@ import httpx
 from devnet.anvil import AnvilProcess
 from devnet.deploy import deploy
 from devnet.hosts import VirtualHosts
+from devnet.lifecycle import stop_processes
 from devnet.s3server import LocalS3Server
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -106,7 +107,7 @@ def run_across_hosts(
     windows = DRIVEN_WINDOWS if drive is not None else REAL_TIME_WINDOWS
     parties: list[Party] = []
     with VirtualHosts(HOSTS) as hosts, ExitStack() as cleanup:
-        cleanup.callback(_stop_all, parties)
+        cleanup.callback(lambda: stop_processes(party.process for party in parties))
         chain = AnvilProcess(
             host=hosts.address("chain"), port=RPC_PORT, wrapper=tuple(hosts.argv("chain", [])), extra_args=anvil_args
         )
@@ -223,18 +224,6 @@ def _count_objects(objects: LocalS3Server) -> dict[str, int]:
         prefix = item["Key"].split("/", 1)[0]
         counts[prefix] = counts.get(prefix, 0) + 1
     return counts
-
-
-def _stop_all(parties: list[Party]) -> None:
-    for party in parties:
-        if party.process.poll() is None:
-            party.process.terminate()
-    for party in parties:
-        try:
-            party.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            party.process.kill()
-            party.process.wait()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,16 +42,21 @@ class RunInputs:
     """The dataset as error messages name it."""
 
 
+def read_json_file(path: Path, what: str, missing_hint: str, unreadable_hint: str) -> Any:
+    """The parsed JSON of a file a user named; a ConfigError naming `what`, the file and the fix otherwise."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist; {missing_hint}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{what} {path} is not readable JSON ({exc}); {unreadable_hint}") from None
+
+
 def read_model_config_file(path: Path) -> dict[str, Any]:
     """A `--model-config` file as the run config's model section (protocol.config.parse_model_config)."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(
-            f"--model-config {path} does not exist; give a JSON file (e.g. examples/llama-tiny.json)"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--model-config {path} is not readable JSON ({exc}); give a JSON model config") from None
+    data = read_json_file(
+        path, "--model-config", "give a JSON file (e.g. examples/llama-tiny.json)", "give a JSON model config"
+    )
     return parse_model_config(data, where=str(path))
 
 

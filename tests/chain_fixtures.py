@@ -22,6 +22,7 @@ import pytest
 
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
+from devnet.lifecycle import stop_processes
 from devnet.runs import ETH, RunRules, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
@@ -194,13 +195,7 @@ def wait_until(predicate, timeout_s: float, what: str, poll_s: float = 0.25):
 
 
 def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    stop_processes([process])
 
 
 def events_of(protocol: ProtocolClient, name: str, run_id: int) -> list:

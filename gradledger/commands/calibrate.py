@@ -24,6 +24,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from gradledger.run_inputs import read_json_file
 from protocol.config import ReplayThresholds
 from protocol.errors import ConfigError
 
@@ -38,16 +39,12 @@ QUICK = {"rounds": 6, "jobs_per_round": 1, "trajectory_solvers": 2}
 def load_thresholds_file(path: Path) -> ReplayThresholds:
     """The `ReplayThresholds` of a file `gradledger calibrate` wrote (or of a bare thresholds object);
     a ConfigError naming the file and the problem otherwise."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(
-            f"thresholds file {path} does not exist; write one with `gradledger calibrate --out DIR`"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(
-            f"thresholds file {path} is not readable JSON ({exc}); give a calibrate thresholds.json"
-        ) from None
+    data = read_json_file(
+        path,
+        "thresholds file",
+        "write one with `gradledger calibrate --out DIR`",
+        "give a calibrate thresholds.json",
+    )
     section = data.get("thresholds", data) if isinstance(data, dict) else data
     if not isinstance(section, dict):
         raise ConfigError(f"thresholds file {path} has no thresholds object; give a calibrate thresholds.json")

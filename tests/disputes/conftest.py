@@ -19,6 +19,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from devnet.deploy import build_contracts
+from devnet.lifecycle import stop_processes
 from protocol import bls
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
@@ -84,15 +85,7 @@ def nodes_running(setup: RunSetup, nodes: list[Node]) -> Iterator[None]:
 
 
 def stop_all(nodes: list[Node]) -> None:
-    for node in nodes:
-        if node.process.poll() is None:
-            node.process.terminate()
-    for node in nodes:
-        try:
-            node.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            node.process.kill()
-            node.process.wait()
+    stop_processes(node.process for node in nodes)
 
 
 def logs(setup: RunSetup, nodes: list[Node]) -> str:
