@@ -12,6 +12,18 @@ So |x - decoded| <= s / 2 when |x| >= s / 2, and <= s below that, and the chunk 
 exact. Every level is non-zero, hence a decoded chunk has exactly its k non-zeros and
 re-encoding a decoded payload gives the same bytes (the scale n s / n is exact).
 
+Quantile levels (`quantile`, labels ending "-q"; every value kept, 2, 4 or 8 bits): a dense
+low-bit code wants levels where the values are, not steps of max / L, because Adam's updates
+are flat in magnitude with a few large ones (max / 2 as the lower 2-bit level overshoots most
+values). Per chunk the magnitudes are ranked (0 = largest, stable order) and cut into L bins of
+equal count, rank r in bin floor(r L / n); bin b's level is the magnitude at its middle rank,
+(lo + hi - 1) // 2 for ranks [lo, hi) (an empty bin, only when n < L, takes rank lo, capped at
+n - 1), so the L levels are picked, not computed, and never decrease from bin L - 1 to bin 0.
+A value is stored as sign(x) and the index of the first level equal to its bin's level (stored
+in increasing order: index L - 1 - b for bin b), and the sign of a value that decodes to 0 is
++: then decoding and re-encoding gives the same bytes, which the decoder checks by re-encoding.
+The chunk stores its L levels as float32 in place of the one scale.
+
 1-bit values (int1, scaled sign): no magnitude level, so the chunk's one scale is the median
 kept magnitude, m = the magnitude at rank k // 2 (0 = largest, stable order), and every kept x
 decodes to sign(x) m (a kept 0 to +m; error feedback takes that back the next round). The median
@@ -26,8 +38,9 @@ not emit (non-canonical scales, codes, index choice or padding), so one update h
 Layout (integers little-endian, bit streams least significant bit first, each zero-padded to
 a byte), tensors sorted by UTF-8 name:
 
-    b"GLCODEC2" | u8 bits | u8 transform (0: none) | u32 chunk | u32 k | u32 count | per tensor:
-        u16 name_len | name | u8 ndim | u64 dims... | f32 scale per chunk
+    b"GLCODEC2" | u8 bits | u8 levels (0: max / L steps, 1: quantile) | u32 chunk | u32 k | u32 count
+    | per tensor:
+        u16 name_len | name | u8 ndim | u64 dims... | f32 scale per chunk (quantile: L f32 levels)
         | u8 index kind: 0 bitmap (numel bits) | 1 Rice: u32 unary bytes, unary quotients,
           remainders | 2 none (every value kept)
         | codes (bits per kept value: magnitude level in the low bits, sign in the top bit)
@@ -49,6 +62,7 @@ MAGIC = b"GLCODEC2"
 LOW_BITS = (1, 2, 4, 8)
 _HEADER = struct.Struct("<BBIII")
 _BITMAP, _RICE, _NONE = 0, 1, 2
+_STEP_LEVELS, _QUANTILE_LEVELS = 0, 1
 
 
 class CompressionError(GradledgerError):
@@ -161,7 +175,24 @@ def get_encodable_entry(name: str, tensor: torch.Tensor) -> tuple[torch.Tensor, 
     return flat, raw_name
 
 
-def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int) -> bytes:
+def get_quantile_levels(kept: torch.Tensor, levels: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(levels per row, shape (rows, L), non-decreasing; each value's level index) of the quantile code of `kept`.
+
+    # INVARIANT: re-encoding the decoded rows gives the same levels and indices (module docstring), so a
+    quantile payload has one byte string per decoded update."""
+    rows, n = kept.shape
+    ranked = torch.sort(kept.abs(), dim=1, descending=True, stable=True)
+    rank = torch.empty_like(ranked.indices)
+    rank.scatter_(1, ranked.indices, torch.arange(n).expand(rows, n).contiguous())
+    bins = torch.arange(levels - 1, -1, -1)  # level index j holds bin L - 1 - j
+    lo, hi = (bins * n + levels - 1) // levels, ((bins + 1) * n + levels - 1) // levels
+    middle = torch.clamp((lo + torch.maximum(hi, lo + 1) - 1) // 2, max=n - 1)
+    table = ranked.values[:, middle].contiguous()
+    own = torch.gather(table, 1, levels - 1 - (rank * levels) // n)
+    return table, torch.searchsorted(table, own.contiguous(), side="left")
+
+
+def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int, quantile: bool) -> bytes:
     flat, raw_name = get_encodable_entry(name, tensor)
     levels = 1 << (bits - 1)
     groups = get_chunk_groups(flat.numel(), chunk, k)
@@ -182,6 +213,10 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
             index = torch.where(zero, torch.arange(group.keep).expand_as(index), index)
             kept = torch.where(zero, torch.zeros_like(kept), kept)
             level = torch.zeros_like(index)
+        elif quantile:
+            scale, level = get_quantile_levels(kept, levels)
+            kept = torch.where(torch.gather(scale, 1, level) == 0, torch.zeros_like(kept), kept)  # sign of a 0: +
+            scale = scale.reshape(-1)
         else:
             scale = kept.abs().amax(dim=1) / levels
             safe = torch.where(scale > 0, scale, torch.ones_like(scale)).unsqueeze(1)
@@ -199,15 +234,20 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
     return b"".join(out)
 
 
-def encode_chunked(update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int) -> bytes:
-    """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits."""
+def encode_chunked(update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int, quantile: bool = False) -> bytes:
+    """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits (`quantile`:
+    every value, at levels picked from the chunk's magnitudes)."""
     if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
         raise CompressionError(f"chunked codec needs bits in {LOW_BITS} and 1 <= k <= chunk < 2**32")
+    if quantile and (bits == 1 or k != chunk):
+        raise CompressionError(
+            f"quantile levels need 2, 4 or 8 bits and every value kept (k = chunk), e.g. int2-c{chunk}-k{chunk}-q"
+        )
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
-    header = MAGIC + _HEADER.pack(bits, 0, chunk, k, len(names))
-    return header + b"".join(_encode_tensor(n, update[n], bits, chunk, k) for n in names)
+    header = MAGIC + _HEADER.pack(bits, _QUANTILE_LEVELS if quantile else _STEP_LEVELS, chunk, k, len(names))
+    return header + b"".join(_encode_tensor(n, update[n], bits, chunk, k, quantile) for n in names)
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,14 +280,28 @@ class PayloadReader:
         return unpacked[:count]
 
 
-def read_chunked_header(payload: bytes) -> tuple[int, int, int, int]:
-    """(bits, chunk, k, tensor count) of a GLCODEC2 payload; rejects anything else."""
+@dataclass(frozen=True)
+class ChunkedHeader:
+    """What a GLCODEC2 header says: value bits, chunk length, kept per chunk, tensor count, level kind."""
+
+    bits: int
+    chunk: int
+    k: int
+    count: int
+    quantile: bool
+
+
+def read_chunked_header(payload: bytes) -> ChunkedHeader:
+    """The header of a GLCODEC2 payload; rejects anything else."""
     if len(payload) < len(MAGIC) + _HEADER.size or payload[: len(MAGIC)] != MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC2' header")
-    bits, transform, chunk, k, count = _HEADER.unpack_from(payload, len(MAGIC))
-    if bits not in LOW_BITS or transform != 0 or not 1 <= k <= chunk:
-        raise CompressionError(f"not a codec payload: bits {bits}, transform {transform}, chunk {chunk}, k {k}")
-    return bits, chunk, k, count
+    bits, kind, chunk, k, count = _HEADER.unpack_from(payload, len(MAGIC))
+    quantile = kind == _QUANTILE_LEVELS
+    if bits not in LOW_BITS or kind not in (_STEP_LEVELS, _QUANTILE_LEVELS) or not 1 <= k <= chunk:
+        raise CompressionError(f"not a codec payload: bits {bits}, level kind {kind}, chunk {chunk}, k {k}")
+    if quantile and (bits == 1 or k != chunk):
+        raise CompressionError(f"not a codec payload: quantile levels with {bits} bits and k {k} of {chunk}")
+    return ChunkedHeader(bits, chunk, k, count, quantile)
 
 
 def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
@@ -291,18 +345,21 @@ def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, n
     return offsets
 
 
-def _decode_tensor(reader: PayloadReader, bits: int, chunk: int, k: int, name: str) -> torch.Tensor:
+def _decode_tensor(reader: PayloadReader, header: ChunkedHeader, name: str) -> torch.Tensor:
     (ndim,) = reader.unpack("<B", f"{name} rank")
     shape = reader.unpack(f"<{ndim}Q", f"{name} shape")
     numel = math.prod(shape)
-    groups = get_chunk_groups(numel, chunk, k)
-    n_rows = sum(g.rows for g in groups)
-    scales = np.frombuffer(reader.take(4 * n_rows, f"{name} scales"), "<f4").astype(np.float32)
+    bits = header.bits
+    groups = get_chunk_groups(numel, header.chunk, header.k)
     levels = 1 << (bits - 1)
+    n_scales = sum(g.rows for g in groups) * (levels if header.quantile else 1)
+    scales = np.frombuffer(reader.take(4 * n_scales, f"{name} scales"), "<f4").astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        finite = np.all(np.isfinite(scales * np.float32(levels)))
+        finite = np.all(np.isfinite(scales * np.float32(1 if header.quantile else levels)))
     if not finite or np.any(np.signbit(scales)):
         raise CompressionError(f"not a codec payload: {name} has a negative or non-finite chunk scale")
+    if header.quantile:
+        return _decode_quantile(reader, groups, scales.reshape(-1, levels), shape, name, bits)
     offsets = _decode_index(reader, groups, numel, name)
     n_kept = sum(g.rows * g.keep for g in groups)
     codes = _from_bits(reader.bits(n_kept * bits, f"{name} codes"), bits, n_kept)
@@ -327,14 +384,34 @@ def _decode_tensor(reader: PayloadReader, bits: int, chunk: int, k: int, name: s
     return dense.view(shape)
 
 
+def _decode_quantile(
+    reader: PayloadReader, groups: list[ChunkGroup], tables: np.ndarray, shape: tuple[int, ...], name: str, bits: int
+) -> torch.Tensor:
+    """A quantile-levels tensor: every value is sign x its chunk's level (canonical form: `decode_chunked`)."""
+    if np.any(np.diff(tables, axis=1) < 0):
+        raise CompressionError(f"not a codec payload: {name} has chunk levels that decrease")
+    _decode_index(reader, groups, math.prod(shape), name)  # index kind 2 (every value kept) is the only valid one
+    codes = _from_bits(reader.bits(math.prod(shape) * bits, f"{name} codes"), bits, math.prod(shape))
+    levels = tables.shape[1]
+    values, at, row_at = [], 0, 0
+    for group in groups:
+        code = codes[at : at + group.rows * group.length].reshape(group.rows, group.length)
+        table = tables[row_at : row_at + group.rows]
+        magnitude = np.take_along_axis(table, code & (levels - 1), axis=1)
+        values.append(np.where(code >> (bits - 1) == 1, -magnitude, magnitude).reshape(-1))
+        at, row_at = at + group.rows * group.length, row_at + group.rows
+    flat = np.concatenate(values) if values else np.zeros(0, np.float32)
+    return torch.from_numpy(flat.astype(np.float32)).view(shape)
+
+
 def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode_chunked` up to the quantization; rejects anything it would not emit."""
-    bits, chunk, k, count = read_chunked_header(payload)
+    header = read_chunked_header(payload)
     reader = PayloadReader(payload)
     reader.take(len(MAGIC) + _HEADER.size, "header")
     out: dict[str, torch.Tensor] = {}
     previous = b""
-    for _ in range(count):
+    for _ in range(header.count):
         (name_len,) = reader.unpack("<H", "name length")
         raw_name = bytes(reader.take(name_len, "name"))
         if not raw_name or raw_name <= previous:
@@ -344,7 +421,10 @@ def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
             name = raw_name.decode("utf-8")
         except UnicodeDecodeError:
             raise CompressionError("not a codec payload: a tensor name is not UTF-8") from None
-        out[name] = _decode_tensor(reader, bits, chunk, k, name)
+        out[name] = _decode_tensor(reader, header, name)
     if reader.pos != len(reader.view):
         raise CompressionError(f"not a codec payload: {len(reader.view) - reader.pos} trailing bytes")
+    # INVARIANT: one update, one payload. Quantile codes are checked the simplest exact way: by re-encoding.
+    if header.quantile and encode_chunked(out, header.bits, header.chunk, header.k, True) != payload:
+        raise CompressionError("not a codec payload: quantile levels or codes are not in canonical form")
     return out

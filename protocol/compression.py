@@ -88,13 +88,16 @@ class Codec:
     `chunk_keep` > 0 selects the chunked codec (protocol/chunked_codec.py): `block` is then the
     chunk length, each chunk keeps its `chunk_keep` largest magnitudes with one float32 scale,
     and the values are int2, int4 or int8 (sign + magnitude level) or int1 (sign, scaled by the
-    chunk's median kept magnitude); int1/int2/int4 only here.
+    chunk's median kept magnitude); int1/int2/int4 only here. `quantile` (chunked, every value
+    kept, 2-8 bits): each chunk's levels are picked from its own magnitudes, equal-count bins,
+    instead of steps of max / L (label suffix "-q", e.g. int2-c4096-k4096-q).
     """
 
     values: ValueFormat = ValueFormat.INT8
     block: int = 0
     keep_ppm: int = 0
     chunk_keep: int = 0
+    quantile: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", ValueFormat(self.values))
@@ -107,7 +110,14 @@ class Codec:
                     f"{self.values}, keep_ppm {self.keep_ppm}, k {self.chunk_keep}, chunk {self.block} "
                     "(e.g. int2-c4096-k64)"
                 )
+            if self.quantile and (self.values is ValueFormat.INT1 or self.chunk_keep != self.block):
+                raise CompressionError(
+                    f"quantile levels need int2, int4 or int8 values and every value kept (k = chunk), got "
+                    f"{self.values}, k {self.chunk_keep}, chunk {self.block} (e.g. int2-c4096-k4096-q)"
+                )
             return
+        if self.quantile:
+            raise CompressionError("quantile levels apply to a chunked codec only, e.g. int2-c4096-k4096-q")
         if self.values in (ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4):
             raise CompressionError(f"{self.values} values need a chunked top-k, e.g. {self.values}-c4096-k64")
         if self.block and self.values is not ValueFormat.INT8:
@@ -120,7 +130,7 @@ class Codec:
         """A short label, e.g. "int8-b256-top10%" or "int2-c4096-k64" (used in benchmark output)."""
         label = self.values.value
         if self.chunk_keep:
-            return f"{label}-c{self.block}-k{self.chunk_keep}"
+            return f"{label}-c{self.block}-k{self.chunk_keep}" + ("-q" if self.quantile else "")
         if self.values is ValueFormat.INT8:
             label += f"-b{self.block}" if self.block else "-tensor"
         if self.keep_ppm and self.keep_ppm < PPM:
@@ -138,7 +148,7 @@ FP32 = Codec(ValueFormat.FP32)
 def parse_codec(label: str) -> Codec:
     """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%",
     "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values), "int1-c4096-k4096" (every value as
-    a sign, one scale per chunk of 4096)."""
+    a sign, one scale per chunk of 4096), "int2-c4096-k4096-q" (every value at 2 bits, quantile levels)."""
     parts = label.strip().lower().split("-")
     try:
         values = ValueFormat(parts[0])
@@ -146,9 +156,12 @@ def parse_codec(label: str) -> Codec:
         raise CompressionError(
             f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4, int2 or int1"
         ) from None
-    block, keep_ppm, chunk_keep = 0, 0, 0
+    block, keep_ppm, chunk_keep, quantile = 0, 0, 0, False
     for part in parts[1:]:
         if part == "tensor" and values is ValueFormat.INT8:
+            continue
+        if part == "q":
+            quantile = True
             continue
         if part[:1] in ("b", "c") and part[1:].isdigit():
             block = int(part[1:])
@@ -161,7 +174,7 @@ def parse_codec(label: str) -> Codec:
                 raise CompressionError(f"bad top-k part {part!r} in codec {label!r}") from None
         else:
             raise CompressionError(f"unknown part {part!r} in codec {label!r}")
-    return Codec(values, block, keep_ppm, chunk_keep)
+    return Codec(values, block, keep_ppm, chunk_keep, quantile)
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,7 +257,7 @@ def _encode_tensor(name: str, tensor: torch.Tensor, codec: Codec) -> bytes:
 def encode(update: Mapping[str, torch.Tensor], codec: Codec) -> bytes:
     """The payload of `update` under `codec`; `len()` of it is the exact bytes on the wire."""
     if codec.chunk_keep:
-        return encode_chunked(update, _LOW_BITS[codec.values], codec.block, codec.chunk_keep)
+        return encode_chunked(update, _LOW_BITS[codec.values], codec.block, codec.chunk_keep, codec.quantile)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
@@ -325,8 +338,8 @@ def decode(payload: bytes) -> dict[str, torch.Tensor]:
 def get_payload_codec(payload: bytes) -> Codec:
     """The codec a payload was encoded with (from its header)."""
     if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
-        bits, chunk, k, _ = read_chunked_header(payload)
-        return Codec(_BITS_FORMATS[bits], chunk, 0, k)
+        header = read_chunked_header(payload)
+        return Codec(_BITS_FORMATS[header.bits], header.chunk, 0, header.k, header.quantile)
     if len(payload) < len(CODEC_MAGIC) + 13 or payload[: len(CODEC_MAGIC)] != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
     code, block, keep_ppm, _ = struct.unpack_from("<BIII", payload, len(CODEC_MAGIC))

@@ -180,6 +180,9 @@ CHUNKED = [
     Codec(ValueFormat.INT2, block=4096, chunk_keep=64),
     Codec(ValueFormat.INT1, block=64, chunk_keep=64),
     Codec(ValueFormat.INT1, block=100, chunk_keep=30),
+    Codec(ValueFormat.INT2, block=64, chunk_keep=64, quantile=True),
+    Codec(ValueFormat.INT4, block=100, chunk_keep=100, quantile=True),
+    Codec(ValueFormat.INT8, block=16, chunk_keep=16, quantile=True),
 ]
 
 
@@ -198,6 +201,9 @@ def _check_chunked_bounds(update: dict[str, torch.Tensor], codec: Codec) -> None
     assert encode(decoded, codec) == payload  # canonical: decoding and re-encoding gives the same bytes
     if bits == 1:
         _check_sign_chunks(update, decoded, codec)
+        return
+    if codec.quantile:
+        _check_quantile_chunks(update, decoded, codec, levels)
         return
     for name, value in update.items():
         assert decoded[name].shape == value.shape and decoded[name].dtype == torch.float32
@@ -235,6 +241,66 @@ def _check_sign_chunks(update: dict[str, torch.Tensor], decoded: dict[str, torch
             mask[kept] = True
             assert not y[~mask].any()
             assert torch.equal(y[mask], torch.where(x[mask] < 0, -median, median))
+
+
+def _check_quantile_chunks(
+    update: dict[str, torch.Tensor], decoded: dict[str, torch.Tensor], codec: Codec, levels: int
+) -> None:
+    """Per chunk: at most L magnitudes, each value's decoded magnitude is one of its own rank bin's magnitudes, the
+    code is monotone (larger |x|, no smaller |y|) and keeps signs."""
+    for name, value in update.items():
+        for x, y in zip(
+            _chunk_rows(value.reshape(-1), codec.block),
+            _chunk_rows(decoded[name].reshape(-1), codec.block),
+            strict=True,
+        ):
+            n = x.numel()
+            ranked = torch.sort(x.abs(), descending=True, stable=True)
+            assert len(set(y.abs().tolist())) <= levels
+            for rank, position in enumerate(ranked.indices.tolist()):
+                b = rank * levels // n
+                members = ranked.values[-(-b * n // levels) : -(-(b + 1) * n // levels)]
+                assert y[position].abs() in members, (name, rank, y[position], members)
+            y_by_rank = y.abs()[ranked.indices]
+            assert torch.all(y_by_rank[:-1] >= y_by_rank[1:])
+            nonzero = y != 0
+            assert torch.equal(torch.sign(y[nonzero]), torch.sign(x[nonzero]))
+
+
+def test_quantile_levels_are_the_middle_magnitudes_of_equal_count_bins():
+    # magnitudes by rank 8, 4, 3, 2, 1, 0.5 (positions 5, 1, 3, 4, 0, 2); 2 bins of 3: middles rank 1 (4), 4 (1)
+    update = {"w": torch.tensor([1.0, -4.0, 0.5, -3.0, 2.0, 8.0])}
+    assert decode(encode(update, parse_codec("int2-c6-k6-q")))["w"].tolist() == [1.0, -4.0, 1.0, -4.0, 1.0, 4.0]
+    # 4 bins of 2 over 8 values (int4 has 8 levels: bins of 1, the middle of each is the value itself)
+    exact = torch.tensor([5.0, -1.0, 0.25, 7.0, -2.0, 3.0, 0.0, -6.0])
+    assert torch.equal(decode(encode({"w": exact}, parse_codec("int4-c8-k8-q")))["w"], exact)
+    # a bin whose level is 0 decodes to +0 whatever the sign; equal levels share the lower index
+    # (ranks 1, 0, 0 | 0, 0, 0: both middles are 0)
+    zeros = {"w": torch.tensor([0.0, -0.0, -1.0, 0.0, 0.0, 0.0])}
+    payload = encode(zeros, parse_codec("int2-c6-k6-q"))
+    assert decode(payload)["w"].tolist() == [0.0] * 6
+    assert not any(torch.signbit(decode(payload)["w"]).tolist())
+    assert payload == encode({"w": torch.zeros(6)}, parse_codec("int2-c6-k6-q"))
+    # size: header, name, shape, 2 f32 levels, index kind, 4096 x 2 code bits
+    assert (
+        len(encode({"w": torch.randn(4096)}, parse_codec("int2-c4096-k4096-q")))
+        == 8 + 14 + 2 + 1 + 1 + 8 + 8 + 1 + 1024
+    )
+
+
+def test_quantile_levels_beat_max_steps_on_flat_magnitudes():
+    """Why the quantile code exists: on Adam-like updates (flat magnitudes, a few large) its 2-bit error is well
+    below the max / L steps' (whose lower level, max / 2, overshoots most values)."""
+    g = torch.Generator().manual_seed(3)
+    flat = torch.sign(torch.randn(40960, generator=g)) * (0.5 + torch.rand(40960, generator=g))
+    flat[::997] *= 8.0  # the few large ones
+    update = {"w": flat}
+
+    def error(label: str) -> float:
+        return float((decode(encode(update, parse_codec(label)))["w"] - flat).norm() / flat.norm())
+
+    assert error("int2-c4096-k4096-q") < 0.5 * error("int2-c4096-k4096")
+    assert error("int2-c4096-k4096-q") < error("int1-c4096-k4096")
 
 
 def test_int1_is_a_sign_scaled_by_the_median_kept_magnitude():
@@ -300,7 +366,7 @@ def test_chunked_error_feedback_tracks_the_sum():
         assert (total[name] / rounds - value).norm() / value.norm() < 0.3, name
 
 
-_LABELS = ["int2-c4096-k64", "int4-c512-k200", "int1-c4096-k4096"]
+_LABELS = ["int2-c4096-k64", "int4-c512-k200", "int1-c4096-k4096", "int2-c4096-k4096-q", "int4-c512-k512-q"]
 _SUBPROCESS = """
 import sys, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -339,6 +405,11 @@ def test_chunked_codecs_are_validated():
         parse_codec("int2-c64-k65")
     with pytest.raises(CompressionError, match="1 <= k <= chunk"):
         Codec(ValueFormat.FP16, block=64, chunk_keep=4)
+    for label in ("int1-c64-k64-q", "int2-c64-k8-q"):
+        with pytest.raises(CompressionError, match="quantile levels need"):
+            parse_codec(label)
+    with pytest.raises(CompressionError, match="chunked codec only"):
+        parse_codec("int8-b256-q")
 
 
 def test_bad_chunked_payloads_are_rejected():
@@ -352,8 +423,11 @@ def test_bad_chunked_payloads_are_rejected():
     with pytest.raises(CompressionError, match="padding"):
         decode(odd[:-1] + bytes([odd[-1] | 0x80]))
     bad_header = bytearray(payload)
-    bad_header[9] = 1  # an unknown transform
-    with pytest.raises(CompressionError, match="transform"):
+    bad_header[9] = 2  # an unknown level kind
+    with pytest.raises(CompressionError, match="level kind"):
+        decode(bytes(bad_header))
+    bad_header[9] = 1  # quantile levels on a top-k payload
+    with pytest.raises(CompressionError, match="quantile levels with"):
         decode(bytes(bad_header))
     # A chunk whose codes never reach the top level cannot come from the encoder.
     dense = bytearray(encode({"w": torch.tensor([4.0, 2.0, 2.0, 2.0])}, parse_codec("int2-c4-k4")))
@@ -367,12 +441,36 @@ def test_bad_chunked_payloads_are_rejected():
         decode(bytes(scaled))
 
 
+def test_non_canonical_quantile_payloads_are_rejected():
+    levels_at = 8 + 14 + 2 + 1 + 1 + 8  # header, name "w", rank, one dim
+    payload = encode({"w": torch.tensor([3.0, -1.0, 2.0, 0.5])}, parse_codec("int2-c4-k4-q"))  # levels 1, 3
+    decreasing = bytearray(payload)
+    decreasing[levels_at : levels_at + 8] = torch.tensor([3.0, 1.0]).numpy().astype("<f4").tobytes()
+    with pytest.raises(CompressionError, match="decrease"):
+        decode(bytes(decreasing))
+    # every value at the upper level (codes 01 11 01 01): not two equal-count bins, so not what encode emits
+    unequal = bytearray(payload)
+    unequal[-1] = 0b01011101
+    with pytest.raises(CompressionError, match="canonical"):
+        decode(bytes(unequal))
+    # equal levels: only the lower index is canonical
+    tied = encode({"w": torch.tensor([1.0, 1.0, 1.0, 1.0])}, parse_codec("int2-c4-k4-q"))
+    assert tied[-1] == 0  # all four codes at index 0
+    higher = bytearray(tied)
+    higher[-1] = 0b01010101
+    with pytest.raises(CompressionError, match="canonical"):
+        decode(bytes(higher))
+
+
 @st.composite
 def _chunked_cases(draw):
     """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
     bits = draw(st.sampled_from([ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
     chunk = draw(st.integers(1, 40))
-    codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
+    if bits is not ValueFormat.INT1 and draw(st.booleans()):
+        codec = Codec(bits, block=chunk, chunk_keep=chunk, quantile=True)
+    else:
+        codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
     update = {}
     for index in range(draw(st.integers(1, 3))):
         shape = tuple(draw(st.lists(st.integers(0, 9), min_size=0, max_size=2)))
@@ -395,7 +493,18 @@ _FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.sampled_from(["int2-c64-k4", "int2-c64-k40", "int4-c100-k30", "int8-c16-k16", "int1-c64-k64", "int1-c64-k9"]),
+    st.sampled_from(
+        [
+            "int2-c64-k4",
+            "int2-c64-k40",
+            "int4-c100-k30",
+            "int8-c16-k16",
+            "int1-c64-k64",
+            "int1-c64-k9",
+            "int2-c64-k64-q",
+            "int4-c100-k100-q",
+        ]
+    ),
     st.data(),
 )
 def test_a_flipped_bit_is_rejected_or_still_canonical(label, data):

@@ -46,21 +46,21 @@ def _end(theta: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
     return {k: v - 0.01 * torch.randn(v.shape, generator=g) for k, v in theta.items()}
 
 
-def _round(round_index: int, residual=None, seed: int = 0):
+def _round(round_index: int, residual=None, seed: int = 0, codec: str = CODEC):
     """(θ_r, c_H, Δ, the honest payload step) of one round of the solver."""
     theta = _theta(seed)
     end = _end(theta, seed + round_index)
     delta = compute_pseudo_gradient(theta, end)
     residual = make_zero_residual(delta) if residual is None else residual
-    return theta, end, delta, build_payload_step(delta, residual, CODEC, RUN, round_index, SOLVER)
+    return theta, end, delta, build_payload_step(delta, residual, codec, RUN, round_index, SOLVER)
 
 
 def _commitment(step, round_index: int) -> CommitmentDoc:
     return CommitmentDoc(RUN, round_index, SOLVER, bytes(32), compute_payload_doc_hash(step.doc), ())
 
 
-def _evidence(step, residual=None, previous=None, **changes) -> PayloadEvidence:
-    evidence = PayloadEvidence(CODEC, encode_payload_doc(step.doc), step.payload, residual, previous)
+def _evidence(step, residual=None, previous=None, codec: str = CODEC, **changes) -> PayloadEvidence:
+    evidence = PayloadEvidence(codec, encode_payload_doc(step.doc), step.payload, residual, previous)
     return replace(evidence, **changes)
 
 
@@ -156,6 +156,18 @@ def test_a_payload_that_is_not_the_codec_of_delta_plus_e_is_rejected():
     wrong = build_payload_step(pushed, make_zero_residual(delta), CODEC, RUN, 0, SOLVER)
     assert wrong.payload != honest.payload
     reason = check_payload_binding(_commitment(wrong, 0), theta, end, _evidence(wrong))
+    assert reason == "payload P_r is not the codec of the verified Δ plus e_r"
+
+
+@pytest.mark.parametrize("codec", ["int2-c64-k64-q", "int1-c64-k64", "int2-c64-k8"])
+def test_chunked_codecs_bind_two_rounds_and_refuse_a_pushed_payload(codec):
+    *_, first = _round(0, codec=codec)
+    theta, end, delta, second = _round(1, residual=first.next_residual, codec=codec)
+    evidence = _evidence(second, residual=first.next_residual, previous=first.doc, codec=codec)
+    assert check_payload_binding(_commitment(second, 1), theta, end, evidence) is None
+    pushed = build_payload_step({k: v + 0.01 for k, v in delta.items()}, first.next_residual, codec, RUN, 1, SOLVER)
+    evidence = _evidence(pushed, residual=first.next_residual, previous=first.doc, codec=codec)
+    reason = check_payload_binding(_commitment(pushed, 1), theta, end, evidence)
     assert reason == "payload P_r is not the codec of the verified Δ plus e_r"
 
 
