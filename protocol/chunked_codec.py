@@ -24,12 +24,15 @@ in increasing order: index L - 1 - b for bin b), and the sign of a value that de
 +: then decoding and re-encoding gives the same bytes, which the decoder checks by re-encoding.
 The chunk stores its L levels as float32 in place of the one scale.
 
-1-bit values (int1, scaled sign): no magnitude level, so the chunk's one scale is the median
-kept magnitude, m = the magnitude at rank k // 2 (0 = largest, stable order), and every kept x
-decodes to sign(x) m (a kept 0 to +m; error feedback takes that back the next round). The median
-is picked, not computed (no sums), so it is exact on every machine, and it is the scale a sign
-code wants when magnitudes are flat, as Adam's updates are. When m = 0 the chunk decodes to
-zeros and is written in the all-zero chunk's canonical form (first k positions, zero codes).
+1-bit values (int1, scaled sign): no magnitude level, so the chunk's one scale is a kept
+magnitude, m = the magnitude at rank floor(k p / 100) (0 = largest, stable order; p = 50, the
+median, unless the codec names another, label part "-r40"), and every kept x decodes to
+sign(x) m (a kept 0 to +m; error feedback takes that back the next round). m is picked, not
+computed (no sums), so it is exact on every machine. With k = chunk (a sign per value) the median
+is the scale a sign code wants when magnitudes are flat, as Adam's updates are; with k = chunk / 2
+(zero, or a sign: the half-sparse code) a higher rank, nearer the mean of the kept magnitudes,
+loses less (docs/benchmarks.md). When m = 0 the chunk decodes to zeros and is written in the
+all-zero chunk's canonical form (first k positions, zero codes).
 
 Determinism: elementwise float32 arithmetic, round-half-to-even, a stable sort (ties go to the
 lower position), integer bit packing; the decoder rejects every byte string the encoder would
@@ -38,7 +41,7 @@ not emit (non-canonical scales, codes, index choice or padding), so one update h
 Layout (integers little-endian, bit streams least significant bit first, each zero-padded to
 a byte), tensors sorted by UTF-8 name:
 
-    b"GLCODEC2" | u8 bits | u8 levels (0: max / L steps, 1: quantile) | u32 chunk | u32 k | u32 count
+    b"GLCODEC2" | u8 bits | u8 levels (int1: p; else 0: max / L steps, 1: quantile) | u32 chunk | u32 k | u32 count
     | per tensor:
         u16 name_len | name | u8 ndim | u64 dims... | f32 scale per chunk (quantile: L f32 levels)
         | u8 index kind: 0 bitmap (numel bits) | 1 Rice: u32 unary bytes, unary quotients,
@@ -77,6 +80,19 @@ class ChunkGroup:
     length: int
     keep: int
     rice: int
+
+
+@dataclass(frozen=True)
+class ChunkedHeader:
+    """What a GLCODEC2 header says: value bits, chunk length, kept per chunk, tensor count, level kind, and
+    (int1) the rank of the scale among the kept magnitudes in percent of k."""
+
+    bits: int
+    chunk: int
+    k: int
+    count: int
+    quantile: bool
+    rank_pct: int = 50
 
 
 def get_rice_parameter(length: int, keep: int) -> int:
@@ -192,7 +208,8 @@ def get_quantile_levels(kept: torch.Tensor, levels: int) -> tuple[torch.Tensor, 
     return table, torch.searchsorted(table, own.contiguous(), side="left")
 
 
-def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: int, quantile: bool) -> bytes:
+def _encode_tensor(name: str, tensor: torch.Tensor, header: ChunkedHeader) -> bytes:
+    bits, chunk, k = header.bits, header.chunk, header.k
     flat, raw_name = get_encodable_entry(name, tensor)
     levels = 1 << (bits - 1)
     groups = get_chunk_groups(flat.numel(), chunk, k)
@@ -208,12 +225,13 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
             index = torch.sort(order, dim=1).values
         kept = torch.gather(rows, 1, index)
         if bits == 1:
-            scale = torch.sort(kept.abs(), dim=1, descending=True, stable=True).values[:, group.keep // 2]
+            rank = group.keep * header.rank_pct // 100
+            scale = torch.sort(kept.abs(), dim=1, descending=True, stable=True).values[:, rank]
             zero = (scale == 0).unsqueeze(1)  # canonical form of a chunk that decodes to zeros
             index = torch.where(zero, torch.arange(group.keep).expand_as(index), index)
             kept = torch.where(zero, torch.zeros_like(kept), kept)
             level = torch.zeros_like(index)
-        elif quantile:
+        elif header.quantile:
             scale, level = get_quantile_levels(kept, levels)
             kept = torch.where(torch.gather(scale, 1, level) == 0, torch.zeros_like(kept), kept)  # sign of a 0: +
             scale = scale.reshape(-1)
@@ -234,20 +252,26 @@ def _encode_tensor(name: str, tensor: torch.Tensor, bits: int, chunk: int, k: in
     return b"".join(out)
 
 
-def encode_chunked(update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int, quantile: bool = False) -> bytes:
+def encode_chunked(
+    update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int, quantile: bool = False, rank_pct: int = 50
+) -> bytes:
     """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits (`quantile`:
-    every value, at levels picked from the chunk's magnitudes)."""
+    every value, at levels picked from the chunk's magnitudes; int1: the scale at rank k x `rank_pct` / 100)."""
     if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
         raise CompressionError(f"chunked codec needs bits in {LOW_BITS} and 1 <= k <= chunk < 2**32")
     if quantile and (bits == 1 or k != chunk):
         raise CompressionError(
             f"quantile levels need 2, 4 or 8 bits and every value kept (k = chunk), e.g. int2-c{chunk}-k{chunk}-q"
         )
+    if not 1 <= rank_pct <= 99 or (rank_pct != 50 and bits != 1):
+        raise CompressionError(f"a scale rank (1..99 percent of k) applies to int1 only, got {rank_pct} for int{bits}")
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
-    header = MAGIC + _HEADER.pack(bits, _QUANTILE_LEVELS if quantile else _STEP_LEVELS, chunk, k, len(names))
-    return header + b"".join(_encode_tensor(n, update[n], bits, chunk, k, quantile) for n in names)
+    header = ChunkedHeader(bits, chunk, k, len(names), quantile, rank_pct)
+    level_byte = rank_pct if bits == 1 else (_QUANTILE_LEVELS if quantile else _STEP_LEVELS)
+    prefix = MAGIC + _HEADER.pack(bits, level_byte, chunk, k, len(names))
+    return prefix + b"".join(_encode_tensor(n, update[n], header) for n in names)
 
 
 # ---------------------------------------------------------------------------------------
@@ -280,28 +304,18 @@ class PayloadReader:
         return unpacked[:count]
 
 
-@dataclass(frozen=True)
-class ChunkedHeader:
-    """What a GLCODEC2 header says: value bits, chunk length, kept per chunk, tensor count, level kind."""
-
-    bits: int
-    chunk: int
-    k: int
-    count: int
-    quantile: bool
-
-
 def read_chunked_header(payload: bytes) -> ChunkedHeader:
     """The header of a GLCODEC2 payload; rejects anything else."""
     if len(payload) < len(MAGIC) + _HEADER.size or payload[: len(MAGIC)] != MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC2' header")
     bits, kind, chunk, k, count = _HEADER.unpack_from(payload, len(MAGIC))
-    quantile = kind == _QUANTILE_LEVELS
-    if bits not in LOW_BITS or kind not in (_STEP_LEVELS, _QUANTILE_LEVELS) or not 1 <= k <= chunk:
+    valid_kinds = range(1, 100) if bits == 1 else (_STEP_LEVELS, _QUANTILE_LEVELS)
+    if bits not in LOW_BITS or kind not in valid_kinds or not 1 <= k <= chunk:
         raise CompressionError(f"not a codec payload: bits {bits}, level kind {kind}, chunk {chunk}, k {k}")
-    if quantile and (bits == 1 or k != chunk):
+    quantile = bits != 1 and kind == _QUANTILE_LEVELS
+    if quantile and k != chunk:
         raise CompressionError(f"not a codec payload: quantile levels with {bits} bits and k {k} of {chunk}")
-    return ChunkedHeader(bits, chunk, k, count, quantile)
+    return ChunkedHeader(bits, chunk, k, count, quantile, kind if bits == 1 else 50)
 
 
 def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
@@ -425,6 +439,6 @@ def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
     if reader.pos != len(reader.view):
         raise CompressionError(f"not a codec payload: {len(reader.view) - reader.pos} trailing bytes")
     # INVARIANT: one update, one payload. Quantile codes are checked the simplest exact way: by re-encoding.
-    if header.quantile and encode_chunked(out, header.bits, header.chunk, header.k, True) != payload:
+    if header.quantile and encode_chunked(out, header.bits, header.chunk, header.k, quantile=True) != payload:
         raise CompressionError("not a codec payload: quantile levels or codes are not in canonical form")
     return out

@@ -90,7 +90,9 @@ class Codec:
     and the values are int2, int4 or int8 (sign + magnitude level) or int1 (sign, scaled by the
     chunk's median kept magnitude); int1/int2/int4 only here. `quantile` (chunked, every value
     kept, 2-8 bits): each chunk's levels are picked from its own magnitudes, equal-count bins,
-    instead of steps of max / L (label suffix "-q", e.g. int2-c4096-k4096-q).
+    instead of steps of max / L (label suffix "-q", e.g. int2-c4096-k4096-q). `rank_pct` (chunked
+    int1 only): the chunk's scale is the kept magnitude at rank k x rank_pct / 100, 50 (the median)
+    unless the label names another ("int1-c4096-k2048-r40").
     """
 
     values: ValueFormat = ValueFormat.INT8
@@ -98,11 +100,16 @@ class Codec:
     keep_ppm: int = 0
     chunk_keep: int = 0
     quantile: bool = False
+    rank_pct: int = 50
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", ValueFormat(self.values))
         if not 0 <= self.block < 1 << 32:
             raise CompressionError(f"codec block must be between 0 and 2**32 - 1, got {self.block}")
+        if self.rank_pct != 50 and (self.values is not ValueFormat.INT1 or not self.chunk_keep):
+            raise CompressionError(f"a scale rank (-r{self.rank_pct}) applies to chunked int1 codecs only")
+        if not 1 <= self.rank_pct <= 99:
+            raise CompressionError(f"the scale rank must be 1..99 percent of k, got {self.rank_pct}")
         if self.chunk_keep:
             if self.values not in _LOW_BITS or self.keep_ppm or not 1 <= self.chunk_keep <= self.block:
                 raise CompressionError(
@@ -130,7 +137,8 @@ class Codec:
         """A short label, e.g. "int8-b256-top10%" or "int2-c4096-k64" (used in benchmark output)."""
         label = self.values.value
         if self.chunk_keep:
-            return f"{label}-c{self.block}-k{self.chunk_keep}" + ("-q" if self.quantile else "")
+            rank = f"-r{self.rank_pct}" if self.rank_pct != 50 else ""
+            return f"{label}-c{self.block}-k{self.chunk_keep}" + ("-q" if self.quantile else "") + rank
         if self.values is ValueFormat.INT8:
             label += f"-b{self.block}" if self.block else "-tensor"
         if self.keep_ppm and self.keep_ppm < PPM:
@@ -148,7 +156,8 @@ FP32 = Codec(ValueFormat.FP32)
 def parse_codec(label: str) -> Codec:
     """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%",
     "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values), "int1-c4096-k4096" (every value as
-    a sign, one scale per chunk of 4096), "int2-c4096-k4096-q" (every value at 2 bits, quantile levels)."""
+    a sign, one scale per chunk of 4096), "int2-c4096-k4096-q" (every value at 2 bits, quantile levels),
+    "int1-c4096-k2048-r40" (half the values as signs, the scale at rank 40% of the kept)."""
     parts = label.strip().lower().split("-")
     try:
         values = ValueFormat(parts[0])
@@ -156,7 +165,7 @@ def parse_codec(label: str) -> Codec:
         raise CompressionError(
             f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4, int2 or int1"
         ) from None
-    block, keep_ppm, chunk_keep, quantile = 0, 0, 0, False
+    block, keep_ppm, chunk_keep, quantile, rank_pct = 0, 0, 0, False, 50
     for part in parts[1:]:
         if part == "tensor" and values is ValueFormat.INT8:
             continue
@@ -167,6 +176,8 @@ def parse_codec(label: str) -> Codec:
             block = int(part[1:])
         elif part.startswith("k") and part[1:].isdigit():
             chunk_keep = int(part[1:])
+        elif part.startswith("r") and part[1:].isdigit():
+            rank_pct = int(part[1:])
         elif part.startswith("top") and part.endswith("%"):
             try:
                 keep_ppm = round(float(part[3:-1]) * 1e4)
@@ -174,7 +185,7 @@ def parse_codec(label: str) -> Codec:
                 raise CompressionError(f"bad top-k part {part!r} in codec {label!r}") from None
         else:
             raise CompressionError(f"unknown part {part!r} in codec {label!r}")
-    return Codec(values, block, keep_ppm, chunk_keep, quantile)
+    return Codec(values, block, keep_ppm, chunk_keep, quantile, rank_pct)
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,7 +268,8 @@ def _encode_tensor(name: str, tensor: torch.Tensor, codec: Codec) -> bytes:
 def encode(update: Mapping[str, torch.Tensor], codec: Codec) -> bytes:
     """The payload of `update` under `codec`; `len()` of it is the exact bytes on the wire."""
     if codec.chunk_keep:
-        return encode_chunked(update, _LOW_BITS[codec.values], codec.block, codec.chunk_keep, codec.quantile)
+        bits = _LOW_BITS[codec.values]
+        return encode_chunked(update, bits, codec.block, codec.chunk_keep, codec.quantile, codec.rank_pct)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
@@ -339,7 +351,7 @@ def get_payload_codec(payload: bytes) -> Codec:
     """The codec a payload was encoded with (from its header)."""
     if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
         header = read_chunked_header(payload)
-        return Codec(_BITS_FORMATS[header.bits], header.chunk, 0, header.k, header.quantile)
+        return Codec(_BITS_FORMATS[header.bits], header.chunk, 0, header.k, header.quantile, header.rank_pct)
     if len(payload) < len(CODEC_MAGIC) + 13 or payload[: len(CODEC_MAGIC)] != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
     code, block, keep_ppm, _ = struct.unpack_from("<BIII", payload, len(CODEC_MAGIC))

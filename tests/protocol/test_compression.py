@@ -180,6 +180,7 @@ CHUNKED = [
     Codec(ValueFormat.INT2, block=4096, chunk_keep=64),
     Codec(ValueFormat.INT1, block=64, chunk_keep=64),
     Codec(ValueFormat.INT1, block=100, chunk_keep=30),
+    Codec(ValueFormat.INT1, block=64, chunk_keep=32, rank_pct=40),
     Codec(ValueFormat.INT2, block=64, chunk_keep=64, quantile=True),
     Codec(ValueFormat.INT4, block=100, chunk_keep=100, quantile=True),
     Codec(ValueFormat.INT8, block=16, chunk_keep=16, quantile=True),
@@ -233,7 +234,7 @@ def _check_sign_chunks(update: dict[str, torch.Tensor], decoded: dict[str, torch
         for x, y in zip(rows, _chunk_rows(decoded[name].reshape(-1), codec.block), strict=True):
             keep = min(x.numel(), max(1, -(-codec.chunk_keep * x.numel() // codec.block)))
             kept = torch.sort(x.abs(), descending=True, stable=True).indices[:keep]
-            median = torch.sort(x[kept].abs(), descending=True, stable=True).values[keep // 2]
+            median = torch.sort(x[kept].abs(), descending=True, stable=True).values[keep * codec.rank_pct // 100]
             if median == 0:
                 assert not y.any()
                 continue
@@ -263,8 +264,9 @@ def _check_quantile_chunks(
                 assert y[position].abs() in members, (name, rank, y[position], members)
             y_by_rank = y.abs()[ranked.indices]
             assert torch.all(y_by_rank[:-1] >= y_by_rank[1:])
-            nonzero = y != 0
-            assert torch.equal(torch.sign(y[nonzero]), torch.sign(x[nonzero]))
+            both = (y != 0) & (x != 0)
+            assert torch.equal(torch.sign(y[both]), torch.sign(x[both]))
+            assert torch.all(y[x == 0] >= 0) and not torch.any(torch.signbit(y[y == 0]))  # a 0 decodes to +level
 
 
 def test_quantile_levels_are_the_middle_magnitudes_of_equal_count_bins():
@@ -317,6 +319,10 @@ def test_int1_is_a_sign_scaled_by_the_median_kept_magnitude():
     assert (
         len(encode({"w": torch.randn(4096)}, parse_codec("int1-c4096-k4096"))) == 8 + 14 + 2 + 1 + 1 + 8 + 4 + 1 + 512
     )
+    # another rank: floor(6 x 25 / 100) = 1 -> 4; rank 40% of the top 4 (8, -4, -2, 1) = rank 1 -> 4
+    assert decode(encode(update, parse_codec("int1-c6-k6-r25")))["w"].tolist() == [4.0, -4.0, 4.0, 4.0, -4.0, 4.0]
+    assert decode(encode(update, parse_codec("int1-c6-k4-r40")))["w"].tolist() == [0.0, -4.0, 0.0, 4.0, -4.0, 4.0]
+    assert encode(update, parse_codec("int1-c6-k4-r40"))[9] == 40  # the rank is in the header
 
 
 @pytest.mark.parametrize("codec", CHUNKED, ids=lambda c: c.name)
@@ -366,7 +372,14 @@ def test_chunked_error_feedback_tracks_the_sum():
         assert (total[name] / rounds - value).norm() / value.norm() < 0.3, name
 
 
-_LABELS = ["int2-c4096-k64", "int4-c512-k200", "int1-c4096-k4096", "int2-c4096-k4096-q", "int4-c512-k512-q"]
+_LABELS = [
+    "int2-c4096-k64",
+    "int4-c512-k200",
+    "int1-c4096-k4096",
+    "int2-c4096-k4096-q",
+    "int4-c512-k512-q",
+    "int1-c4096-k2048-r40",
+]
 _SUBPROCESS = """
 import sys, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -410,6 +423,12 @@ def test_chunked_codecs_are_validated():
             parse_codec(label)
     with pytest.raises(CompressionError, match="chunked codec only"):
         parse_codec("int8-b256-q")
+    for label in ("int2-c64-k4-r40", "int8-b256-r40"):
+        with pytest.raises(CompressionError, match="chunked int1 codecs only"):
+            parse_codec(label)
+    for label in ("int1-c64-k64-r0", "int1-c64-k64-r100"):
+        with pytest.raises(CompressionError, match=r"1\.\.99 percent"):
+            parse_codec(label)
 
 
 def test_bad_chunked_payloads_are_rejected():
@@ -429,6 +448,11 @@ def test_bad_chunked_payloads_are_rejected():
     bad_header[9] = 1  # quantile levels on a top-k payload
     with pytest.raises(CompressionError, match="quantile levels with"):
         decode(bytes(bad_header))
+    signs = bytearray(encode(update, parse_codec("int1-c4096-k4096")))
+    for rank in (0, 100):  # int1's level byte is the scale rank, 1..99
+        signs[9] = rank
+        with pytest.raises(CompressionError, match="level kind"):
+            decode(bytes(signs))
     # A chunk whose codes never reach the top level cannot come from the encoder.
     dense = bytearray(encode({"w": torch.tensor([4.0, 2.0, 2.0, 2.0])}, parse_codec("int2-c4-k4")))
     dense[-1] = 0  # every code -> level 0, sign +
@@ -467,7 +491,9 @@ def _chunked_cases(draw):
     """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
     bits = draw(st.sampled_from([ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
     chunk = draw(st.integers(1, 40))
-    if bits is not ValueFormat.INT1 and draw(st.booleans()):
+    if bits is ValueFormat.INT1:
+        codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)), rank_pct=draw(st.integers(1, 99)))
+    elif draw(st.booleans()):
         codec = Codec(bits, block=chunk, chunk_keep=chunk, quantile=True)
     else:
         codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
@@ -501,6 +527,7 @@ _FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed
             "int8-c16-k16",
             "int1-c64-k64",
             "int1-c64-k9",
+            "int1-c64-k32-r40",
             "int2-c64-k64-q",
             "int4-c100-k100-q",
         ]
