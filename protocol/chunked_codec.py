@@ -252,19 +252,30 @@ def _encode_tensor(name: str, tensor: torch.Tensor, header: ChunkedHeader) -> by
     return b"".join(out)
 
 
+def check_chunked_options(bits: int, chunk: int, k: int, quantile: bool, rank_pct: int) -> None:
+    """The one rule for chunked codec options (labels via protocol.compression.Codec, and every encode)."""
+    if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
+        raise CompressionError(
+            f"a chunked codec needs int1, int2, int4 or int8 values and 1 <= k <= chunk < 2**32, got int{bits}, "
+            f"k {k}, chunk {chunk} (e.g. int2-c4096-k64)"
+        )
+    if quantile and (bits == 1 or k != chunk):
+        raise CompressionError(
+            f"quantile levels need int2, int4 or int8 values and every value kept (k = chunk), got int{bits}, k {k}, "
+            f"chunk {chunk} (e.g. int2-c{chunk}-k{chunk}-q)"
+        )
+    if rank_pct != 50 and bits != 1:
+        raise CompressionError(f"a scale rank (-r{rank_pct}) applies to chunked int1 codecs only")
+    if not 1 <= rank_pct <= 99:
+        raise CompressionError(f"the scale rank must be 1..99 percent of k, got {rank_pct}")
+
+
 def encode_chunked(
     update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int, quantile: bool = False, rank_pct: int = 50
 ) -> bytes:
     """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits (`quantile`:
     every value, at levels picked from the chunk's magnitudes; int1: the scale at rank k x `rank_pct` / 100)."""
-    if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
-        raise CompressionError(f"chunked codec needs bits in {LOW_BITS} and 1 <= k <= chunk < 2**32")
-    if quantile and (bits == 1 or k != chunk):
-        raise CompressionError(
-            f"quantile levels need 2, 4 or 8 bits and every value kept (k = chunk), e.g. int2-c{chunk}-k{chunk}-q"
-        )
-    if not 1 <= rank_pct <= 99 or (rank_pct != 50 and bits != 1):
-        raise CompressionError(f"a scale rank (1..99 percent of k) applies to int1 only, got {rank_pct} for int{bits}")
+    check_chunked_options(bits, chunk, k, quantile, rank_pct)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))

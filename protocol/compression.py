@@ -41,6 +41,7 @@ import torch
 from protocol.chunked_codec import (
     CompressionError,
     PayloadReader,
+    check_chunked_options,
     decode_chunked,
     encode_chunked,
     get_encodable_entry,
@@ -106,23 +107,18 @@ class Codec:
         object.__setattr__(self, "values", ValueFormat(self.values))
         if not 0 <= self.block < 1 << 32:
             raise CompressionError(f"codec block must be between 0 and 2**32 - 1, got {self.block}")
-        if self.rank_pct != 50 and (self.values is not ValueFormat.INT1 or not self.chunk_keep):
-            raise CompressionError(f"a scale rank (-r{self.rank_pct}) applies to chunked int1 codecs only")
-        if not 1 <= self.rank_pct <= 99:
-            raise CompressionError(f"the scale rank must be 1..99 percent of k, got {self.rank_pct}")
         if self.chunk_keep:
-            if self.values not in _LOW_BITS or self.keep_ppm or not 1 <= self.chunk_keep <= self.block:
+            if self.keep_ppm:
+                raise CompressionError(f"a chunked codec takes no keep_ppm, got {self.keep_ppm} (e.g. int2-c4096-k64)")
+            if self.values not in _LOW_BITS:
                 raise CompressionError(
-                    f"a chunked codec needs int1, int2, int4 or int8 values, no keep_ppm and 1 <= k <= chunk, got "
-                    f"{self.values}, keep_ppm {self.keep_ppm}, k {self.chunk_keep}, chunk {self.block} "
+                    f"a chunked codec needs int1, int2, int4 or int8 values and 1 <= k <= chunk, got {self.values} "
                     "(e.g. int2-c4096-k64)"
                 )
-            if self.quantile and (self.values is ValueFormat.INT1 or self.chunk_keep != self.block):
-                raise CompressionError(
-                    f"quantile levels need int2, int4 or int8 values and every value kept (k = chunk), got "
-                    f"{self.values}, k {self.chunk_keep}, chunk {self.block} (e.g. int2-c4096-k4096-q)"
-                )
+            check_chunked_options(_LOW_BITS[self.values], self.block, self.chunk_keep, self.quantile, self.rank_pct)
             return
+        if self.rank_pct != 50:
+            raise CompressionError(f"a scale rank (-r{self.rank_pct}) applies to chunked int1 codecs only")
         if self.quantile:
             raise CompressionError("quantile levels apply to a chunked codec only, e.g. int2-c4096-k4096-q")
         if self.values in (ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4):
