@@ -82,7 +82,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--codecs", help="comma-separated codecs for the compressed arms ('' for none)")
     parser.add_argument("--eval-batches", type=int, default=32, help="held-out batches of b sequences")
     parser.add_argument("--eval-interval", type=int, default=50, help="steps between evaluations")
-    parser.add_argument("--set", action="append", default=[], metavar="train.FIELD=VALUE", help="config override")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run-config override, e.g. train.outer_lr=0.8, or run_seed=0x<64 hex> for another init and data order",
+    )
     parser.add_argument("--download", choices=["peers", "mean"], default="peers", help="what compressed arms download")
     parser.add_argument("--skip-baselines", action="store_true", help="only DiLoCo arms (for tuning sweeps)")
     parser.add_argument(

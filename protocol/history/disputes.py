@@ -21,69 +21,40 @@ from protocol.history.records import Dispute, JurorReward, ShareClaim
 from protocol.history.state import FoldState, Handler
 
 
-def on_attestation_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
-    if not s.ours(a):
-        return
+def _open_dispute(s: FoldState, e: EventLike, a: Mapping[str, Any], kind: str, **fields: Any) -> tuple[str, int]:
+    """Record a challenge's new dispute (status "open") in its round and the challenger's role."""
     dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
     challenger = to_address(a["challenger"])
     s.disputes[dispute_id] = Dispute(
-        dispute_id,
-        "attestation",
-        index,
-        challenger,
-        e.block_number,
-        s.time(e.block_number),
-        "open",
-        solver=to_address(a["solver"]),
-        slot=int(a["slot"]),
+        dispute_id, kind, index, challenger, e.block_number, s.time(e.block_number), "open", **fields
     )
     s.round(index).disputes.append(dispute_id)
-    s.set_attestation(index, to_address(a["solver"]), int(a["slot"]), state="challenged")
     s.role(challenger, "challenger")
+    return dispute_id, index
+
+
+def on_attestation_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    if not s.ours(a):
+        return
+    solver, slot = to_address(a["solver"]), int(a["slot"])
+    _, index = _open_dispute(s, e, a, "attestation", solver=solver, slot=slot)
+    s.set_attestation(index, solver, slot, state="challenged")
 
 
 def on_plant_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     """Disputes.challengePlant: a commitment revealed as planted disputed over one segment (KIND_PLANT)."""
-    if not s.ours(a):
-        return
-    dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
-    challenger = to_address(a["challenger"])
-    s.disputes[dispute_id] = Dispute(
-        dispute_id,
-        "plant",
-        index,
-        challenger,
-        e.block_number,
-        s.time(e.block_number),
-        "open",
-        solver=to_address(a["solver"]),
-        segment_index=int(a["segmentIndex"]),
-    )
-    s.round(index).disputes.append(dispute_id)
-    s.role(challenger, "challenger")
+    if s.ours(a):
+        _open_dispute(s, e, a, "plant", solver=to_address(a["solver"]), segment_index=int(a["segmentIndex"]))
 
 
 def on_claim_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if not s.ours(a):
         return
-    dispute_id, index, nonce = to_hash_hex(a["disputeId"]), int(a["round"]), int(a["claimNonce"])
-    challenger = to_address(a["challenger"])
-    s.disputes[dispute_id] = Dispute(
-        dispute_id,
-        "claim",
-        index,
-        challenger,
-        e.block_number,
-        s.time(e.block_number),
-        "open",
-        claim_nonce=nonce,
-        claimer=to_address(a["claimer"]),
-    )
+    nonce = int(a["claimNonce"])
+    _, index = _open_dispute(s, e, a, "claim", claim_nonce=nonce, claimer=to_address(a["claimer"]))
     rnd = s.round(index)
-    rnd.disputes.append(dispute_id)
     if nonce in rnd.claims:
         rnd.claims[nonce] = replace(rnd.claims[nonce], status="challenged")
-    s.role(challenger, "challenger")
 
 
 def _ours(s: FoldState, a: Mapping[str, Any]) -> str | None:
