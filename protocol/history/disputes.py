@@ -17,11 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from protocol.history.events import EventLike, get_tx_hash, to_address, to_hash_hex
-from protocol.history.records import Dispute, JurorReward, ShareClaim
+from protocol.history.records import Dispute, DisputeKind, JurorReward, ShareClaim
 from protocol.history.state import FoldState, Handler
 
 
-def _open_dispute(s: FoldState, e: EventLike, a: Mapping[str, Any], kind: str, **fields: Any) -> tuple[str, int]:
+def _open_dispute(
+    s: FoldState, e: EventLike, a: Mapping[str, Any], kind: DisputeKind, **fields: Any
+) -> tuple[str, int]:
     """Record a challenge's new dispute (status "open") in its round and the challenger's role."""
     dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
     challenger = to_address(a["challenger"])
