@@ -101,8 +101,15 @@ typecheck: setup
 pytest: setup
 	$(VENV)/bin/pytest -q
 
+# A failing invariant prints its call sequence last, which pushes the reason out of a log's tail: on failure,
+# repeat the [FAIL: reason] lines and the fuzz seed at the very end (the full log stays in cache/forge-test.log).
 forge-test: setup
-	cd $(CONTRACTS) && bin/forge test
+	cd $(CONTRACTS) && mkdir -p cache && { bin/forge test 2>&1; echo $$? > cache/forge-test.status; } \
+		| tee cache/forge-test.log; status=$$(cat cache/forge-test.status); \
+	if [ "$$status" -ne 0 ]; then \
+		echo "--- forge test failed (exit $$status); reasons, sequences above:"; \
+		grep -E '^\[FAIL|Fuzz seed' cache/forge-test.log | cut -c1-400 | awk '!seen[$$0]++'; \
+	fi; exit $$status
 
 vectors: setup
 	$(PY) -m tests.vectors.generate
