@@ -14,8 +14,10 @@ import {Verification} from "../../src/Verification.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
 import {AttestationRef, DisputeSubject, RunConfig} from "../../src/interfaces/Types.sol";
 
-/// @notice Protocol-wide invariants under random sequences of every user action (see Handler).
-contract ProtocolInvariantTest is Fixture {
+/// @notice Protocol-wide invariants under random sequences of every user action (see Handler): the set-up and the
+///         checks, shared by the random campaign (ProtocolInvariantTest, below) and concrete replays of its
+///         sequences (CampaignReplay.t.sol).
+abstract contract ProtocolChecks is Fixture {
     Handler internal handler;
     uint256 internal runId;
     /// @dev A second run (no reward pool, never played) that the same solvers joined and the same verifiers
@@ -108,7 +110,7 @@ contract ProtocolInvariantTest is Fixture {
 
     /// @notice One campaign (256 runs x 50 calls) checks every invariant after every call; each check is a
     ///         named function below so a failure says which property broke.
-    function invariant_protocolHolds() public view {
+    function checkProtocolHolds() public view {
         checkEthConserved();
         checkStakeManagerOwesItsBalance();
         checkRunRegistryOwesItsBalance();
@@ -360,10 +362,10 @@ contract ProtocolInvariantTest is Fixture {
     }
 
     /// @dev After every window closes and everyone claims and withdraws, only rounding dust remains.
-    function afterInvariant() public virtual {
+    function checkDrainedToDust() public {
         handler.drainAll();
         // every invariant must also hold in the final state
-        invariant_protocolHolds();
+        checkProtocolHolds();
         assertEq(address(sm).balance, 0, "stake stranded");
         assertEq(address(reg).balance, 0, "claim bonds stranded");
         assertEq(address(ver).balance, 0, "attestation bonds or credits stranded");
@@ -378,5 +380,17 @@ contract ProtocolInvariantTest is Fixture {
             bits &= bits - 1;
             ++count;
         }
+    }
+}
+
+/// @notice The random campaign: 256 runs x 50 calls of the Handler's actions, every check after every call, and the
+///         drain-to-dust check after every run.
+contract ProtocolInvariantTest is ProtocolChecks {
+    function invariant_protocolHolds() public view {
+        checkProtocolHolds();
+    }
+
+    function afterInvariant() public {
+        checkDrainedToDust();
     }
 }
