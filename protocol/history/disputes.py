@@ -23,8 +23,8 @@ from protocol.history.state import FoldState, Handler
 
 def _open_dispute(
     s: FoldState, e: EventLike, a: Mapping[str, Any], kind: DisputeKind, **fields: Any
-) -> tuple[str, int]:
-    """Record a challenge's new dispute (status "open") in its round and the challenger's role."""
+) -> int:
+    """Record a challenge's new dispute (status "open") in its round and the challenger's role; return the round."""
     dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
     challenger = to_address(a["challenger"])
     s.disputes[dispute_id] = Dispute(
@@ -32,14 +32,14 @@ def _open_dispute(
     )
     s.round(index).disputes.append(dispute_id)
     s.role(challenger, "challenger")
-    return dispute_id, index
+    return index
 
 
 def on_attestation_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if not s.ours(a):
         return
     solver, slot = to_address(a["solver"]), int(a["slot"])
-    _, index = _open_dispute(s, e, a, "attestation", solver=solver, slot=slot)
+    index = _open_dispute(s, e, a, "attestation", solver=solver, slot=slot)
     s.set_attestation(index, solver, slot, state="challenged")
 
 
@@ -53,7 +53,7 @@ def on_claim_challenged(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> Non
     if not s.ours(a):
         return
     nonce = int(a["claimNonce"])
-    _, index = _open_dispute(s, e, a, "claim", claim_nonce=nonce, claimer=to_address(a["claimer"]))
+    index = _open_dispute(s, e, a, "claim", claim_nonce=nonce, claimer=to_address(a["claimer"]))
     rnd = s.round(index)
     if nonce in rnd.claims:
         rnd.claims[nonce] = replace(rnd.claims[nonce], status="challenged")

@@ -114,8 +114,8 @@ abstract contract ProtocolChecks is Fixture {
         }
     }
 
-    /// @notice One campaign (256 runs x 50 calls) checks every invariant after every call; each check is a
-    ///         named function below so a failure says which property broke.
+    /// @notice Every invariant, each a named function below so a failure says which property broke; the campaign
+    ///         calls it after every call, CampaignReplay after every replayed call.
     function checkProtocolHolds() public view {
         checkEthConserved();
         checkStakeManagerOwesItsBalance();
