@@ -21,9 +21,7 @@ from protocol.history.records import Dispute, DisputeKind, JurorReward, ShareCla
 from protocol.history.state import FoldState, Handler
 
 
-def _open_dispute(
-    s: FoldState, e: EventLike, a: Mapping[str, Any], kind: DisputeKind, **fields: Any
-) -> int:
+def _open_dispute(s: FoldState, e: EventLike, a: Mapping[str, Any], kind: DisputeKind, **fields: Any) -> int:
     """Record a challenge's new dispute (status "open") in its round and the challenger's role; return the round."""
     dispute_id, index = to_hash_hex(a["disputeId"]), int(a["round"])
     challenger = to_address(a["challenger"])
