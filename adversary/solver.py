@@ -21,7 +21,10 @@ when started with `--adversary MODE`:
   Δ + e_r + u for an injected update u, with a document whose e_(r+1) is consistent with that payload, so only
   recomputing C(Δ + e_r) from the verified Δ tells;
 - `wrong-residual` (a run with a codec): trains honestly and builds its payload honestly, but over an e_r with an
-  injected update u added (`make_injected_update`) instead of the e the e-chain allows.
+  injected update u added (`make_injected_update`) instead of the e the e-chain allows;
+- `forged-moments` (a run with `train.carry_moments`): trains honestly, but from AdamW moments of its choosing (the
+  carried first moments scaled by FORGED_MOMENT_SCALE, a push along its previous round's direction) instead of
+  those its accepted previous round ended with; a round with nothing to carry (round 0) is honest.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class SolverAdversary(StrEnum):
     WITHHOLD_DOCUMENT = "withhold-document"
     WRONG_PAYLOAD = "wrong-payload"
     WRONG_RESIDUAL = "wrong-residual"
+    FORGED_MOMENTS = "forged-moments"
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ def train_dishonest_round(
     solver: str,
     save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
     seed: int = 0,
+    start_moments: State | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """What `protocol.training.train_round` returns, for a solver that cheats on every segment.
 
@@ -103,7 +108,7 @@ def train_dishonest_round(
     document checks pass and the fault shows only when a sampled segment is replayed. A reused
     update needs a previous segment: segment 0 of that behaviour is trained honestly.
     """
-    checkpoint = make_start_checkpoint(theta_params)
+    checkpoint = make_start_checkpoint(theta_params, start_moments)
     if save_checkpoint is not None:
         save_checkpoint(0, checkpoint)
     records: list[SegmentRecord] = []
@@ -184,8 +189,9 @@ class CheatingSolverNode(SolverNode):
         if self.rounds is not None and round_index not in self.rounds:
             return super().train_records(ctx, theta, round_index, writer)
         records, end = train_dishonest_round(
-            self.behaviour, ctx.config, ctx.dataset, theta, round_index, self.address, writer.save, self.seed
-        )
+            self.behaviour, ctx.config, ctx.dataset, theta, round_index, self.address, writer.save, self.seed,
+            self.start_moments(ctx, round_index),
+        )  # fmt: skip
         log_event(self.log, "trained dishonestly", round=round_index, adversary=f"cheat:{self.behaviour.value}")
         return records, end
 
@@ -228,6 +234,21 @@ class WrongResidualSolverNode(SolverNode):
     def carried_residual(self, ctx: RunContext, r: int, delta: State) -> State:
         log_event(self.log, "injecting an update through e", level=logging.WARNING, round=r)
         return make_injected_update(super().carried_residual(ctx, r, delta))
+
+
+FORGED_MOMENT_SCALE = 4.0
+"""What `ForgedMomentsSolverNode` multiplies the carried first moments (exp_avg) by."""
+
+
+class ForgedMomentsSolverNode(SolverNode):
+    """In a run that carries AdamW moments: honest training, but from forged moments whenever it carries any."""
+
+    def start_moments(self, ctx: RunContext, round_index: int) -> State | None:
+        moments = super().start_moments(ctx, round_index)
+        if moments is None:
+            return None
+        log_event(self.log, "starting from forged moments", level=logging.WARNING, round=round_index)
+        return {k: v * FORGED_MOMENT_SCALE if k.endswith("/exp_avg") else v for k, v in moments.items()}
 
 
 UNOPENABLE_ROOTS = ("random-root", "copied-root", "previous-root")
@@ -341,4 +362,6 @@ def make_solver_node(
         return WrongPayloadSolverNode(settings, *args, **kwargs)
     if adversary.mode is SolverAdversary.WRONG_RESIDUAL:
         return WrongResidualSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.FORGED_MOMENTS:
+        return ForgedMomentsSolverNode(settings, *args, **kwargs)
     return WrongClaimSolverNode(settings, *args, **kwargs)

@@ -30,6 +30,7 @@ from auditor.checks import (
     DocumentFacts,
     PublicState,
     RunDefinitionFacts,
+    StartHashes,
     ThetaDerivation,
 )
 from auditor.payout_checks import Contribution, check_shares, check_slashes
@@ -47,7 +48,7 @@ from protocol.history.records import RunHistory, RunSummary
 from protocol.ledger import compute_ledger
 from protocol.payload import NO_CODEC, decode_payload_doc, decode_payload_update
 from protocol.state import compute_state_hash, decode_state
-from protocol.training import State, evaluate_params, get_params, make_start_checkpoint
+from protocol.training import State, evaluate_params, get_moments, get_params, make_start_checkpoint
 from protocol.verdict import PayloadEvidence, check_delta_binding, check_payload_binding
 
 TEMPLATE_ADDRESS = "0x" + "00" * 20
@@ -85,7 +86,7 @@ class AuditReport:
     derivations: tuple[ThetaDerivation, ...]
     losses: Mapping[int, float]
     documents: Mapping[tuple[int, str], DocumentFacts]
-    start_hashes: Mapping[int, str]
+    start_hashes: StartHashes
     contributions: tuple[Contribution, ...]
     pending: tuple[str, ...]
     contract_balances: Mapping[str, int]
@@ -323,6 +324,41 @@ def read_documents(
     return facts
 
 
+def compute_start_hashes(
+    history: RunHistory,
+    documents: Mapping[tuple[int, str], DocumentFacts],
+    theta_params: Mapping[int, State],
+    sources: ArtifactSources,
+    carry_moments: bool,
+) -> dict[tuple[int, str], str | None]:
+    """The c_0 each commitment must start at, for every round whose θ_r is known: θ_r's parameters with fresh AdamW
+    moments, or, in a run that carries them, with the moments of the end checkpoint of the solver's accepted
+    commitment of round r - 1 (node/moments.py's rule; None when that checkpoint cannot be read)."""
+    hashes: dict[tuple[int, str], str | None] = {}
+    for rnd in history.rounds:
+        if rnd.index not in theta_params:
+            continue
+        params = theta_params[rnd.index]
+        fresh = hash_to_hex(compute_state_hash(make_start_checkpoint(params)))
+        previous = history.rounds[rnd.index - 1] if rnd.index > 0 else None
+        for c in rnd.commitments:
+            carried = carry_moments and previous is not None and previous.settled and previous.is_accepted(c.solver)
+            if not carried:
+                hashes[(rnd.index, c.solver)] = fresh
+                continue
+            facts = documents.get((rnd.index - 1, c.solver))
+            try:
+                if facts is None or facts.doc is None or not facts.doc.leaves:
+                    raise GradledgerError("no document")
+                end = decode_state(sources.read(facts.doc.leaves[-1].end_hash, "end checkpoint"))
+                start = make_start_checkpoint(params, get_moments(end))
+            except GradledgerError:  # CheckpointError and StateEncodingError included
+                hashes[(rnd.index, c.solver)] = None
+                continue
+            hashes[(rnd.index, c.solver)] = hash_to_hex(compute_state_hash(start))
+    return hashes
+
+
 # ---------------------------------------------------------------------------------------------
 # decide + assemble
 
@@ -374,7 +410,6 @@ def audit_run(
     definition = read_run_definition(history, sources)
     losses: dict[int, float] = {}
     theta_params: dict[int, State] = {}
-    start_hashes: dict[int, str] = {}
 
     def load_state(digest: str, what: str) -> State:
         return decode_state(sources.read(digest, what))
@@ -383,7 +418,6 @@ def audit_run(
         params = get_params(state)
         if index < len(history.rounds):
             theta_params[index] = params
-            start_hashes[index] = hash_to_hex(compute_state_hash(make_start_checkpoint(params)))
         if evaluate_loss and definition.dataset is not None and definition.config is not None:
             losses[index] = evaluate_params(params, definition.dataset, definition.config)
 
@@ -396,6 +430,8 @@ def audit_run(
         history, definition.config.train if definition.config else None, load_state, on_theta, load_update
     )
     documents = read_documents(history, sources, theta_params, codec)
+    carry = definition.config.train.carry_moments if definition.config else False
+    start_hashes = compute_start_hashes(history, documents, theta_params, sources, carry)
     artifacts_s = time.perf_counter() - t0
 
     t1 = time.perf_counter()
@@ -451,7 +487,7 @@ def _with_rejected(
     history: RunHistory,
     documents: Mapping[tuple[int, str], DocumentFacts],
     accepted: set[tuple[int, str]],
-    start_hashes: Mapping[int, str],
+    start_hashes: StartHashes,
 ) -> CheckResult:
     """Findings on commitments that were not accepted go into the evidence: the protocol refused
     that work (it earned nothing and never reached θ), so they do not fail the audit."""

@@ -248,7 +248,12 @@ class DocumentFacts:
     delta_binding: str | None = None  # None = fine, else why Δ != θ_r - c_H
 
 
-def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashes: Mapping[int, str]) -> str | None:
+StartHashes = Mapping[tuple[int, str], str | None]
+"""(round, solver) -> the hash of the c_0 its first leaf must start at (θ_r with fresh or carried AdamW moments,
+auditor/audit.py `compute_start_hashes`), None when the carried moments it must hold could not be read."""
+
+
+def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashes: StartHashes) -> str | None:
     """Why a commitment's document fails (None: its leaves hash to the committed root and chain from θ_r)."""
     if found is None or found.doc is None:
         searched = found.searched if found else "nowhere"
@@ -261,21 +266,27 @@ def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashe
     )
     if reason is None and "0x" + doc.theta_hash.hex() != rnd.theta_hash:
         reason = "document trains from another θ than the round's"
-    if reason is None and rnd.index in start_hashes:
-        num_segments = history.terms.num_segments
-        reason = verify_leaf_chain(
-            list(doc.leaves),
-            history.run_id,
-            rnd.index,
-            c.solver,
-            bytes.fromhex(start_hashes[rnd.index][2:]),
-            num_segments,
-        )
+    key = (rnd.index, c.solver)
+    if reason is None and key in start_hashes:
+        start_hash = start_hashes[key]
+        if start_hash is None:
+            reason = (
+                "the AdamW moments its round must start from (its previous accepted round's end checkpoint) are missing"
+            )
+        else:
+            reason = verify_leaf_chain(
+                list(doc.leaves),
+                history.run_id,
+                rnd.index,
+                c.solver,
+                bytes.fromhex(start_hash[2:]),
+                history.terms.num_segments,
+            )
     return None if reason is None else f"{reason} (document at {found.where})"
 
 
 def check_documents(
-    history: RunHistory, facts: Mapping[tuple[int, str], DocumentFacts], start_hashes: Mapping[int, str]
+    history: RunHistory, facts: Mapping[tuple[int, str], DocumentFacts], start_hashes: StartHashes
 ) -> CheckResult:
     """The given commitments' documents: leaves hash to the committed root, Δ and tokens agree, leaves chain."""
     problems = []

@@ -14,9 +14,10 @@ commitment and then sits on a jury about it does not replay it twice.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from node.moments import DocumentFetcher, fetch_start_moments
 from node.payloads import fetch_payload_evidence
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
@@ -31,14 +32,13 @@ from protocol.training import State, get_params
 from protocol.types import AttestationRef, Commitment
 from protocol.verdict import (
     AttestationDecision,
+    MomentsEvidence,
     SampleCheck,
     check_document,
     check_sample,
     check_trajectory,
     decide_attestation,
 )
-
-DocumentFetcher = Callable[[int, int, str], bytes]
 
 
 class ReplayMetrics(Protocol):
@@ -137,7 +137,10 @@ class CommitmentChecker:
             payload = fetch_payload_evidence(
                 self.protocol, self.store, self.peers, ctx, round_index, solver, doc.delta_hash, theta
             )
-        trajectory_problem = check_trajectory(doc, theta, end, ctx.config.train.num_segments, end_problem, payload)
+        moments = self._fetch_moments(round_index, solver) if ctx.config.train.carry_moments else None
+        trajectory_problem = check_trajectory(
+            doc, theta, end, ctx.config.train.num_segments, end_problem, payload, moments
+        )
         if trajectory_problem is not None:
             return decide_attestation(trajectory_problem, first), doc
         checks = []
@@ -149,6 +152,17 @@ class CommitmentChecker:
             )
             checks.append(self._timed_check(doc, j, segment, start, fetch_problem or ""))
         return decide_attestation(None, checks), doc
+
+    def _fetch_moments(self, round_index: int, solver: str) -> MomentsEvidence:
+        """The AdamW moments the commitment must start from (node/moments.py), or why the solver could not serve
+        them: its previous accepted document or end checkpoint (chain errors propagate: they are not its fault)."""
+        try:
+            moments = fetch_start_moments(
+                self.protocol, self.store, self.peers, self.ctx, round_index, solver, self._fetch_document
+            )
+        except (ArtifactError, PeerError, CommitmentDocError, StateEncodingError, KeyError) as exc:
+            return MomentsEvidence(problem=f"round {round_index - 1}'s end checkpoint or document: {exc}")
+        return MomentsEvidence(moments)
 
     def _fetch_state(self, digest: bytes, url: str | None) -> tuple[State | None, str | None]:
         """A checkpoint the solver must serve: (state, None), or (None, why it could not be had)."""

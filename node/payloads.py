@@ -19,9 +19,10 @@ from protocol.adapters.artifacts import ArtifactError, ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import RunContext, get_artifact
-from protocol.errors import StateEncodingError
+from protocol.errors import GradledgerError, StateEncodingError
 from protocol.hashing import hash_to_hex, to_hash32
 from protocol.history.fold import fold_run_history
+from protocol.history.records import Commitment
 from protocol.payload import (
     PayloadDoc,
     PayloadError,
@@ -57,13 +58,28 @@ def get_previous_payload_doc(
     return decode_payload_doc(get_artifact(store, peers, delta_hash, prefer))
 
 
+class RoundNotSettledError(GradledgerError):
+    """A chain link was asked of a round whose settlement is not in the events read so far: retry later."""
+
+
 def get_accepted_delta_hash(protocol: ProtocolClient, ctx: RunContext, round_index: int, solver: str) -> bytes | None:
     """The Δ hash of `solver`'s commitment of settled round `round_index` if it was accepted (its payload entered
-    θ_(r+1)), else None.
+    θ_(r+1)), else None (`get_accepted_commitment`)."""
+    accepted = get_accepted_commitment(protocol, ctx, round_index, solver)
+    return None if accepted is None else to_hash32(accepted.delta_hash)
+
+
+def get_accepted_commitment(
+    protocol: ProtocolClient, ctx: RunContext, round_index: int, solver: str
+) -> Commitment | None:
+    """`solver`'s commitment of settled round `round_index` if it was accepted (its Δ or payload entered θ_(r+1)), else
+    None: the link of the e-chain here and of the moments chain (node/moments.py). RoundNotSettledError while the
+    round is not settled in the events read so far (a node that reads events a few confirmations behind must not
+    take "not settled yet" for "not accepted": it would start the next round from zeros its verifiers reject).
 
     Read from the run's events (protocol/history, as the auditor reads them), not from Verification's status view:
     a status with nothing left to pay is overwritten once its solver commits again, so the view forgets a past
-    round's acceptance, and the e-chain must be decidable the same way by the solver, the round's verifiers and a
+    round's acceptance, and both chains must be decidable the same way by the solver, the round's verifiers and a
     jury months later. Acceptance of a settled round no longer changes (no dispute stays open past settlement), so
     settled rounds are kept in `ctx.accepted_in_settled_rounds` and the events are folded again only for a round
     not settled when last read.
@@ -73,11 +89,12 @@ def get_accepted_delta_hash(protocol: ProtocolClient, ctx: RunContext, round_ind
         history = fold_run_history(protocol.chain.get_events(ctx.created_block), ctx.run_id)
         for index, rnd in enumerate(history.rounds):
             if rnd.settled and index not in known:
-                known[index] = {
-                    c.solver.lower(): to_hash32(c.delta_hash) for c in rnd.commitments if rnd.is_accepted(c.solver)
-                }
-        if round_index not in known:  # not settled yet: nothing is final about it
-            return None
+                known[index] = {c.solver.lower(): c for c in rnd.commitments if rnd.is_accepted(c.solver)}
+        if round_index not in known:  # not settled yet (or its event not read yet): nothing is final about it
+            raise RoundNotSettledError(
+                f"round {round_index} of run {ctx.run_id} is not settled in the events read so far, so whether "
+                f"{solver}'s commitment was accepted is not decided yet: retry once its RoundSettled event is final"
+            )
     return known[round_index].get(solver.lower())
 
 

@@ -132,6 +132,11 @@ class TrainConfig(_Frozen):
     beta1: float = Field(0.9, ge=0, lt=1)
     beta2: float = Field(0.95, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
+    carry_moments: bool = Field(
+        False,
+        description="each solver starts a round from the AdamW moments its previous accepted round ended with, not "
+        "fresh ones (docs/training.md: 2.24% -> 0.08% above synchronous at M=4, H=25 with round_warmup_steps=0)",
+    )
     outer_lr: float = Field(0.7, gt=0, le=10)
     outer_momentum: float = Field(0.8, ge=0, lt=1, description="paper: 0.9; 0.8 measured better at M=4")
     codec: str = Field(

@@ -132,9 +132,32 @@ def get_fresh_optimizer_state(params: Mapping[str, torch.Tensor]) -> State:
     return state
 
 
-def make_start_checkpoint(params: Mapping[str, torch.Tensor]) -> State:
-    """c_0 of a round: θ_r's parameters plus a fresh optimizer state."""
-    return {**{k: v.clone() for k, v in params.items()}, **get_fresh_optimizer_state(params)}
+def make_start_checkpoint(
+    params: Mapping[str, torch.Tensor], moments: Mapping[str, torch.Tensor] | None = None
+) -> State:
+    """c_0 of a round: θ_r's parameters plus a fresh optimizer state, or plus `moments`, the AdamW state a solver
+    carries into the round (`train.carry_moments`, `get_moments`; which moments a round may carry is the chain rule
+    of node/moments.py). CheckpointError when `moments` does not fit the parameters."""
+    if moments is None:
+        return {**{k: v.clone() for k, v in params.items()}, **get_fresh_optimizer_state(params)}
+    expected = get_fresh_optimizer_state(params)
+    if set(moments) != set(expected):
+        missing, extra = sorted(set(expected) - set(moments)), sorted(set(moments) - set(expected))
+        raise CheckpointError(
+            f"carried optimizer moments do not fit θ's parameters: missing {missing[:3]}, unexpected {extra[:3]}"
+        )
+    for key, value in moments.items():
+        if value.dtype != expected[key].dtype or value.shape != expected[key].shape:
+            raise CheckpointError(
+                f"carried moment {key!r} has shape {tuple(value.shape)} {value.dtype}, θ needs "
+                f"{tuple(expected[key].shape)} {expected[key].dtype}"
+            )
+    return {**{k: v.clone() for k, v in params.items()}, **{k: v.clone() for k, v in moments.items()}}
+
+
+def get_moments(checkpoint: Mapping[str, torch.Tensor]) -> State:
+    """The AdamW part of a checkpoint (both moments of every parameter and the step): what a round carries over."""
+    return {k: v for k, v in checkpoint.items() if k.startswith(ADAM)}
 
 
 def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW) -> State:
@@ -409,6 +432,7 @@ def train_round(
     in_background: Callable[[Callable[[], UpdateSketch]], Future[UpdateSketch]] | None = None,
     plant_secret: Hash32 | None = None,
     exchanger: GradientExchanger | None = None,
+    start_moments: Mapping[str, torch.Tensor] | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """Train one round from θ_r; return the segment records and the final checkpoint c_H.
 
@@ -422,12 +446,13 @@ def train_round(
     reports progress. The records are assembled once every hash and sketch is known. With
     `plant_secret` the round is a planted one: the same steps on the planted batches. With `exchanger` this process
     is one rank of a solver's process group (solver/process_group.py): every rank calls `train_round` with the same
-    arguments in lockstep and ends with the same checkpoints a single process would.
+    arguments in lockstep and ends with the same checkpoints a single process would. `start_moments` (a run with
+    `train.carry_moments`) is the AdamW state c_0 carries instead of a fresh one (`make_start_checkpoint`).
     """
     save = save_checkpoint or (lambda _index, state: compute_state_hash(state))
     model = build_model(config.model, config.profile, config.seed_bytes)
     optimizer = build_optimizer(model, config.train)
-    checkpoint = make_start_checkpoint(theta_params)
+    checkpoint = make_start_checkpoint(theta_params, start_moments)
     load_checkpoint_state(model, optimizer, checkpoint)
     hashes = [save(0, checkpoint)]
     spec = config.get_sketch_spec()

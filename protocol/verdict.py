@@ -7,7 +7,8 @@ The checker that fetches the inputs is `node/checker.py`; everything that decide
 
 1. the document: it must be the one for (run, round, solver), hash to the committed root, carry the
    committed Δ hash and token count, and train from the round's θ (`check_document`);
-2. the trajectory: leaf 0 starts at c_0 of θ_r, each leaf starts where the previous ended, and
+2. the trajectory: leaf 0 starts at c_0 of θ_r (with the carried AdamW moments in a run that carries them,
+   node/moments.py), each leaf starts where the previous ended, and
    Δ = θ_r - c_H for the committed end checkpoint (`check_trajectory`);
 3. each sampled segment is replayed with the one training step and judged exactly (`check_sample`);
 4. `decide_attestation` turns the findings into pass or fail (naming the first bad draw, or draw 0 when
@@ -42,7 +43,7 @@ from protocol.payload import (
 )
 from protocol.replay import judge_exact, replay_segment, verify_leaf_chain
 from protocol.state import compute_state_hash
-from protocol.training import compute_pseudo_gradient, make_start_checkpoint
+from protocol.training import CheckpointError, compute_pseudo_gradient, make_start_checkpoint
 from protocol.types import Commitment
 
 State = Mapping[str, torch.Tensor]
@@ -161,6 +162,30 @@ def check_payload_binding(
     return verify_payload_binding(payload_doc, delta, residual, evidence.payload, expected)
 
 
+@dataclass(frozen=True)
+class MomentsEvidence:
+    """The AdamW moments a commitment's c_0 must carry, in a run with `train.carry_moments` (node/moments.py).
+
+    `moments` None means fresh ones (the solver has no accepted commitment of round r - 1). `problem` says why the
+    moments could not be had: the previous document or end checkpoint not served (a failed commitment, like a
+    checkpoint it does not serve)."""
+
+    moments: State | None = None
+    problem: str | None = None
+
+
+def get_start_hash(theta_params: State, moments: MomentsEvidence | None) -> tuple[Hash32 | None, str | None]:
+    """(state hash of the round's c_0, None), or (None, why c_0 cannot be formed): θ_r's parameters plus fresh
+    AdamW moments, or plus the carried ones."""
+    if moments is not None and moments.problem is not None:
+        return None, f"carried optimizer moments not served: {moments.problem}"
+    try:
+        start = make_start_checkpoint(theta_params, moments.moments if moments is not None else None)
+    except CheckpointError as exc:
+        return None, str(exc)
+    return compute_state_hash(start), None
+
+
 def check_trajectory(
     doc: CommitmentDoc,
     theta_params: State,
@@ -168,13 +193,17 @@ def check_trajectory(
     num_segments: int,
     end_problem: str | None = None,
     payload: PayloadEvidence | None = None,
+    moments: MomentsEvidence | None = None,
 ) -> str | None:
     """The leaves chain from c_0 of θ_r, and Δ binds to the committed end checkpoint; None when they do.
 
     `end_problem` says why the end checkpoint could not be fetched (when `end_checkpoint` is None). `payload` is
     given in a codec run: the Δ hash then binds a payload document (`check_payload_binding`), not Δ itself.
+    `moments` is given in a run that carries AdamW moments: c_0 then holds them instead of fresh ones.
     """
-    start_hash = compute_state_hash(make_start_checkpoint(theta_params))
+    start_hash, problem = get_start_hash(theta_params, moments)
+    if start_hash is None:
+        return problem
     problem = verify_leaf_chain(list(doc.leaves), doc.run_id, doc.round, doc.solver, start_hash, num_segments)
     if problem is not None:
         return problem

@@ -4,7 +4,9 @@ Each round every simulated solver trains H inner steps from θ_r in its own proc
 one-thread processes beat one two-thread process on this kind of machine), returns its
 pseudo-gradient as canonical state bytes, and the coordinator applies the outer step and
 evaluates θ_(r+1) on the held-out batches. Bytes communicated count one upload (Δ) and one
-download (θ) of float32 parameters per solver per round.
+download (θ) of float32 parameters per solver per round. With `train.carry_moments` each solver
+starts a round from the AdamW moments its previous round ended with (every simulated round is
+accepted, so every round after the first carries), as a protocol solver does (node/moments.py).
 
 Optional pseudo-gradient compression (`Compression`, protocol/compression.py, never the
 default): each solver uploads its Δ encoded with error feedback; with a download codec the
@@ -46,6 +48,7 @@ from protocol.training import (
     compute_pseudo_gradient,
     evaluate,
     evaluate_params,
+    get_moments,
     get_params,
     load_checkpoint_state,
     make_start_checkpoint,
@@ -68,12 +71,17 @@ def _init_worker(config_json: str, manifest: DatasetManifest, shards: dict[bytes
     _WORKER["dataset"] = build_token_dataset(manifest, shards, config.data.eval_shards)
 
 
-def _train_solver(theta_bytes: bytes, round_index: int, solver: str) -> tuple[bytes, list[float]]:
+def _train_solver(
+    theta_bytes: bytes, round_index: int, solver: str, moments_bytes: bytes | None
+) -> tuple[bytes, list[float], bytes | None]:
+    """(Δ, the segments' losses, the end checkpoint's AdamW moments when the run carries them)."""
     config: RunConfig = _WORKER["config"]  # type: ignore[assignment]
     dataset: TokenDataset = _WORKER["dataset"]  # type: ignore[assignment]
     theta = decode_state(theta_bytes)
-    records, end = train_round(config, dataset, theta, round_index, solver)
-    return encode_state(compute_pseudo_gradient(theta, end)), [r.mean_loss for r in records]
+    moments = decode_state(moments_bytes) if moments_bytes is not None else None
+    records, end = train_round(config, dataset, theta, round_index, solver, start_moments=moments)
+    carried = encode_state(get_moments(end)) if config.train.carry_moments else None
+    return encode_state(compute_pseudo_gradient(theta, end)), [r.mean_loss for r in records], carried
 
 
 @dataclass
@@ -158,12 +166,13 @@ def run_simulation(
         initializer=_init_worker,
         initargs=(config.model_dump_json(), manifest, shards),
     ) as pool:
+        moments: dict[str, bytes | None] = dict.fromkeys(addresses)  # every simulated round is accepted: all carry
         for round_index in range(rounds):
             theta_bytes = encode_state(get_params(global_state))
-            futures = {s: pool.submit(_train_solver, theta_bytes, round_index, s) for s in addresses}
+            futures = {s: pool.submit(_train_solver, theta_bytes, round_index, s, moments[s]) for s in addresses}
             deltas, losses = {}, []
             for solver, future in futures.items():
-                delta_bytes, solver_losses = future.result()
+                delta_bytes, solver_losses, moments[solver] = future.result()
                 deltas[solver] = decode_state(delta_bytes)
                 losses.extend(solver_losses)
             if compression is None:

@@ -22,6 +22,7 @@ from fastapi import HTTPException
 from node.bootstrap import RunNode
 from node.credits import CreditWithdrawer
 from node.logs import log_event
+from node.moments import fetch_start_moments
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
 from node.pace import measure_round_training_ms
 from node.payloads import get_previous_payload_doc
@@ -117,7 +118,23 @@ class SolverNode(RunNode):
         return train(
             ctx.config, ctx.dataset, theta, round_index, self.address,
             save_checkpoint=writer.save, on_step=on_step, in_background=writer.submit, plant_secret=plant_secret,
+            start_moments=self.start_moments(ctx, round_index),
         )  # fmt: skip
+
+    def start_moments(self, ctx: RunContext, round_index: int) -> State | None:
+        """The AdamW moments round `round_index` starts from (node/moments.py): those its accepted commitment of the
+        previous round ended with in a run that carries them, else None (fresh). An adversary overrides this."""
+        return fetch_start_moments(
+            self.protocol, self.store, self.peers, ctx, round_index, self.address, self.own_document
+        )
+
+    def own_document(self, run_id: int, round_index: int, solver: str) -> bytes:
+        """The commitment document this solver committed to for a round, from its own store (ArtifactError when
+        it has none: a node whose state lost a round cannot carry that round's moments)."""
+        record = self.record_of(run_id, round_index)
+        if record is None or record.doc_hash is None or solver.lower() != self.address.lower():
+            raise ArtifactError(f"this node has no commitment document of run {run_id} round {round_index}")
+        return self.store.get(record.doc_hash)
 
     def served_document(self, run_id: int, round_index: int) -> bytes | None:
         """The commitment document the API serves for a round: the one this solver committed to."""

@@ -88,6 +88,8 @@ class RoundJob:
     theta: dict[str, torch.Tensor]
     plant_secret: Hash32 | None
     run: tuple[RunConfig, TokenDataset] | None
+    start_moments: dict[str, torch.Tensor] | None = None
+    """The AdamW moments c_0 carries (train.carry_moments), None for fresh ones."""
 
 
 def _broadcast(value: Any) -> Any:
@@ -164,7 +166,9 @@ class SolverGroup:
         self.store.set(f"{JOB_KEY}{self.jobs}", b"train")
         self.jobs += 1
         theta = {k: v.detach().clone() for k, v in theta_params.items()}
-        _broadcast(RoundJob(round_index, solver, theta, kwargs.get("plant_secret"), run))
+        moments = kwargs.get("start_moments")
+        moments = None if moments is None else {k: v.detach().clone() for k, v in moments.items()}
+        _broadcast(RoundJob(round_index, solver, theta, kwargs.get("plant_secret"), run, moments))
         self.sent_config = config_hash
         records, end = train_round(
             config, dataset, theta_params, round_index, solver, exchanger=self.exchanger, **kwargs
@@ -295,6 +299,7 @@ def serve_rounds(store: dist.Store, rank: int, world_size: int, threads: int) ->
             _, end = train_round(
                 run[0], run[1], job.theta, job.round_index, job.solver, save_checkpoint=_discard,
                 in_background=pool.submit, plant_secret=job.plant_secret, exchanger=exchanger,
+                start_moments=job.start_moments,
             )  # fmt: skip
             _agree_on_end_hash(compute_state_hash(end))
             log_event(logger, "round trained", rank=rank, round=job.round_index)

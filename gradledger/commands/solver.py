@@ -92,7 +92,7 @@ def run_node(
         "--adversary",
         help=(
             "DISHONEST role for tests and demos: cheat, withhold, withhold-document, wrong-claim, malformed, "
-            "unopenable, wrong-payload or wrong-residual (never default)"
+            "unopenable, wrong-payload, wrong-residual or forged-moments (never default)"
         ),
     ),
     behaviour: str | None = typer.Option(

@@ -19,6 +19,7 @@ from protocol.config import RunConfig, compute_config_hash, encode_config, parse
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset, decode_manifest, encode_manifest
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex
+from protocol.history.records import Commitment
 from protocol.state import decode_state
 from protocol.types import RunTerms
 
@@ -41,9 +42,9 @@ class RunContext:
     dataset: TokenDataset
     share_token: str
     created_block: int
-    accepted_in_settled_rounds: dict[int, dict[str, bytes]] = field(default_factory=dict)
-    """Settled round -> solver (lowercase) -> Δ hash of its accepted commitment, filled as node/payloads.py folds the
-    run's events: acceptance of a settled round never changes, so each round's events are folded for it once."""
+    accepted_in_settled_rounds: dict[int, dict[str, Commitment]] = field(default_factory=dict)
+    """Settled round -> solver (lowercase) -> its accepted commitment, filled as node/payloads.py folds the run's
+    events: acceptance of a settled round never changes, so each round's events are folded for it once."""
 
 
 def get_artifact(store: ArtifactStore, peers: PeerSet | None, digest: bytes, prefer: str | None = None) -> bytes:

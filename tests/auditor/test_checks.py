@@ -128,13 +128,16 @@ def test_documents_verified_missing_and_mismatched(tiny_config):
         (0, SOLVER_A): DocumentFacts(0, SOLVER_A, doc, "store/x", ""),
         (0, SOLVER_B): DocumentFacts(0, SOLVER_B, None, "", "2 local store(s), no peers"),
     }
-    result = checks.check_documents(h, facts, {0: hash_to_hex(start)})
+    result = checks.check_documents(h, facts, {(0, SOLVER_A): hash_to_hex(start), (0, SOLVER_B): hash_to_hex(start)})
     assert not result.passed
     assert result.evidence["documents_verified"] == 1
     assert "commitment document missing (searched 2 local store(s), no peers)" in result.detail
-    other_start = {0: "0x" + "ee" * 32}
+    other_start = {(0, SOLVER_A): "0x" + "ee" * 32}
     result = checks.check_documents(h, {(0, SOLVER_A): facts[(0, SOLVER_A)]}, other_start)
     assert not result.passed and "leaf 0 does not start where θ_r's start checkpoint is" in result.detail
+    # a run that carries AdamW moments, whose previous end checkpoint could not be read: named, never passed
+    result = checks.check_documents(h, {(0, SOLVER_A): facts[(0, SOLVER_A)]}, {(0, SOLVER_A): None})
+    assert not result.passed and "the AdamW moments its round must start from" in result.detail
 
 
 def test_integrity_public_state_and_balance():

@@ -152,3 +152,19 @@ def healthy(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def run_until_paid(setup: RunSetup, nodes: list[Node], paid: int) -> str:
+    """Create the run, drive its clock until it finishes and account `paid` holds shares, stop every node, and return
+    the nodes' logs (which are also the failure message when the run does not get there)."""
+    protocol, run_id = setup.protocol, setup.run_id
+    try:
+        setup.create()
+        with setup.drive(lambda: handles(setup, nodes)):
+            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
+            wait_until(lambda: protocol.shares_of(run_id, address(paid)) > 0, 300, f"account {paid}'s shares")
+    except AssertionError:
+        raise AssertionError(logs(setup, nodes)) from None
+    finally:
+        stop_all(nodes)
+    return logs(setup, nodes)

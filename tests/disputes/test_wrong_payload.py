@@ -21,8 +21,8 @@ from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import load_run_context
 from protocol.commitment import encode_commitment_doc
 from protocol.types import ROLE_SOLVER, AttestationRef
-from tests.chain_fixtures import prepare_run, wait_until
-from tests.disputes.conftest import address, all_events, assert_balance_matches_events, handles, logs, start, stop_all
+from tests.chain_fixtures import prepare_run
+from tests.disputes.conftest import address, all_events, assert_balance_matches_events, run_until_paid, start
 
 pytestmark = pytest.mark.e2e
 
@@ -60,16 +60,7 @@ def test_a_payload_that_is_not_the_codec_of_the_verified_delta_is_failed_and_sla
         start(setup, "e-cheater", solver, E_CHEATER, "--adversary", "wrong-residual"),
         start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--exit-when-done"),
     ]
-    try:
-        setup.create()
-        with setup.drive(lambda: handles(setup, nodes)):
-            wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
-            wait_until(lambda: protocol.shares_of(run_id, address(HONEST)) > 0, 300, "the honest solver's shares")
-    except AssertionError:
-        raise AssertionError(logs(setup, nodes)) from None
-    finally:
-        stop_all(nodes)
-    detail = logs(setup, nodes)
+    detail = run_until_paid(setup, nodes, HONEST)
     assert "injecting an update into the payload" in detail and "injecting an update through e" in detail
     events = all_events(protocol)
 

@@ -17,7 +17,7 @@ from protocol.hashing import hash_to_hex
 from protocol.outer import get_initial_global_state
 from protocol.replay import judge_exact, replay_segment
 from protocol.state import compute_state_hash
-from protocol.training import get_params, keep_checkpoints, train_round
+from protocol.training import get_moments, get_params, keep_checkpoints, train_round
 from solver.process_group import start_local_group
 from tests.conftest import RUN_SEED, SOLVER_A
 
@@ -48,15 +48,19 @@ def _wait_for_exit(pid: int, timeout_s: float) -> bool:
 def test_a_two_process_group_trains_the_checkpoints_one_process_replays(micro_config, dataset):
     theta = get_params(get_initial_global_state(micro_config))
     alone: dict = {}
-    records_alone, _ = train_round(micro_config, dataset, theta, 0, SOLVER_A, save_checkpoint=keep_checkpoints(alone))
+    records_alone, end_alone = train_round(
+        micro_config, dataset, theta, 0, SOLVER_A, save_checkpoint=keep_checkpoints(alone)
+    )
     group = start_local_group(2, threads=1)
     try:
         together: dict = {}
-        records, _ = group.train_round(
+        records, end = group.train_round(
             micro_config, dataset, theta, 0, SOLVER_A, save_checkpoint=keep_checkpoints(together)
         )
         assert group.exchanger is not None, "the group trained the round (it did not fall back to one process)"
-        again, _ = group.train_round(micro_config, dataset, theta, 1, SOLVER_A)  # the next job reaches the worker
+        # the next job reaches the worker, with carried AdamW moments (train.carry_moments) broadcast to it
+        again, _ = group.train_round(micro_config, dataset, theta, 1, SOLVER_A, start_moments=get_moments(end))
+        assert group.exchanger is not None, "both ranks started round 1 from the same carried moments"
     finally:
         group.close()
     assert [w.returncode for w in group.workers] == [0]
@@ -68,7 +72,8 @@ def test_a_two_process_group_trains_the_checkpoints_one_process_replays(micro_co
         replayed = replay_segment(micro_config, dataset, 0, SOLVER_A, segment, together[segment])
         verdict = judge_exact(micro_config, record.to_leaf(1, 0, SOLVER_A), together[segment], replayed)
         assert verdict.accepted, verdict.reason
-    assert again == train_round(micro_config, dataset, theta, 1, SOLVER_A)[0]
+    assert again == train_round(micro_config, dataset, theta, 1, SOLVER_A, start_moments=get_moments(end_alone))[0]
+    assert again != train_round(micro_config, dataset, theta, 1, SOLVER_A)[0]  # the moments were carried
 
 
 def test_a_lost_worker_leaves_rank_0_training_alone_with_the_same_bits(micro_config, dataset):
