@@ -54,7 +54,7 @@ def test_a_solver_that_forges_its_carried_moments_is_failed_and_slashed(fresh_de
         start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--exit-when-done"),
     ]
     detail = run_until_paid(setup, nodes, HONEST)
-    assert detail.count("starting from forged moments") == 1, detail  # round 1 only: round 0 carries nothing
+    assert "starting from forged moments" in detail, detail  # round 1: round 0 carries nothing (its pass below)
     events = all_events(protocol)
     honest, forger = address(HONEST), address(FORGER)
 
