@@ -343,20 +343,21 @@ def compute_start_hashes(
         previous = history.rounds[rnd.index - 1] if rnd.index > 0 else None
         for c in rnd.commitments:
             carried = carry_moments and previous is not None and previous.settled and previous.is_accepted(c.solver)
-            if not carried:
-                hashes[(rnd.index, c.solver)] = fresh
-                continue
-            facts = documents.get((rnd.index - 1, c.solver))
-            try:
-                if facts is None or facts.doc is None or not facts.doc.leaves:
-                    raise GradledgerError("no document")
-                end = decode_state(sources.read(facts.doc.leaves[-1].end_hash, "end checkpoint"))
-                start = make_start_checkpoint(params, get_moments(end))
-            except GradledgerError:  # CheckpointError and StateEncodingError included
-                hashes[(rnd.index, c.solver)] = None
-                continue
-            hashes[(rnd.index, c.solver)] = hash_to_hex(compute_state_hash(start))
+            hashes[(rnd.index, c.solver)] = (
+                _get_carried_start_hash(params, documents.get((rnd.index - 1, c.solver)), sources) if carried else fresh
+            )
     return hashes
+
+
+def _get_carried_start_hash(params: State, previous: DocumentFacts | None, sources: ArtifactSources) -> str | None:
+    """Hash of θ_r's parameters plus the moments of the previous document's end checkpoint, None when unreadable."""
+    if previous is None or previous.doc is None or not previous.doc.leaves:
+        return None
+    try:
+        end = decode_state(sources.read(previous.doc.leaves[-1].end_hash, "end checkpoint"))
+        return hash_to_hex(compute_state_hash(make_start_checkpoint(params, get_moments(end))))
+    except GradledgerError:  # missing or corrupt, not a canonical state, or moments that do not fit θ
+        return None
 
 
 # ---------------------------------------------------------------------------------------------

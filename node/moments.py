@@ -16,8 +16,9 @@ INVARIANT: every moment a round starts from came out of the solver's own accepte
 previous round (or is zero): by induction a solver cannot choose its moments, so it cannot steer an update through
 them. A solver that cannot serve its previous document or end checkpoint fails the round (data availability).
 
-One place for the solver (which moments to train from), the checker (verifiers, whistleblowers, jurors) and the
-auditor (`fetch_start_moments`), so they cannot disagree about the chain.
+One place for the solver (which moments to train from) and the checker (verifiers, whistleblowers, jurors):
+`fetch_start_moments`, so they cannot disagree about the chain. The auditor applies the same rule to the history it
+has folded and the artifacts it has read (auditor/audit.py `compute_start_hashes`).
 """
 
 from __future__ import annotations
