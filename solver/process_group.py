@@ -92,6 +92,20 @@ class RoundJob:
     """The AdamW moments c_0 carries (train.carry_moments), None for fresh ones."""
 
 
+def _init_process_group(**how: Any) -> None:
+    """`dist.init_process_group` on our backend, once nothing imported later can pin the group past its close.
+
+    torch.use_deterministic_algorithms (protocol/profile.py) imports torch._inductor.config, which imports
+    torch.distributed.fsdp, whose default arguments (`process_group=dist.group.WORLD`) take the default group if
+    one exists at that moment. Those references outlive `destroy_process_group`, so the group's gloo threads ran
+    on into interpreter exit, where one releasing a finished collective's tensors waited for the GIL and was
+    ended inside a destructor: std::terminate, a SIGABRT at a clean exit (seen as a failed torchrun rank).
+    """
+    import torch._inductor.config  # noqa: F401  # INVARIANT: imported before the group exists: defaults hold None
+
+    dist.init_process_group(get_backend(), **how)
+
+
 def _broadcast(value: Any) -> Any:
     box = [value]
     dist.broadcast_object_list(box, src=0)
@@ -235,7 +249,7 @@ def start_local_group(nproc: int, threads: int, log: logging.Logger | None = Non
                 f"solver process group worker(s) {failed} exited before joining (exit codes {codes}); their errors "
                 "are in this log above"
             )
-        dist.init_process_group(get_backend(), store=store, rank=0, world_size=nproc)
+        _init_process_group(store=store, rank=0, world_size=nproc)
     except BaseException:
         group.exchanger = None  # not a group yet: only the workers to end
         for worker in workers:
@@ -263,7 +277,7 @@ def join_torchrun_group(log: logging.Logger | None = None) -> SolverGroup | None
     """Rank 0 under `torchrun` (None outside torchrun): join the group and host the job store for the workers."""
     if int(os.environ.get("WORLD_SIZE", "1")) < 2:
         return None
-    dist.init_process_group(get_backend(), init_method="env://")
+    _init_process_group(init_method="env://")
     store = dist.TCPStore(os.environ["MASTER_ADDR"], 0, None, is_master=True, wait_for_workers=False)
     _broadcast(store.port)
     log_event(log or logger, "process group joined", processes=dist.get_world_size(), backend=get_backend())
@@ -272,7 +286,7 @@ def join_torchrun_group(log: logging.Logger | None = None) -> SolverGroup | None
 
 def run_torchrun_worker(threads: int) -> None:
     """Ranks 1 .. N-1 under `torchrun`: join the group, reach rank 0's job store, train rounds until "stop"."""
-    dist.init_process_group(get_backend(), init_method="env://")
+    _init_process_group(init_method="env://")
     port = _broadcast(None)
     store = dist.TCPStore(os.environ["MASTER_ADDR"], port, is_master=False)
     serve_rounds(store, dist.get_rank(), dist.get_world_size(), threads)
@@ -338,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     host, port = args.store.rsplit(":", 1)
     store = dist.TCPStore(host, int(port), is_master=False)
     store.set(f"{READY_KEY}{args.rank}", b"ok")
-    dist.init_process_group(get_backend(), store=store, rank=args.rank, world_size=args.world_size)
+    _init_process_group(store=store, rank=args.rank, world_size=args.world_size)
     log_event(logger, "worker joined", rank=args.rank, processes=args.world_size, pid=os.getpid())
     serve_rounds(store, args.rank, args.world_size, args.threads)
 

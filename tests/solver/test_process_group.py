@@ -149,3 +149,29 @@ def test_under_torchrun_rank_0_trains_with_the_workers_torchrun_started(tmp_path
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "RESULT True True" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, done.stderr
+
+
+def test_close_leaves_nothing_holding_the_group_after_the_profile_import(tmp_path):
+    """Once closed, only c10d's own references to the group are gone too: nothing else pins its gloo threads.
+
+    In a fresh interpreter (pytest's has imported torch._inductor.config long ago), the execution profile's import
+    of torch._inductor.config after the group exists used to leave ten references in torch's default arguments
+    (`process_group=dist.group.WORLD`): the group's threads outlived `close` and a clean exit could abort (SIGABRT)."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import torch.distributed as dist
+        from protocol.config import build_run_config
+        from protocol.profile import apply_execution_profile
+        from solver.process_group import start_local_group
+        group = start_local_group(2, threads=1)
+        world = dist.distributed_c10d._get_default_group()
+        config = build_run_config(preset="tiny", run_seed="0x" + "5e" * 32, dataset_root="0x" + "00" * 32)
+        apply_execution_profile(config.profile, threads=1)
+        group.close()
+        print(sys.getrefcount(world) - 1, [w.returncode for w in group.workers])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "[0]"], f"references to the closed group besides ours: {done.stdout}"
