@@ -127,15 +127,18 @@ class TrainConfig(_Frozen):
     steps_per_segment: int = Field(5, ge=1, description="k: inner steps between checkpoints")
     inner_lr: float = Field(1e-3, gt=0, le=1, description="bench/diloco.py: 1e-3 beat 3e-3 for DiLoCo")
     warmup_steps: int = Field(50, ge=0, description="linear inner-lr warmup over global steps")
-    round_warmup_steps: int = Field(5, ge=0, description="linear inner-lr warmup over each round's first steps")
+    round_warmup_steps: int = Field(
+        0, ge=0, description="linear inner-lr ramp over each round's first steps (5 helps fresh-moment rounds)"
+    )
     weight_decay: float = Field(0.1, ge=0, le=1)
     beta1: float = Field(0.9, ge=0, lt=1)
     beta2: float = Field(0.95, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
     carry_moments: bool = Field(
-        False,
+        True,
         description="each solver starts a round from the AdamW moments its previous accepted round ended with, not "
-        "fresh ones (docs/training.md: 2.24% -> 0.08% above synchronous at M=4, H=25 with round_warmup_steps=0)",
+        "fresh ones (docs/training.md: 2.24% -> 0.08% above synchronous at M=4, H=25 with round_warmup_steps=0; "
+        "the default since 2026-11-26)",
     )
     outer_lr: float = Field(0.7, gt=0, le=10)
     outer_momentum: float = Field(0.8, ge=0, lt=1, description="paper: 0.9; 0.8 measured better at M=4")

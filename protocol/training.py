@@ -230,10 +230,11 @@ def get_inner_lr(train: TrainConfig, global_step: int, round_step: int = 0) -> f
     """Linear warmup over the first `warmup_steps` global inner steps, then constant; times a
     linear warmup over the first `round_warmup_steps` steps of every round.
 
-    Why the per-round factor: each round starts from a fresh AdamW state, and a fresh Adam's
-    first bias-corrected steps are about sign(g) * lr on every coordinate -- several times a
-    settled step, and mostly noise. Ramping the rate over the round's first steps damps that
-    kick (bench/diloco.py: the DiLoCo loss gap to synchronous training drops by more than half).
+    Why the per-round factor: a round that starts from a fresh AdamW state (`carry_moments` off)
+    takes first bias-corrected steps of about sign(g) * lr on every coordinate -- several times a
+    settled step, and mostly noise. Ramping the rate over the round's first steps damps that kick
+    (bench/diloco.py: the fresh-state gap to synchronous training drops by more than half); with
+    carried moments (the default) the ramp only costs, so it defaults to 0 steps.
     """
     lr = train.inner_lr
     if train.warmup_steps and global_step < train.warmup_steps:
