@@ -166,6 +166,17 @@ def start_node(setup: RunSetup, role: str, account: int, *extra: str) -> subproc
     return subprocess.Popen([sys.executable, "-m", "gradledger", *args, *extra], stdout=log, stderr=subprocess.STDOUT)
 
 
+def run_audit(setup: RunSetup, json_path: Path, *extra: str) -> dict:
+    """`gradledger audit` of the run as a real process; asserts it exits 0 and returns its JSON report."""
+    audit = subprocess.run(
+        [sys.executable, "-m", "gradledger", "audit", "--run", str(setup.run_id), "--home", str(setup.home),
+         "--rpc-url", setup.protocol.chain.rpc_url, "--json", str(json_path), *extra],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
+    return json.loads(json_path.read_text())
+
+
 def run_to_the_end(
     setup: RunSetup, nodes: list[tuple[int, subprocess.Popen]], theta0_params: dict | None = None, finish_s: float = 900
 ) -> None:

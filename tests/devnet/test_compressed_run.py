@@ -8,9 +8,6 @@ solver's e carried from one accepted round to the next.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
@@ -26,7 +23,7 @@ from protocol.outer import compute_outer_step
 from protocol.payload import decode_payload_doc, decode_payload_update, make_zero_residual
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import get_params
-from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_audit, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -107,14 +104,7 @@ def test_three_rounds_with_a_codec_settle_audit_clean_and_rebuild_theta_from_pay
         del protocol.chain.get_events  # the class's method again
     assert len(reads) == 1, reads
 
-    out = tmp_path / "audit"
-    audit = subprocess.run(
-        [sys.executable, "-m", "gradledger", "audit", "--run", str(run_id), "--home", str(setup.home),
-         "--rpc-url", protocol.chain.rpc_url, "--json", str(out / "audit.json")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
-    report = json.loads((out / "audit.json").read_text())
+    report = run_audit(setup, tmp_path / "audit" / "audit.json")
     assert all(c["passed"] for c in report["checks"]), [c for c in report["checks"] if not c["passed"]]
     by_name = {c["name"]: c for c in report["checks"]}
     assert any("re-derived" in c["detail"] for c in by_name.values()), by_name

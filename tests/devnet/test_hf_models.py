@@ -7,8 +7,6 @@ from the chain and the nodes' artifacts."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +15,7 @@ import pytest
 from protocol.config import parse_model_config
 from protocol.outer import make_global_state
 from protocol.state import compute_state_hash
-from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_to_the_end, start_node
+from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_audit, run_to_the_end, start_node
 
 pytestmark = pytest.mark.e2e
 
@@ -65,11 +63,5 @@ def test_hf_model_trains_one_round_with_real_nodes_and_the_audit_rederives_theta
     assert protocol.is_settled(run_id, 0), logs
 
     out = tmp_path / "audit"
-    audit = subprocess.run(
-        [sys.executable, "-m", "gradledger", "audit", "--run", str(run_id), "--home", str(setup.home),
-         "--rpc-url", protocol.chain.rpc_url, "--json", str(out / "audit.json"), "--html", str(out / "audit.html")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
-    report = json.loads((out / "audit.json").read_text())
+    report = run_audit(setup, out / "audit.json", "--html", str(out / "audit.html"))
     assert all(c["passed"] for c in report["checks"]), [c for c in report["checks"] if not c["passed"]]

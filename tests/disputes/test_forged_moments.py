@@ -11,10 +11,6 @@ fault: slashed and unpaid for round 1. The juror code (node/checker.py) upholds 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from auditor.sources import ArtifactSources
@@ -28,7 +24,7 @@ from protocol.commitment import encode_commitment_doc
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import get_moments, get_params, make_start_checkpoint
 from protocol.types import ROLE_SOLVER, AttestationRef
-from tests.chain_fixtures import prepare_run
+from tests.chain_fixtures import prepare_run, run_audit
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, run_until_paid, start
 
 pytestmark = pytest.mark.e2e
@@ -99,13 +95,7 @@ def test_a_solver_that_forges_its_carried_moments_is_failed_and_slashed(fresh_de
     wrong_pass, _, _ = checker.is_attestation_right(ref, commitment, False, -1)
     assert not wrong_pass
 
-    audit = subprocess.run(
-        [sys.executable, "-m", "gradledger", "audit", "--run", str(run_id), "--home", str(setup.home),
-         "--rpc-url", protocol.chain.rpc_url, "--json", str(tmp_path / "audit.json")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
-    report = json.loads((tmp_path / "audit.json").read_text())
+    report = run_audit(setup, tmp_path / "audit.json")
     documents_check = next(c for c in report["checks"] if c["name"] == "commitment documents")
     assert documents_check["evidence"]["commitments_checked"] == 3, documents_check  # 2 honest, 1 forger's round 0
     assert any(REASON in p for p in documents_check["evidence"].get("not_accepted_findings", [])), documents_check
