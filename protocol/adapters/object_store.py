@@ -19,12 +19,15 @@ where other users of the machine could read them. docs/storage.md has the detail
 
 from __future__ import annotations
 
+import base64
+import bisect
 import contextlib
 import io
+import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -111,31 +114,42 @@ def parse_s3_url(url: str) -> S3Location:
     return S3Location(bucket, prefix)
 
 
-class _ChunkReader(io.RawIOBase):
-    """A read-only, non-seekable file over an iterable of byte chunks (a state's tensors, uploaded without a copy of
-    the whole state)."""
+class _ChunksFile(io.RawIOBase):
+    """A read-only, seekable file over byte chunks held in memory (a state's header pieces and tensor buffers): the
+    body of a state's upload without a copy of the whole state. Seekable, so botocore can rewind it for a retry."""
 
     def __init__(self, chunks: Iterable[bytes | memoryview]) -> None:
-        self._chunks: Iterator[bytes | memoryview] = iter(chunks)
-        self._current = memoryview(b"")
+        self._chunks = [memoryview(chunk).cast("B") for chunk in chunks]
+        self._starts = list(itertools.accumulate((len(c) for c in self._chunks), initial=0))
+        self._size = self._starts[-1]
+        self._position = 0
 
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = min(max(base + offset, 0), self._size)
+        return self._position
+
     def readinto(self, buffer: Any) -> int:
         target = memoryview(buffer).cast("B")
         filled = 0
-        while filled < len(target):
-            if not len(self._current):
-                nxt = next(self._chunks, None)
-                if nxt is None:
-                    break
-                self._current = memoryview(nxt).cast("B")
-                continue
-            n = min(len(target) - filled, len(self._current))
-            target[filled : filled + n] = self._current[:n]
-            self._current = self._current[n:]
+        index = bisect.bisect_right(self._starts, self._position) - 1
+        while filled < len(target) and self._position < self._size:
+            chunk = self._chunks[index]
+            inside = self._position - self._starts[index]
+            n = min(len(target) - filled, len(chunk) - inside)
+            target[filled : filled + n] = chunk[inside : inside + n]
             filled += n
+            self._position += n
+            index += 1
         return filled
 
 
@@ -394,17 +408,32 @@ class S3ArtifactStore:
         digest = Hash32(hasher.digest())
         if on_hash is not None:
             on_hash(digest)
-        return self._upload(digest, size, lambda: io.BufferedReader(_ChunkReader(iter_state_chunks(state)), 1 << 20))
+        return self._upload(digest, size, lambda: _ChunksFile(iter_state_chunks(state)))
 
     def _upload(self, digest: Hash32, size: int, open_body: Callable[[], Any]) -> Hash32:
-        """Upload the body `open_body()` gives under `digest` unless an object of `size` bytes is there already."""
+        """Upload the body `open_body()` gives under `digest` unless an object of `size` bytes is there already.
+
+        Up to `part_bytes` it is one PutObject whose `x-amz-checksum-sha256` is `digest` itself -- the artifact's name
+        is the SHA-256 of its bytes, so the client need not hash them again to sign the payload, and a service that
+        checks checksums (AWS S3, MinIO, R2, Ceph) refuses a body that does not match its name. Bigger artifacts go up
+        in parts, each with a SHA-256 checksum botocore computes. Either way every read hashes what it gets.
+        """
         key = self.key_of(digest)
         if self._size_of(key) == size:
             return digest  # idempotent: same name, same size -- the same bytes unless corrupt, which reads catch
-        self._call(
-            f"uploading {self.describe_key(key)} ({size} bytes)",
-            lambda: self.client.upload_fileobj(open_body(), self.location.bucket, key, Config=self.transfer),
-        )
+        bucket = self.location.bucket
+
+        def single() -> None:
+            self.client.put_object(
+                Bucket=bucket, Key=key, Body=open_body(), ContentLength=size,
+                ChecksumSHA256=base64.b64encode(to_hash32(digest)).decode("ascii"),
+            )  # fmt: skip
+
+        def parts() -> None:
+            extra = {"ChecksumAlgorithm": "SHA256"}
+            self.client.upload_fileobj(open_body(), bucket, key, Config=self.transfer, ExtraArgs=extra)
+
+        self._call(f"uploading {self.describe_key(key)} ({size} bytes)", single if size <= self.part_bytes else parts)
         return digest
 
     def get(self, digest: bytes) -> bytes:
@@ -489,13 +518,23 @@ class _NoClose(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         return self._handle.readinto(buffer)
 
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
 
 def make_s3_client(request_attempts: int = REQUEST_ATTEMPTS, **overrides: Any) -> Any:
     """A boto3 S3 client from the AWS environment (AWS_ENDPOINT_URL, AWS_PROFILE, AWS_REGION, keys), with botocore's
     standard retry mode (exponential backoff with jitter on throttling, 5xx and connection errors).
 
-    Integrity is this store's SHA-256 of every artifact, so botocore's optional CRC checksums (an extra pass over the
-    bytes on each side) are only computed where the service requires them.
+    Integrity is this store's SHA-256 of every artifact: an upload carries it as its `x-amz-checksum-sha256` (a
+    signed header) instead of botocore hashing the body a second time to sign it (`payload_signing_enabled` off),
+    botocore's optional CRC checksums are only computed where the service requires them, and every read is hashed.
     """
     import boto3  # type: ignore[import-untyped]
     from botocore.config import Config  # type: ignore[import-untyped]
@@ -507,6 +546,7 @@ def make_s3_client(request_attempts: int = REQUEST_ATTEMPTS, **overrides: Any) -
         read_timeout=120,
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
+        s3={"payload_signing_enabled": False},
     )
     session = boto3.session.Session(profile_name=os.environ.get("AWS_PROFILE") or None)
     region = overrides.pop("region_name", None) or session.region_name or "us-east-1"

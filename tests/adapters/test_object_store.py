@@ -1,15 +1,22 @@
-"""S3ArtifactStore against a real S3-compatible server (moto, tests/object_store_fixtures.py), and store URLs."""
+"""S3ArtifactStore against real S3-compatible servers -- every test runs against moto and against the JuiceFS S3
+gateway (MinIO's S3 code, which checks signatures; devnet/s3server.py) -- and store URLs."""
 
 from __future__ import annotations
 
+import base64
+import io
 import socket
+from collections.abc import Iterator
 
 import botocore.exceptions
 import pytest
 import torch
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
+from devnet.s3server import SERVERS
 from protocol.adapters.artifacts import (
     ArtifactCorruptError,
     ArtifactNotFoundError,
@@ -28,6 +35,7 @@ from protocol.adapters.object_store import (
     ObjectStoreError,
     S3ArtifactStore,
     S3Location,
+    _ChunksFile,
     make_s3_client,
     open_artifact_store,
     parse_s3_url,
@@ -37,6 +45,13 @@ from protocol.state import compute_state_hash, encode_state
 from tests.object_store_fixtures import DropFirstConnections
 
 MIB = 1 << 20
+
+
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def s3_server(request) -> Iterator:
+    """This module's tests run once per local server (overrides the session's moto-only fixture)."""
+    with SERVERS[request.param]() as server:
+        yield server
 
 
 def make_store(bucket: str, **kwargs) -> S3ArtifactStore:
@@ -88,17 +103,20 @@ def test_corrupt_object_is_refused_moved_aside_and_healed(s3_bucket, s3_server):
 
 def test_multipart_state_and_background_writer(s3_bucket, s3_server):
     store = make_store(s3_bucket, part_bytes=5 * MIB, concurrency=2)
+    parts: list[int] = []
+    store.client.meta.events.register(
+        "before-parameter-build.s3.UploadPart", lambda params, **_: parts.append(params["PartNumber"])
+    )
     state = {"a.weight": torch.arange(3 * MIB, dtype=torch.float32), "b": torch.ones(7)}  # ~12 MiB: 3 parts
     digest = put_state(store, state)
     assert digest == compute_state_hash(state)
-    head = s3_server.make_client().head_object(Bucket=s3_bucket, Key=store.key_of(digest))
-    assert head["ETag"].strip('"').endswith("-3"), "uploaded in 3 parts"
+    assert sorted(parts) == [1, 2, 3], "uploaded in 3 parts"
     assert torch.equal(get_state(store, digest)["a.weight"], state["a.weight"])
     nudged = {**state, "b": torch.zeros(7)}
     with BackgroundStateWriter(store) as writer:
         hashed = writer.save(0, nudged)
     assert hashed.result() == compute_state_hash(nudged) and store.has(hashed.result())
-    heard = []
+    heard: list = []
     streamed = store.put_stream([encode_state(state)[:100], encode_state(state)[100:]], on_hash=heard.append)
     assert streamed == digest and heard == [digest]
 
@@ -115,6 +133,43 @@ def test_transient_connection_resets_are_retried(s3_bucket, s3_server):
     assert relay.dropped == 2
     assert slept and slept == [0.25 * 2**i for i in range(len(slept))], "exponential backoff between attempts"
     assert make_store(s3_bucket).get(digest) == b"survives two resets"
+
+
+def test_upload_carries_its_name_as_checksum_instead_of_hashing_again(s3_bucket):
+    """A single-part upload sends the artifact's SHA-256 (its name) as the signed x-amz-checksum-sha256 header and
+    an unsigned payload: botocore does not hash the bytes a second time."""
+    store = make_store(s3_bucket)
+    sent: list[dict] = []
+    store.client.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.append(request.headers))
+    digest = store.put(b"named by its hash")
+    assert len(sent) == 1
+    headers = sent[0]
+    assert headers["x-amz-checksum-sha256"] == base64.b64encode(digest)
+    assert headers["X-Amz-Content-SHA256"] == b"UNSIGNED-PAYLOAD"
+    assert b"x-amz-checksum-sha256" in headers["Authorization"], "the checksum header is signed"
+    assert store.get(digest) == b"named by its hash"
+
+
+def test_wrong_secret_is_access_denied(s3_bucket, s3_server):
+    if s3_server.name == "moto":
+        pytest.skip("moto does not check signatures")
+    client = make_s3_client(aws_access_key_id=s3_server.env()["AWS_ACCESS_KEY_ID"], aws_secret_access_key="wrong")
+    with pytest.raises(AccessDeniedError, match="AWS_SECRET_ACCESS_KEY"):
+        open_artifact_store(f"s3://{s3_bucket}/x", client=client)
+
+
+@given(
+    st.lists(st.binary(max_size=40), max_size=6),
+    st.lists(st.tuples(st.integers(-5, 250), st.integers(0, 64)), max_size=8),
+)
+def test_chunks_file_reads_and_seeks_like_the_joined_bytes(chunks, moves):
+    joined = io.BytesIO(b"".join(chunks))
+    body = _ChunksFile(chunks)
+    assert body.read() == joined.read()
+    for offset, size in moves:
+        assert body.seek(offset) == joined.seek(min(max(offset, 0), len(joined.getbuffer())))
+        assert body.read(size) == joined.read(size) and body.tell() == joined.tell()
+    assert body.seek(-3, io.SEEK_END) == joined.seek(max(len(joined.getbuffer()) - 3, 0))
 
 
 def test_typed_errors(s3_bucket):
