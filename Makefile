@@ -15,7 +15,7 @@ NPM_STAMP := $(CONTRACTS)/node_modules/.installed
 BUILD_STAMP := $(CONTRACTS)/out/.built
 SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
-.PHONY: setup demo demo-llama test check lint typecheck pytest forge-test vectors bench clean browser lock
+.PHONY: setup demo demo-llama test check lint typecheck pytest forge-test vectors goldens bench clean browser lock
 
 setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) browser
 
@@ -113,6 +113,11 @@ forge-test: setup
 
 vectors: setup
 	$(PY) -m tests.vectors.generate
+
+# The execution profile's golden hashes (protocol/goldens.json), from this machine: run on the reference machine only,
+# after a deliberate change of the training code (docs/determinism.md). `gradledger profile check` compares with them.
+goldens: setup
+	$(VENV)/bin/gradledger profile regenerate
 
 bench: setup
 	$(PY) bench/lsh.py

@@ -29,6 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.runs import RunRules

@@ -23,6 +23,10 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -44,6 +44,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 import torch
 
 from protocol.adapters.corpus import load_corpus_shards

@@ -27,12 +27,12 @@ from web3 import Web3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from devnet.anvil import AnvilProcess  # noqa: E402
-from devnet.deploy import DEPLOY_ORDER, get_constructor_args, get_create_address  # noqa: E402
-from devnet.toolchain import find_tool, get_contracts_dir  # noqa: E402
-from protocol import bls  # noqa: E402
-from protocol.hashing import keccak256  # noqa: E402
-from protocol.jury import (  # noqa: E402
+from devnet.anvil import AnvilProcess
+from devnet.deploy import DEPLOY_ORDER, get_constructor_args, get_create_address
+from devnet.toolchain import find_tool, get_contracts_dir
+from protocol import bls
+from protocol.hashing import keccak256
+from protocol.jury import (
     JurorEntry,
     Jury,
     assemble_verdict,
@@ -40,8 +40,8 @@ from protocol.jury import (  # noqa: E402
     compute_vote,
     draw_jury,
 )
-from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at  # noqa: E402
-from protocol.sampling import compute_sample, compute_sampling_seed, compute_seat_seed  # noqa: E402
+from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.sampling import compute_sample, compute_sampling_seed, compute_seat_seed
 
 UNBONDING_DELAY = 7 * 24 * 3600
 WINDOW = 3600

@@ -24,6 +24,10 @@ import statistics
 import sys
 import time
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 import torch
 
 from protocol.hashing import keccak256

@@ -38,6 +38,10 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 import torch
 
 from devnet.anvil import AnvilProcess

@@ -13,6 +13,10 @@ import argparse
 import json
 import time
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 from protocol.adapters.corpus import load_corpus_shards
 from protocol.config import build_run_config
 from protocol.data import build_token_dataset

@@ -29,6 +29,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
+
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -18,6 +18,7 @@ from gradledger.commands import calibrate as calibrate_cli
 from gradledger.commands import data as data_cli
 from gradledger.commands import devnet as devnet_cli
 from gradledger.commands import model as model_cli
+from gradledger.commands import profile as profile_cli
 from gradledger.commands import run as devnet_commands
 from gradledger.commands import solver as solver_cli
 from gradledger.commands import verifier as verifier_cli
@@ -42,6 +43,7 @@ app.add_typer(whistleblower_cli.app, name="whistleblower")
 app.command("audit")(audit_cli.audit_command)
 app.add_typer(data_cli.app, name="data")
 app.add_typer(model_cli.app, name="model")
+app.add_typer(profile_cli.app, name="profile")
 app.command("calibrate")(calibrate_cli.calibrate_command)
 err_console = Console(stderr=True)
 logger = get_logger("cli")

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from eth_account.signers.local import LocalAccount
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from node.logs import get_logger, log_event
 from node.money_watch import MoneyCollector, MoneyWatch
 from node.peers import PeerDiscovery, announce_url
+from node.profile_check import ReproductionReport, check_reproduction, log_reproduction
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
@@ -184,6 +185,13 @@ class RunNode:
         self.money = MoneyWatch(self.protocol, self.peers, run_id, self.address, self.log)
         self.metrics_registry = CollectorRegistry()  # served at /metrics (docs/nodes.md, "your money")
         self.metrics_registry.register(MoneyCollector(self.money))
+        self.reproduction: ReproductionReport | None = None  # the golden self-check, once the run is loaded
+        self.reproduced_gauge = Gauge(
+            "gradledger_profile_reproduced",
+            "1 when this machine reproduces the run's execution profile (exact verdicts), 0 when not (tolerances)",
+            ["profile"],
+            registry=self.metrics_registry,
+        )
 
     def load(self) -> RunContext:
         """The run's context; waits for the run to be created if it does not exist yet."""
@@ -191,8 +199,26 @@ class RunNode:
             if not wait_for_run(self.protocol, self.run_id, self.stop):
                 raise RunNotFoundError(f"stopped before run {self.run_id} was created")
             self.discovery.refresh(None, force=True)  # the creator serves the run's config, dataset and θ0
-            self.ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
+            ctx = load_run_when_created(self.io, self.run_id, self.stop, self.threads)
+            self.self_check(ctx)
+            self.ctx = ctx
         return self.ctx
+
+    def self_check(self, ctx: RunContext) -> ReproductionReport:
+        """Train the run's profile's golden segments here (cached per machine) and say how this node will judge.
+
+        A machine that does not reproduce them still works: its replays that differ are judged by tolerances
+        (`exact_verdicts` False), and /health, /metrics and the log say why."""
+        if self.reproduction is None or self.reproduction.profile != ctx.config.profile.name:
+            self.reproduction = check_reproduction(ctx.config.profile.name, self.threads)
+            log_reproduction(self.log, self.reproduction, self.role_dir.rstrip("s"))
+            self.reproduced_gauge.labels(profile=self.reproduction.profile).set(int(self.reproduction.reproduces))
+        return self.reproduction
+
+    @property
+    def exact_verdicts(self) -> bool:
+        """Whether this node may fail a replay on an exact mismatch (its machine reproduces the goldens)."""
+        return self.reproduction is not None and self.reproduction.reproduces
 
     def now(self) -> int:
         return get_chain_now(self.chain)
@@ -325,6 +351,23 @@ class RunNode:
             "last_error": self.last_error,
             "activity": self.get_activity(),
             "money": self.money.as_health(),
+            "profile": self.get_profile_health(),
+        }
+
+    def get_profile_health(self) -> dict[str, Any] | None:
+        """The golden self-check as /health shows it: whether this machine reproduces, how it judges, why."""
+        report = self.reproduction
+        if report is None:
+            return None
+        env = report.environment
+        return {
+            "name": report.profile,
+            "reproduces": report.reproduces,
+            "verdicts": report.verdicts,
+            "reason": report.reason,
+            "aten_capability": env.aten_capability,
+            "mkl": env.mkl_mode,
+            "cpu": f"{env.cpu_vendor} {env.cpu_model}",
         }
 
     def get_activity(self) -> dict[str, int | bool]:

@@ -59,12 +59,17 @@ class CommitmentChecker:
         protocol: ProtocolClient,
         metrics: ReplayMetrics | None = None,
         fetch_document: DocumentFetcher | None = None,
+        *,
+        exact: bool = True,
     ) -> None:
         self.ctx = ctx
         self.store = store
         self.peers = peers
         self.protocol = protocol
         self.metrics = metrics
+        self.exact = exact
+        """False on a machine that does not reproduce the run's execution profile (node/profile_check.py): then a
+        replay that differs is judged by the run's tolerances (protocol/verdict.py), never failed outright."""
         self._fetch_document = fetch_document or self._fetch_document_from_solver
         self._cache: dict[tuple, tuple[AttestationDecision, CommitmentDoc | None]] = {}
         self._lock = threading.Lock()
@@ -150,7 +155,7 @@ class CommitmentChecker:
                 if segment < len(doc.leaves)
                 else (None, "the document has no such leaf")
             )
-            checks.append(self._timed_check(doc, j, segment, start, fetch_problem or ""))
+            checks.append(self._timed_check(doc, j, segment, start, fetch_problem or "", solver_url))
         return decide_attestation(None, checks), doc
 
     def _fetch_moments(self, round_index: int, solver: str) -> MomentsEvidence:
@@ -173,13 +178,35 @@ class CommitmentChecker:
         except StateEncodingError as exc:  # bytes that hash right but are no canonical state: the solver's fault
             return None, f"not a canonical state: {exc}"
 
+    def _check_sample(
+        self,
+        doc: CommitmentDoc,
+        j: int,
+        segment: int,
+        start: State | None,
+        fetch_problem: str,
+        solver_url: str | None,
+        secret: bytes | None = None,
+    ) -> SampleCheck:
+        """`check_sample`, exactly; or, off the profile (`exact` False), with the committed end checkpoint the
+        tolerances need (fetched only then: a reproducing node never needs it)."""
+        end, end_problem = None, ""
+        if not self.exact and start is not None and 0 <= segment < len(doc.leaves):
+            end, problem = self._fetch_state(doc.leaves[segment].end_hash, solver_url)
+            end_problem = problem or ""
+        return check_sample(
+            self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem,
+            to_hash32(secret) if secret is not None else None,
+            exact=self.exact, end_checkpoint=end, end_problem=end_problem,
+        )  # fmt: skip
+
     def _timed_check(
-        self, doc: CommitmentDoc, j: int, segment: int, start: State | None, fetch_problem: str
+        self, doc: CommitmentDoc, j: int, segment: int, start: State | None, fetch_problem: str, solver_url: str | None
     ) -> SampleCheck:
         if self.metrics is None or start is None:
-            return check_sample(self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem)
+            return self._check_sample(doc, j, segment, start, fetch_problem, solver_url)
         with self.metrics.replay_seconds.time():
-            result = check_sample(self.ctx.config, self.ctx.dataset, doc, j, segment, start, fetch_problem)
+            result = self._check_sample(doc, j, segment, start, fetch_problem, solver_url)
         self.metrics.replays.inc()
         return result
 
@@ -201,8 +228,9 @@ class CommitmentChecker:
             return False, problem
         if not 0 <= segment < len(doc.leaves):
             return False, f"the document has no leaf for segment {segment}"
-        start, fetch_problem = self._fetch_state(doc.leaves[segment].start_hash, self.peers.url_of(solver))
-        check = check_sample(ctx.config, ctx.dataset, doc, 0, segment, start, fetch_problem or "", to_hash32(secret))
+        url = self.peers.url_of(solver)
+        start, fetch_problem = self._fetch_state(doc.leaves[segment].start_hash, url)
+        check = self._check_sample(doc, 0, segment, start, fetch_problem or "", url, secret)
         return check.accepted, check.reason
 
     def is_attestation_right(

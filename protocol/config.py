@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from protocol.errors import ConfigError
+from protocol.execution_pins import CURRENT_PROFILE, ProfileName
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, keccak256, to_hash32
 from protocol.sketch import SketchSpec
 from protocol.types import RunTerms
@@ -191,13 +192,17 @@ class SketchConfig(_Frozen):
 
 
 class ExecutionProfileConfig(_Frozen):
-    """The pinned execution profile honest replays are bit-identical under (protocol/profile.py).
+    """The pinned execution profile honest replays are bit-identical under (protocol/profile.py, docs/determinism.md).
 
     Every node checks it before it trains or replays (`protocol.profile.explain_profile_mismatch`). The kernel
     switches (`layer_norm`, `attention`) exist so benchmarks and `gradledger calibrate` can emulate another
     profile; a run pins the thread-invariant choices ("elementary", "eager")."""
 
-    name: str = "cpu-fp32-elementary-v1"
+    name: ProfileName = Field(
+        CURRENT_PROFILE,
+        description="which pins and golden hashes (protocol/execution_pins.py, protocol/goldens.py); runs created "
+        "before the pins keep cpu-fp32-elementary-v1, which no node judges exactly",
+    )
     torch_version: str = "2.13.0"
     transformers_version: str | None = Field(
         None, description="pinned for Hugging Face models (set by build_run_config), None for the built-in GPT"

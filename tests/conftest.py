@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from protocol.adapters.execution_env import pin_execution_environment
+
+pin_execution_environment()  # before anything loads torch: the suite runs under the profile's pins
+
 import pytest
 
 from protocol.adapters.corpus import load_corpus_shards

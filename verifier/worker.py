@@ -104,7 +104,10 @@ class VerifierWorker(RunNode):
     def get_checker(self) -> CommitmentChecker:
         """The shared commitment checker (node/checker.py) for this run."""
         if self.checker is None:
-            self.checker = CommitmentChecker(self.load(), self.store, self.peers, self.protocol, self.metrics)
+            ctx = self.load()
+            self.checker = CommitmentChecker(
+                ctx, self.store, self.peers, self.protocol, self.metrics, exact=self.exact_verdicts
+            )
         return self.checker
 
     def on_start(self) -> None:

@@ -89,7 +89,7 @@ class Whistleblower(RunNode):
     def load(self) -> RunContext:
         ctx = super().load()
         if self.checker is None:
-            self.checker = CommitmentChecker(ctx, self.store, self.peers, self.protocol)
+            self.checker = CommitmentChecker(ctx, self.store, self.peers, self.protocol, exact=self.exact_verdicts)
         return ctx
 
     def on_start(self) -> None:

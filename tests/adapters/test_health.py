@@ -19,6 +19,7 @@ def _node(finished: bool) -> SimpleNamespace:
     return SimpleNamespace(
         finished=finished, run_id=7, skips=2, last_error="", get_activity=lambda: {"idle": False, "block": -1},
         loop_thread=None, money=MoneyWatch(None, None, 7, "0x" + "11" * 20, get_logger("test")),  # nothing read yet
+        get_profile_health=lambda: None,  # no run loaded, so no golden self-check yet
     )  # fmt: skip
 
 

@@ -96,7 +96,7 @@ def test_health_is_503_with_the_missed_window_as_its_reason_while_the_worker_run
     worker.start()
     node = SimpleNamespace(
         finished=False, run_id=1, skips=0, last_error="", get_activity=lambda: {"idle": True, "block": 1},
-        loop_thread=worker, money=watch,
+        loop_thread=worker, money=watch, get_profile_health=lambda: None,
     )  # fmt: skip
     registry = CollectorRegistry()
     registry.register(MoneyCollector(watch))

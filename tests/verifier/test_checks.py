@@ -40,8 +40,13 @@ class ChainStandIn:
         return self.theta_hash
 
 
-def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str, plant_secret=None):
+def _publish(
+    tmp_path, config, dataset, behaviour: Behaviour | None, name: str, plant_secret=None, *, exact=True, trained_as=None
+):
+    """A published commitment and a checker of it; `trained_as` is the config the solver trained under (another
+    machine's arithmetic, emulated by another kernel), `exact` False a checker off the profile."""
     store = LocalArtifactStore(tmp_path / name)
+    trained_as = trained_as or config
     global_state = get_initial_global_state(config)
     theta_hash = put_state(store, global_state)
     theta = get_params(global_state)
@@ -51,17 +56,22 @@ def _publish(tmp_path, config, dataset, behaviour: Behaviour | None, name: str, 
 
     if behaviour is None:
         records, end = train_round(
-            config, dataset, theta, ROUND, SOLVER_A, save_checkpoint=save, plant_secret=plant_secret
+            trained_as, dataset, theta, ROUND, SOLVER_A, save_checkpoint=save, plant_secret=plant_secret
         )
     else:
-        records, end = train_dishonest_round(behaviour, config, dataset, theta, ROUND, SOLVER_A, save, seed=5)
+        records, end = train_dishonest_round(behaviour, trained_as, dataset, theta, ROUND, SOLVER_A, save, seed=5)
     delta_hash = put_state(store, compute_pseudo_gradient(theta, end))
     doc = CommitmentDoc(
         RUN_ID, ROUND, SOLVER_A, theta_hash, delta_hash, tuple(r.to_leaf(RUN_ID, ROUND, SOLVER_A) for r in records)
     )
     ctx = RunContext(RUN_ID, SimpleNamespace(samples_per_commitment=config.train.num_segments), config, dataset, "", 0)
     checker = CommitmentChecker(
-        ctx, store, PeerSet([]), ChainStandIn(theta_hash), fetch_document=lambda *_: encode_commitment_doc(doc)
+        ctx,
+        store,
+        PeerSet([]),
+        ChainStandIn(theta_hash),
+        fetch_document=lambda *_: encode_commitment_doc(doc),
+        exact=exact,
     )
     return checker, store, doc, Commitment(doc.root, doc.delta_hash, doc.tokens)
 
@@ -140,3 +150,35 @@ def test_an_unserved_plant_is_false(tmp_path, tiny_config, dataset):
     store.delete(doc.leaves[1].start_hash)
     true, reason = checker.is_plant_true(ROUND, SOLVER_A, commitment, 1, PLANT_SECRET)
     assert not true and "not served" in reason
+
+
+def _other_machine(config):
+    """Honest arithmetic that is not bit-identical to this process's: the fused LayerNorm kernel."""
+    return config.model_copy(update={"profile": config.profile.model_copy(update={"layer_norm": "fused"})})
+
+
+def test_honest_work_from_other_arithmetic_fails_exactly_but_passes_off_the_profile(tmp_path, tiny_config, dataset):
+    """The attack on honest solvers that the golden self-check closes: an exact verifier whose bits differ fails
+    honest work. Off the profile (`exact` False) the same replays are judged by the tolerances and pass."""
+    other = _other_machine(tiny_config)
+    exact, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "exact", trained_as=other)
+    assert exact.check_commitment(SEAT, commitment)[0].kind == "fail"
+    checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, None, "off", exact=False, trained_as=other)
+    decision, _ = checker.check_commitment(SEAT, commitment)
+    assert decision.kind == "pass" and "within the run's tolerances" in decision.reason, decision
+    assert not checker.is_attestation_right(SEAT, commitment, True, 0)[0]
+
+
+@pytest.mark.parametrize("behaviour", list(Behaviour))
+def test_off_the_profile_cheats_are_still_caught_by_the_tolerances(tmp_path, tiny_config, dataset, behaviour):
+    checker, _, _, commitment = _publish(tmp_path, tiny_config, dataset, behaviour, behaviour.value, exact=False)
+    decision, _ = checker.check_commitment(SEAT, commitment)
+    assert decision.kind == "fail" and "tolerance verdict" in decision.reason, decision
+
+
+def test_off_the_profile_a_withheld_end_checkpoint_is_a_fail(tmp_path, tiny_config, dataset):
+    other = _other_machine(tiny_config)
+    checker, store, doc, commitment = _publish(tmp_path, tiny_config, dataset, None, "w", exact=False, trained_as=other)
+    store.delete(doc.leaves[0].end_hash)
+    decision, _ = checker.check_commitment(SEAT, commitment)
+    assert decision.kind == "fail" and "not served" in decision.reason, decision
