@@ -151,17 +151,21 @@ def build_golden_config(golden: GoldenSegment, dataset: TokenDataset, profile: s
 
 
 def compute_golden_hash(
-    golden: GoldenSegment, dataset: TokenDataset, profile: str, exchanger: GradientExchanger | None = None
+    golden: GoldenSegment,
+    dataset: TokenDataset,
+    profile: str,
+    exchanger: GradientExchanger | None = None,
+    device: str = "cpu",
 ) -> Hash32:
     """State hash (parameters and AdamW state) after the golden segment, trained from the model's init.
 
     `exchanger` is a process group's gradient exchange (solver/process_group.py): a group must end on the very
-    bits of one process."""
+    bits of one process. `device` "cuda" trains it on a GPU (bench/profile_check.py --device cuda)."""
     config = build_golden_config(golden, dataset, profile)
     start = make_start_checkpoint(get_params(get_initial_global_state(config)))
-    model, optimizer = build_trainer(config, start)
+    model, optimizer = build_trainer(config, start, device)
     run_inner_steps(model, optimizer, dataset, config, 0, GOLDEN_SOLVER, 0, GOLDEN_STEPS, exchanger=exchanger)
-    return compute_state_hash(get_checkpoint_state(model, optimizer))
+    return compute_state_hash({k: v.cpu() for k, v in get_checkpoint_state(model, optimizer).items()})
 
 
 @dataclass(frozen=True)

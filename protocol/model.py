@@ -109,7 +109,7 @@ class GPT(nn.Module):
         _, T = idx.shape
         if self.config.block_size < T:
             raise ConfigError(f"sequence of {T} tokens exceeds the model's block_size {self.config.block_size}")
-        pos = torch.arange(T, dtype=torch.long)
+        pos = torch.arange(T, dtype=torch.long, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.h:
             x = block(x)

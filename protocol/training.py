@@ -201,10 +201,10 @@ def load_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW, state:
     with torch.no_grad():
         for name, param in model.named_parameters():
             param.copy_(state[PARAM + name])
-            optimizer.state[param] = {
+            optimizer.state[param] = {  # the moments live where the parameter does (a model moved to a GPU)
                 "step": step.clone(),
-                "exp_avg": state[f"{ADAM}{name}/exp_avg"].detach().clone(),
-                "exp_avg_sq": state[f"{ADAM}{name}/exp_avg_sq"].detach().clone(),
+                "exp_avg": state[f"{ADAM}{name}/exp_avg"].detach().to(param.device, copy=True),
+                "exp_avg_sq": state[f"{ADAM}{name}/exp_avg_sq"].detach().to(param.device, copy=True),
             }
 
 
@@ -346,6 +346,7 @@ def run_inner_steps(
     get_local_micro_batches(train.micro_batches, exchanger)  # refuse a group that cannot split M before any step
     losses = []
     model.train()
+    device = next(model.parameters()).device
     for step in range(first_step, first_step + num_steps):
         x, y = get_train_batch(
             dataset,
@@ -357,6 +358,7 @@ def run_inner_steps(
             config.model.block_size,
             plant_secret,
         )
+        x, y = x.to(device), y.to(device)  # no copy on the CPU
         lr = get_inner_lr(train, round_index * train.inner_steps + step, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -386,9 +388,12 @@ def train_segment(
     return get_checkpoint_state(model, optimizer), losses
 
 
-def build_trainer(config: RunConfig, checkpoint: Mapping[str, torch.Tensor]) -> tuple[nn.Module, torch.optim.AdamW]:
-    """The run's model and inner optimizer, loaded from a checkpoint (parameters and AdamW state)."""
-    model = build_model(config.model, config.profile, config.seed_bytes)
+def build_trainer(
+    config: RunConfig, checkpoint: Mapping[str, torch.Tensor], device: torch.device | str = "cpu"
+) -> tuple[nn.Module, torch.optim.AdamW]:
+    """The run's model and inner optimizer, loaded from a checkpoint (parameters and AdamW state). `device` other
+    than the CPU is for measuring a GPU profile (bench/profile_check.py); every role trains and replays on the CPU."""
+    model = build_model(config.model, config.profile, config.seed_bytes).to(device)
     optimizer = build_optimizer(model, config.train)
     load_checkpoint_state(model, optimizer, checkpoint)
     return model, optimizer

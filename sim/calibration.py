@@ -26,8 +26,9 @@ import math
 import multiprocessing
 import os
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -35,8 +36,10 @@ from typing import Any
 import torch
 
 from adversary.behaviours import Behaviour, make_dishonest_segment
+from protocol.adapters.execution_env import get_unpinned_environment, read_execution_environment
 from protocol.config import HFModelConfig, ReplayThresholds, RunConfig
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
+from protocol.execution_pins import PINNED_ATEN_CAPABILITY, PINNED_ENVIRONMENT, PINS_SWITCH
 from protocol.merkle import SegmentLeaf
 from protocol.outer import get_initial_global_state
 from protocol.replay import (
@@ -48,7 +51,14 @@ from protocol.replay import (
 )
 from protocol.sketch import UpdateSketch, compute_sketch_distance, compute_update_sketch
 from protocol.state import decode_state, encode_state
-from protocol.training import State, compute_param_update, get_params, keep_checkpoints, train_round
+from protocol.training import (
+    SegmentRecord,
+    State,
+    compute_param_update,
+    get_params,
+    keep_checkpoints,
+    train_round,
+)
 from sim.simulate import get_simulated_solver, run_simulation
 
 RUN_SEED = "0x" + "de" * 32
@@ -65,8 +75,20 @@ EXACT_VARIANTS = {
     "threads-2": (2, False),
     "threads-1-deterministic": (1, True),
     "threads-2-deterministic": (2, True),
+    "threads-4": (4, False),
 }
 CROSS_THREADS = (1, 2)
+HARDWARE_PATHS: dict[str, dict[str, str]] = {
+    "native": {},
+    "portable": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+}
+"""Real CPU code paths the honest replays also run on (the unpinned hardware trials), by name: the environment a
+worker process starts with, on top of the pins switched off and every pinned variable removed
+(`get_unpinned_environment`). "native" is what this CPU runs without the pins (ATen's widest instruction set, e.g.
+AVX-512; MKL's default branch without STRICT; oneDNN's widest ISA): a verifier on a newer or older CPU that did not
+pin. "portable" is the most generic path each library has (ATen's portable kernels, MKL's COMPATIBLE branch, oneDNN
+limited to SSE4.1): what a machine sharing none of the pinned SIMD kernels computes. Two paths, not one per library,
+because each costs a worker replaying every segment twice (1 and 2 threads) on the same cores."""
 MIN_TRIALS = 1000
 """Trials per cheat (and honest cross-profile replays) a full calibration aims for: 99.9% needs >= 1000."""
 
@@ -219,7 +241,8 @@ def _judge_segment(
 
 
 def run_job(theta_bytes: bytes, round_index: int, solver: str, seed: int) -> dict[str, Any]:
-    """Train one honest round from θ_r and judge every segment; hand back one start state too."""
+    """Train one honest round from θ_r and judge every segment; hand back one start state for the another-process
+    trial, and the round's checkpoints and records for the hardware trials (`run_hardware_job`)."""
     config: RunConfig = _WORKER["config"]
     checkpoints: dict[int, State] = {}
     theta = decode_state(theta_bytes)
@@ -231,7 +254,14 @@ def run_job(theta_bytes: bytes, round_index: int, solver: str, seed: int) -> dic
         rows += _judge_segment(round_index, solver, index, checkpoints, record, seed)
     handoff = seed % len(records)
     leaf = records[handoff].to_leaf(RUN_ID, round_index, solver)
-    return {"rows": rows, "handoff": (handoff, encode_state(checkpoints[handoff]), leaf)}
+    # segment i runs from checkpoint i to i + 1: len(records) + 1 states cover every segment's start and end
+    states = [encode_state(checkpoints[i]) for i in range(len(records) + 1)]
+    handoff_state = states[handoff]
+    return {
+        "rows": rows,
+        "handoff": (handoff, handoff_state, leaf),
+        "segments": HardwareJob(round_index, solver, states, records),
+    }
 
 
 def replay_in_this_process(
@@ -243,6 +273,130 @@ def replay_in_this_process(
     replayed = _with(1, False, lambda: _replay(config, dataset, (round_index, solver, index), start))
     verdict = judge_exact(config, leaf, start, replayed)
     return _row("honest-exact", "another-process", verdict.accepted, verdict.method, round=round_index, segment=index)
+
+
+# ---------------------------------------------------------------------------------------
+# Hardware trials: honest replays on real unpinned CPU code paths, each in its own process
+
+
+@dataclass(frozen=True)
+class HardwareJob:
+    """What a hardware worker needs to replay a job's segments: the checkpoints the pinned worker trained
+    (`states[i]` starts segment i, `states[i + 1]` is its committed end) and the committed records."""
+
+    round: int
+    solver: str
+    states: list[bytes]
+    records: list[SegmentRecord]
+
+
+def _init_hardware_worker(
+    path: str, requested: dict[str, str], config_json: str, manifest: DatasetManifest, shards: dict
+) -> None:
+    torch.set_num_threads(1)
+    config = RunConfig.model_validate_json(config_json)
+    _WORKER.update(path=path, requested=requested, config=config)
+    _WORKER["dataset"] = build_token_dataset(manifest, shards, config.data.eval_shards)
+
+
+def explain_hardware_path_failure(
+    requested: Mapping[str, str], environment: Mapping[str, Any], process_env: Mapping[str, str]
+) -> str | None:
+    """Why a hardware worker does not run the code path it was started for, or None when it does.
+
+    `environment` is `read_execution_environment().as_dict()` in the worker, `process_env` its os.environ. A path
+    that silently ran the pinned kernels would report the pinned drift (none) as hardware drift."""
+    if environment["pinned"]:
+        return f"the pins are on ({PINS_SWITCH} is not off): the worker runs the pinned kernels"
+    pinned_names = {name for pins in PINNED_ENVIRONMENT.values() for name in pins}
+    leaked = {k: v for k, v in process_env.items() if k in pinned_names and requested.get(k) != v}
+    if leaked:
+        return f"pinned variables leaked into the worker's environment: {leaked}"
+    capability = environment["aten_capability"]
+    if "ATEN_CPU_CAPABILITY" in requested:
+        if capability != requested["ATEN_CPU_CAPABILITY"].upper():
+            return f"torch dispatches {capability} kernels, the path asked for {requested['ATEN_CPU_CAPABILITY']}"
+    elif environment["avx512f"] and capability in set(PINNED_ATEN_CAPABILITY.values()):
+        return f"torch dispatches the pinned {capability} kernels on an AVX-512 CPU: the unpinned path did not take"
+    if environment["mkl_branch"] is not None:
+        mode = requested.get("MKL_CBWR")
+        if mode is not None and environment["mkl_branch"] != mode.split(",")[0].upper():
+            return f"MKL runs {environment['mkl_branch']}, the path asked for MKL_CBWR={mode}"
+        if environment["mkl_strict"] and "STRICT" not in (mode or ""):
+            return "MKL runs with STRICT reproducibility: the pinned MKL_CBWR took effect"
+    return None
+
+
+def check_hardware_worker() -> dict[str, Any]:
+    """The code path this hardware worker computes with; raises RuntimeError when it is not the one asked for."""
+    environment = read_execution_environment().as_dict()
+    problem = explain_hardware_path_failure(_WORKER["requested"], environment, os.environ)
+    if problem is not None:
+        raise RuntimeError(f"hardware path {_WORKER['path']!r}: {problem}")
+    _WORKER["environment"] = environment
+    return environment
+
+
+def run_hardware_job(job: HardwareJob) -> list[Row]:
+    """Replay every segment of a job at 1 and 2 threads on this worker's code path, with the run config (the pinned
+    profile's elementary kernels: only the machine differs), judged by tolerance against the committed end."""
+    config: RunConfig = _WORKER["config"]
+    dataset: TokenDataset = _WORKER["dataset"]
+    path, environment = _WORKER["path"], _WORKER["environment"]
+    label = {"path": path, "aten_capability": environment["aten_capability"], "mkl_mode": _mkl_mode(environment)}
+    rows = []
+    for index, record in enumerate(job.records):
+        start, end = decode_state(job.states[index]), decode_state(job.states[index + 1])
+        leaf = record.to_leaf(RUN_ID, job.round, job.solver)
+        at = (job.round, job.solver, index)
+        for threads in CROSS_THREADS:
+            replayed = _with(threads, False, lambda a=at, s=start: _replay(config, dataset, a, s))
+            verdict = judge_tolerance(config, leaf, record.sketch, start, replayed, end)
+            distances = measure(config, record.sketch, start, replayed, end)
+            where = {"round": job.round, "segment": index}
+            rows.append(
+                _row("honest-cross", f"hw-{path}-{threads}", verdict.accepted, verdict.method, **where, **label,
+                     **distances)
+            )  # fmt: skip
+    return rows
+
+
+def _mkl_mode(environment: Mapping[str, Any]) -> str:
+    branch = environment["mkl_branch"]
+    return "no MKL" if branch is None else branch + (",STRICT" if environment["mkl_strict"] else "")
+
+
+@contextmanager
+def _process_environment(environment: Mapping[str, str]) -> Iterator[None]:
+    """os.environ is `environment` inside (what a process started here inherits), restored after."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def start_hardware_pool(
+    path: str, requested: Mapping[str, str], config: RunConfig, corpus: Corpus, stack: ExitStack
+) -> tuple[ProcessPoolExecutor, dict[str, Any]]:
+    """A one-process pool on `path` (HARDWARE_PATHS), its worker started and checked; (pool, its environment).
+
+    The variables must be in the environment when the worker process starts: the spawned process imports torch
+    (with sim/calibration.py) before any initializer runs, and torch's libraries read them once, at load."""
+    context = multiprocessing.get_context("spawn")
+    with _process_environment(get_unpinned_environment(os.environ, **requested)):
+        pool = ProcessPoolExecutor(
+            1,
+            mp_context=context,
+            initializer=_init_hardware_worker,
+            initargs=(path, dict(requested), config.model_dump_json(), *corpus),
+        )
+        stack.callback(pool.shutdown, cancel_futures=True)  # on an error, queued work is dropped, not run
+        environment = pool.submit(check_hardware_worker).result()  # starts the worker under this environment
+    return pool, environment
 
 
 def build_trajectory(
@@ -278,34 +432,77 @@ def measure_trials(
     plan: TrialPlan,
     on_job: Callable[[int, int], None] | None = None,
     on_round: Callable[[int], None] | None = None,
+    hardware_paths: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Row]:
     """Every trial of the plan (module docstring); `on_round(r)` after each trajectory round and
-    `on_job(done, total)` after each job report progress."""
+    `on_job(done, total)` after each job (its hardware trials included) report progress. `hardware_paths`
+    defaults to HARDWARE_PATHS ({} measures none)."""
     # Workers sometimes run 2 threads on shared cores: sleeping instead of spinning OpenMP threads keeps
     # oversubscription cheap (no effect on results, only on time).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    thetas = build_trajectory(config, corpus, plan, on_round)
-    jobs = [(r, get_simulated_solver(j)) for r in range(plan.rounds) for j in range(plan.jobs_per_round)]
-    dataset = build_token_dataset(*corpus, config.data.eval_shards)
-    profiles = {name: c.model_dump_json() for name, c in get_cross_profiles(config).items()}
+    paths = HARDWARE_PATHS if hardware_paths is None else hardware_paths
+    with ExitStack() as stack:
+        # first: a path that does not take fails here, before minutes of training
+        hardware = {name: start_hardware_pool(name, extra, config, corpus, stack)[0] for name, extra in paths.items()}
+        thetas = build_trajectory(config, corpus, plan, on_round)
+        jobs = [(r, get_simulated_solver(j)) for r in range(plan.rounds) for j in range(plan.jobs_per_round)]
+        dataset = build_token_dataset(*corpus, config.data.eval_shards)
+        profiles = {name: c.model_dump_json() for name, c in get_cross_profiles(config).items()}
+        pool = ProcessPoolExecutor(
+            plan.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(config.model_dump_json(), profiles, *corpus),
+        )
+        stack.callback(pool.shutdown, cancel_futures=True)
+        rows = _schedule(config, dataset, jobs, thetas, pool, hardware, plan.workers, on_job)
+    return rows
+
+
+def _schedule(
+    config: RunConfig,
+    dataset: TokenDataset,
+    jobs: list[tuple[int, str]],
+    thetas: dict[int, bytes],
+    pool: ProcessPoolExecutor,
+    hardware: dict[str, ProcessPoolExecutor],
+    workers: int,
+    on_job: Callable[[int, int], None] | None,
+) -> list[Row]:
+    """Run the jobs, each job's checkpoints on to every hardware pool; a job is done when all its trials are.
+
+    Memory stays bounded: a job hands over its round's checkpoints (a few MB each), so no new job starts while
+    a hardware pool has more than `workers` jobs waiting."""
     rows: list[Row] = []
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        plan.workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(config.model_dump_json(), profiles, *corpus),
-    ) as pool:
-        futures = {
-            pool.submit(run_job, thetas[r], r, solver, 1000 * i): (r, solver) for i, (r, solver) in enumerate(jobs)
-        }
-        for done, future in enumerate(as_completed(futures), 1):
-            round_index, solver = futures[future]
-            result = future.result()
-            rows += result["rows"]
-            rows.append(replay_in_this_process(config, dataset, round_index, solver, result["handoff"]))
-            if on_job:
-                on_job(done, len(jobs))
+    in_flight: dict[Future, tuple[str, int]] = {}
+    waiting_trials = [1 + len(hardware)] * len(jobs)  # per job: its own trials, then one per hardware path
+    backlog = dict.fromkeys(hardware, 0)
+    submitted = done = 0
+    while done < len(jobs):
+        running = sum(kind == "job" for kind, _ in in_flight.values())
+        while submitted < len(jobs) and running < workers + 1 and max(backlog.values(), default=0) < workers:
+            round_index, solver = jobs[submitted]
+            future = pool.submit(run_job, thetas[round_index], round_index, solver, 1000 * submitted)
+            in_flight[future] = ("job", submitted)
+            submitted, running = submitted + 1, running + 1
+        finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+        for future in finished:
+            kind, i = in_flight.pop(future)
+            if kind == "job":
+                result = future.result()
+                rows += result["rows"]
+                rows.append(replay_in_this_process(config, dataset, *jobs[i], result["handoff"]))
+                for name, hardware_pool in hardware.items():
+                    in_flight[hardware_pool.submit(run_hardware_job, result["segments"])] = (name, i)
+                    backlog[name] += 1
+            else:
+                rows += future.result()
+                backlog[kind] -= 1
+            waiting_trials[i] -= 1
+            if waiting_trials[i] == 0:
+                done += 1
+                if on_job:
+                    on_job(done, len(jobs))
     return rows
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from protocol.execution_pins import CURRENT_PROFILE, PINNED_ENVIRONMENT, PINS_SWITCH, ExecutionEnvironment
@@ -58,6 +59,13 @@ def pin_execution_environment() -> dict[str, str]:
     pins = PINNED_ENVIRONMENT[CURRENT_PROFILE]
     os.environ.update(pins)
     return dict(pins)
+
+
+def get_unpinned_environment(environment: Mapping[str, str], **extra: str) -> dict[str, str]:
+    """`environment` for a child process that must run unpinned: the switch off and every pinned variable removed
+    (this process may have set them), then `extra` (e.g. ATEN_CPU_CAPABILITY="default" to ask for a code path)."""
+    pinned = {name for pins in PINNED_ENVIRONMENT.values() for name in pins}
+    return {**{k: v for k, v in environment.items() if k not in pinned}, PINS_SWITCH: "off", **extra}
 
 
 def _torch_cpu_library() -> ctypes.CDLL | None:

@@ -7,7 +7,6 @@ Deploying is six transactions on a fresh anvil (the contracts are built once per
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -53,17 +52,15 @@ class Node:
 def start(
     setup: RunSetup, label: str, command: list[str], account: int, *extra: str, env: dict[str, str] | None = None
 ) -> Node:
-    """Start a node process (`solver run`, `verifier serve`, `whistleblower watch`) through the CLI; `env` adds to
-    (or overrides) the test process's environment."""
+    """Start a node process (`solver run`, `verifier serve`, `whistleblower watch`) through the CLI; `env` replaces
+    the test process's environment."""
     if account not in setup.ports:
         setup.ports[account] = free_port()
     args = [*command, "--run", str(setup.run_id), "--devnet-account", str(account)]
     args += ["--port", str(setup.ports[account]), "--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
     log = open(setup.home / f"{label}.log", "ab")  # noqa: SIM115 (the process owns it)
     command_line = [sys.executable, "-m", "gradledger", *args, *extra]
-    process = subprocess.Popen(
-        command_line, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env} if env else None
-    )
+    process = subprocess.Popen(command_line, stdout=log, stderr=subprocess.STDOUT, env=env)
     return Node(label, account, process)
 
 

@@ -10,11 +10,14 @@ slashed. Before the self-check, the same verifier attested an exact fail on the 
 
 from __future__ import annotations
 
+import os
+
 import httpx
 import pytest
 
 from devnet.runs import RunRules
-from protocol.execution_pins import CURRENT_PROFILE, PINS_SWITCH
+from protocol.adapters.execution_env import get_unpinned_environment
+from protocol.execution_pins import CURRENT_PROFILE
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, logs, nodes_running, slashed, start
 
@@ -25,7 +28,11 @@ RULES = RunRules(
     commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
 )  # fmt: skip
 HONEST, VERIFIER = 1, 2
-BROKEN = {PINS_SWITCH: "off", "ATEN_CPU_CAPABILITY": "default"}
+
+
+def _broken_environment() -> dict[str, str]:
+    """The pins off and torch's portable kernels asked for (a replacement environment, not additions)."""
+    return get_unpinned_environment(os.environ, ATEN_CPU_CAPABILITY="default")
 
 
 def _profile_health(port: int) -> dict | None:
@@ -40,7 +47,7 @@ def test_unreproducing_verifier_judges_by_tolerance_and_passes_honest_work(fresh
     protocol, run_id = setup.protocol, setup.run_id
     nodes = [
         start(setup, "honest", ["solver", "run", "--no-progress"], HONEST, "--coordinator"),
-        start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--no-jury", env=BROKEN),
+        start(setup, "verifier", ["verifier", "serve"], VERIFIER, "--no-jury", env=_broken_environment()),
     ]
     port = setup.ports[VERIFIER]
     with nodes_running(setup, nodes):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.adapters.execution_env import get_unpinned_environment
 from protocol.adapters.goldens import load_goldens, load_goldens_file, write_goldens
 from protocol.errors import ConfigError
 from protocol.execution_pins import (
@@ -114,3 +115,9 @@ def test_pin_function_overrides_the_callers_environment_unless_switched_off():
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
         was_set, seen = json.loads(done.stdout)
         assert seen == expected and was_set == ({} if switch else expected)
+
+
+def test_an_unpinned_child_environment_drops_every_pin_this_process_set():
+    parent = {"PATH": "/bin", **PINNED_ENVIRONMENT[CURRENT_PROFILE]}
+    child = get_unpinned_environment(parent, ATEN_CPU_CAPABILITY="default")
+    assert child == {"PATH": "/bin", PINS_SWITCH: "off", "ATEN_CPU_CAPABILITY": "default"}

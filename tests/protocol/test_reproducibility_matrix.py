@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from protocol.adapters.execution_env import read_execution_environment
+from protocol.adapters.execution_env import get_unpinned_environment, read_execution_environment
 from protocol.adapters.goldens import load_goldens
-from protocol.execution_pins import CURRENT_PROFILE, PINS_SWITCH
+from protocol.execution_pins import CURRENT_PROFILE
 from protocol.goldens import GOLDEN_NAMES
 
 pytestmark = pytest.mark.slow
@@ -40,11 +40,15 @@ CELLS: dict[str, tuple[dict[str, str], list[str]]] = {
     ),
     "deterministic algorithms off, 2 threads": ({}, ["--threads", "2", "--no-deterministic"]),
 }
-CONTROL = ({PINS_SWITCH: "off", "ATEN_CPU_CAPABILITY": "default"}, ["--threads", "1"])
+CONTROL = (None, ["--threads", "1"])
+"""The control cell's environment is `get_unpinned_environment(..., ATEN_CPU_CAPABILITY="default")`."""
 
 
-def _check(environment: dict[str, str], args: list[str]) -> tuple[int, dict]:
-    env = {**os.environ, **environment}
+def _check(environment: dict[str, str] | None, args: list[str]) -> tuple[int, dict]:
+    if environment is None:
+        env = get_unpinned_environment(os.environ, ATEN_CPU_CAPABILITY="default")
+    else:
+        env = {**os.environ, **environment}
     command = [sys.executable, "-m", "gradledger", "profile", "check", "--json", "--no-cache", *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode in (0, 3), done.stderr[-3000:]
