@@ -22,7 +22,9 @@ from node.logs import log_event
 from protocol.adapters.execution_env import read_execution_environment
 from protocol.adapters.goldens import (
     compute_cache_key,
+    compute_code_fingerprint,
     get_goldens_path,
+    get_installed_version,
     load_goldens,
     read_cached_check,
     write_cached_check,
@@ -36,7 +38,6 @@ from protocol.goldens import (
     decide_reproduction,
 )
 from protocol.hashing import hash_to_hex
-from protocol.profile import get_transformers_version
 
 SegmentTrainer = Callable[[GoldenSegment], str]
 """Trains one golden segment and returns its state hash (0x-hex); the default trains it in this process."""
@@ -100,7 +101,8 @@ def check_reproduction(
             "environment": environment.as_dict(),
             "threads": threads,
             "deterministic": deterministic,
-            "transformers": get_transformers_version(),
+            "transformers": get_installed_version("transformers"),
+            "code": compute_code_fingerprint(),
             "trainer": "process" if train_segment is None else "custom",
         }
     )

@@ -1,15 +1,18 @@
 """Execution profiles: the conditions under which an honest replay is bit-identical.
 
-Profile "cpu-fp32-elementary-v1" pins torch 2.13.0 (and, for a Hugging Face model, the transformers
-release), float32 everywhere, deterministic algorithms, and only ops tested thread-invariant on CPU
-(LayerNorm built from elementary ops, attention spelled out; see protocol/model.py and
-protocol/hf_model.py). Under it the thread count does not change a single bit of training, which
-tests/protocol/test_training.py checks by training at 1 and at 2 threads. Nodes still set the
-thread count explicitly (`apply_execution_profile`) so nothing depends on a default.
+Profile "cpu-fp32-pinned-v2" (docs/determinism.md) pins torch 2.13.0 (and, for a Hugging Face model, the
+transformers release), float32 everywhere, deterministic algorithms, only ops tested thread-invariant on CPU
+(LayerNorm built from elementary ops, attention spelled out; see protocol/model.py and protocol/hf_model.py), and,
+set before torch loads (protocol/execution_pins.py), MKL's reproducibility branch, torch's AVX2 kernels and oneDNN's
+ISA. Under it the thread count does not change a single bit of training on a machine that reproduces the profile's
+golden hashes (protocol/goldens.py; `gradledger profile check`), which tests/protocol/test_training.py and
+tests/protocol/test_reproducibility_matrix.py check. Nodes still set the thread count explicitly
+(`apply_execution_profile`) so nothing depends on a default. Profile "cpu-fp32-elementary-v1" (before the pins)
+stays readable for runs created under it; it has no goldens.
 
-A replay under any other profile (another torch, a GPU, the fused LayerNorm) is judged by
-tolerances on the update sketch and on exact distances instead of hash equality
-(protocol/replay.py).
+A replay under any other profile (another torch, a GPU, the fused LayerNorm) or on a machine that does not
+reproduce the goldens is judged by tolerances on the update sketch and on exact distances instead of hash equality
+(protocol/replay.py, protocol/verdict.py).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ starts after the first reuse it. Cache files are written whole (temporary file, 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import tempfile
@@ -78,6 +79,22 @@ def _write_json_atomically(path: Path, data: Any) -> None:
         f.write("\n")
         name = f.name
     os.replace(name, path)
+
+
+def get_installed_version(package: str) -> str | None:
+    """A package's installed release, read from its metadata (importing transformers would cost seconds)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def compute_code_fingerprint() -> str:
+    """SHA-256 over the spec's sources (protocol/*.py): a cached self-check is only reused by the same training code,
+    so a change that alters the bits without regenerating the goldens is never hidden by an old cached answer."""
+    root = GOLDENS_PATH.parent
+    digest = b"".join(compute_content_hash(p.read_bytes()) for p in sorted(root.glob("*.py")))
+    return compute_content_hash(digest).hex()
 
 
 def get_cache_dir() -> Path:
