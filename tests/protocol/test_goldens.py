@@ -121,3 +121,26 @@ def test_an_unpinned_child_environment_drops_every_pin_this_process_set():
     parent = {"PATH": "/bin", **PINNED_ENVIRONMENT[CURRENT_PROFILE]}
     child = get_unpinned_environment(parent, ATEN_CPU_CAPABILITY="default")
     assert child == {"PATH": "/bin", PINS_SWITCH: "off", "ATEN_CPU_CAPABILITY": "default"}
+
+
+def test_a_config_made_before_the_pins_reads_and_hashes_as_it_did():
+    """31d17b0c... is what the code before profile v2 (commit bd55e96) computed for this config."""
+    from protocol.config import build_run_config, compute_config_hash, parse_run_config
+
+    old = build_run_config(
+        preset="tiny",
+        run_seed="0x" + "5e" * 32,
+        dataset_root="0x" + "00" * 32,
+        overrides={"profile": {"name": PROFILE_V1}},
+    )
+    expected = "31d17b0c5c3962e4a53cccffd3e7850f0112d64a6f0776b7a9f69c8ce48fc3c9"
+    assert compute_config_hash(parse_run_config(old.model_dump(mode="json"))).hex() == expected
+    new = build_run_config(preset="tiny", run_seed="0x" + "5e" * 32, dataset_root="0x" + "00" * 32)
+    assert new.profile.name == CURRENT_PROFILE and compute_config_hash(new).hex() != expected
+    with pytest.raises(ConfigError, match="profile"):
+        build_run_config(
+            preset="tiny",
+            run_seed="0x" + "5e" * 32,
+            dataset_root="0x" + "00" * 32,
+            overrides={"profile": {"name": "x"}},
+        )
