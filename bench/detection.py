@@ -9,19 +9,26 @@ The measurements are `gradledger calibrate`'s (sim/calibration.py, one implement
 2. Each job trains one solver's honest round from some θ_r (the pinned profile: elementary
    norms, eager attention, fp32, 1 thread) and, for every segment:
    - an honest replay under the pinned profile, in rotation at 2 threads, at 1 thread with
-     deterministic algorithms on, at 2 threads with them on, and (one segment per job) in
-     another process; verdict `judge_exact`, a false positive is any mismatch;
+     deterministic algorithms on, at 2 threads with them on, at 4 threads, and (one segment per
+     job) in another process; verdict `judge_exact`, a false positive is any mismatch;
    - honest replays under another profile, emulated by the fused normalisation kernel (and, for
      a Hugging Face model, also with the fused SDPA attention) at 1 and 2 threads; verdict
      `judge_tolerance` with the committed end checkpoint, under the run's `ReplayThresholds`;
      a false positive is any rejection;
+   - honest replays on real unpinned CPU code paths (sim/calibration.py HARDWARE_PATHS, one
+     worker process each, started with the path's environment before torch loads and checked to
+     run it): "native", this CPU's own kernels with the pins off (AVX-512 ATen on an AVX-512
+     CPU, MKL without reproducibility mode, oneDNN's widest ISA), and "portable" (ATen's portable
+     kernels, MKL COMPATIBLE, oneDNN SSE4.1); the run config's kernels, at 1 and 2 threads
+     (rows `hw-<path>-<threads>`); verdict `judge_tolerance` as above;
    - every cheat of adversary/behaviours.py on the same segment, judged both ways (exact
-     against the pinned replay; tolerance against each cross-profile replay).
-3. Distances of every cross-profile trial (worst-tensor hamming fraction and |log2 norm
-   ratio| of the sketches; worst-tensor relative error and 1 - cosine of the exact updates;
-   and the relative error of the whole update) give the honest maxima, the smallest attack
-   distances and suggested thresholds; `calibrated` holds the thresholds `gradledger
-   calibrate` would choose from the same trials (sim/threshold_choice.py), re-judged.
+     against the pinned replay; tolerance against each emulated cross-profile replay).
+3. Distances of every cross-profile trial, emulated and hardware (worst-tensor hamming fraction
+   and |log2 norm ratio| of the sketches; worst-tensor relative error and 1 - cosine of the exact
+   updates; and the relative error of the whole update) give the honest maxima (per profile and
+   path in `honest_cross`), the smallest attack distances and suggested thresholds; `calibrated`
+   holds the thresholds `gradledger calibrate` would choose from the same trials
+   (sim/threshold_choice.py), re-judged.
 
 `--model-config FILE` measures another model (a model section or a transformers config.json,
 e.g. examples/llama-tiny.json) with the default preset's training settings.
@@ -54,6 +61,7 @@ from protocol.adapters.corpus import load_corpus_shards
 from protocol.config import RunConfig, build_run_config
 from protocol.hashing import hash_to_hex
 from sim.calibration import (
+    HARDWARE_PATHS,
     RUN_SEED,
     TrialPlan,
     analyse,
@@ -70,7 +78,7 @@ QUICK = {"rounds": 6, "jobs_per_round": 1, "trajectory_solvers": 2}
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a shorter trajectory, fewer jobs (< 4 min)")
+    parser.add_argument("--quick", action="store_true", help="a shorter trajectory, fewer jobs (< 5 min)")
     parser.add_argument("--rounds", type=int, help="rounds of the DiLoCo trajectory (full: 40)")
     parser.add_argument("--jobs-per-round", type=int, help="solver rounds replayed per θ_r (full: 3)")
     parser.add_argument("--trajectory-solvers", type=int, help="M of the trajectory (full: 4)")
@@ -124,6 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     log(f"trajectory: {args.rounds} rounds of DiLoCo, M={args.trajectory_solvers}, H={config.train.inner_steps}")
     log(f"trials: {plan.jobs} honest solver rounds x {config.train.num_segments} segments")
     log(f"cross profiles: {', '.join(get_cross_profiles(config))} at 1 and 2 threads")
+    log(f"hardware paths (pins off, own processes): {', '.join(HARDWARE_PATHS)} at 1 and 2 threads")
 
     def on_job(done: int, total: int) -> None:
         if done % max(1, total // 10) == 0:

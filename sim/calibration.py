@@ -6,16 +6,25 @@ bench/detection.py share.
 2. Each job trains one solver's honest round from some θ_r under the run's pinned profile and, for
    every segment:
    - replays it under the pinned profile in another variant this machine can produce (2 threads,
-     1 or 2 threads with deterministic algorithms; one variant per segment, in rotation) and, for one
-     segment per job, in another process; verdict `judge_exact`: any mismatch is a false positive;
+     1 or 2 threads with deterministic algorithms, 4 threads; one variant per segment, in rotation)
+     and, for one segment per job, in another process; verdict `judge_exact`: any mismatch is a false
+     positive;
    - replays it under each emulated other profile (`get_cross_profiles`: the fused normalisation
      kernel, and for a Hugging Face model also the fused SDPA attention) at 1 and 2 threads; verdict
      `judge_tolerance` against the committed end checkpoint under the run's `ReplayThresholds`;
    - builds every cheat of adversary/behaviours.py on the same segment and judges it both ways (exact
      against the pinned replay; tolerance against every cross-profile replay).
-3. Every cross-profile trial keeps the five distances a tolerance verdict uses (`measure`), so the
-   verdict can be recomputed under any other thresholds (sim/threshold_choice.py) without training
-   again.
+3. The job hands its round's checkpoints to one more worker process per real CPU code path
+   (`HARDWARE_PATHS`: this CPU's native kernels with the pins off, and the libraries' portable paths),
+   each started with that path's environment before torch loads and checked to run it
+   (`explain_hardware_path_failure`). It replays every segment with the run config (the pinned
+   profile's elementary kernels: only the machine differs) at 1 and 2 threads; verdict
+   `judge_tolerance` against the committed end checkpoint ("honest-cross" rows `hw-<path>-<threads>`,
+   which record the ATen capability and MKL mode they ran). These are the drift a verifier on other
+   hardware brings, where the fused profiles only emulate other kernels.
+4. Every cross-profile trial, emulated or hardware, keeps the five distances a tolerance verdict uses
+   (`measure`), so the verdict can be recomputed under any other thresholds (sim/threshold_choice.py)
+   without training again; the honest floor the thresholds are chosen from covers both kinds.
 
 Training results do not depend on timing or on the number of workers; only seconds do.
 """
@@ -31,6 +40,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import torch
@@ -39,6 +49,7 @@ from adversary.behaviours import Behaviour, make_dishonest_segment
 from protocol.adapters.execution_env import get_unpinned_environment, read_execution_environment
 from protocol.config import HFModelConfig, ReplayThresholds, RunConfig
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
+from protocol.errors import GradledgerError
 from protocol.execution_pins import PINNED_ATEN_CAPABILITY, PINNED_ENVIRONMENT, PINS_SWITCH
 from protocol.merkle import SegmentLeaf
 from protocol.outer import get_initial_global_state
@@ -279,6 +290,11 @@ def replay_in_this_process(
 # Hardware trials: honest replays on real unpinned CPU code paths, each in its own process
 
 
+class HardwarePathError(GradledgerError):
+    """A hardware worker does not run the code path it was started for: its rows would be pinned drift (none)
+    reported as hardware drift, so the calibration stops instead."""
+
+
 @dataclass(frozen=True)
 class HardwareJob:
     """What a hardware worker needs to replay a job's segments: the checkpoints the pinned worker trained
@@ -328,11 +344,11 @@ def explain_hardware_path_failure(
 
 
 def check_hardware_worker() -> dict[str, Any]:
-    """The code path this hardware worker computes with; raises RuntimeError when it is not the one asked for."""
+    """The code path this hardware worker computes with; raises HardwarePathError when it is not the one asked for."""
     environment = read_execution_environment().as_dict()
     problem = explain_hardware_path_failure(_WORKER["requested"], environment, os.environ)
     if problem is not None:
-        raise RuntimeError(f"hardware path {_WORKER['path']!r}: {problem}")
+        raise HardwarePathError(f"hardware path {_WORKER['path']!r}: {problem}")
     _WORKER["environment"] = environment
     return environment
 
@@ -350,7 +366,7 @@ def run_hardware_job(job: HardwareJob) -> list[Row]:
         leaf = record.to_leaf(RUN_ID, job.round, job.solver)
         at = (job.round, job.solver, index)
         for threads in CROSS_THREADS:
-            replayed = _with(threads, False, lambda a=at, s=start: _replay(config, dataset, a, s))
+            replayed = _with(threads, False, partial(_replay, config, dataset, at, start))
             verdict = judge_tolerance(config, leaf, record.sketch, start, replayed, end)
             distances = measure(config, record.sketch, start, replayed, end)
             where = {"round": job.round, "segment": index}
@@ -472,23 +488,23 @@ def _schedule(
     """Run the jobs, each job's checkpoints on to every hardware pool; a job is done when all its trials are.
 
     Memory stays bounded: a job hands over its round's checkpoints (a few MB each), so no new job starts while
-    a hardware pool has more than `workers` jobs waiting."""
+    a hardware pool has `workers` or more jobs waiting."""
     rows: list[Row] = []
-    in_flight: dict[Future, tuple[str, int]] = {}
+    in_flight: dict[Future[Any], tuple[str | None, int]] = {}  # (hardware path, or None for a job; job index)
     waiting_trials = [1 + len(hardware)] * len(jobs)  # per job: its own trials, then one per hardware path
     backlog = dict.fromkeys(hardware, 0)
     submitted = done = 0
     while done < len(jobs):
-        running = sum(kind == "job" for kind, _ in in_flight.values())
+        running = sum(path is None for path, _ in in_flight.values())
         while submitted < len(jobs) and running < workers + 1 and max(backlog.values(), default=0) < workers:
             round_index, solver = jobs[submitted]
-            future = pool.submit(run_job, thetas[round_index], round_index, solver, 1000 * submitted)
-            in_flight[future] = ("job", submitted)
+            job = pool.submit(run_job, thetas[round_index], round_index, solver, 1000 * submitted)
+            in_flight[job] = (None, submitted)
             submitted, running = submitted + 1, running + 1
         finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
         for future in finished:
-            kind, i = in_flight.pop(future)
-            if kind == "job":
+            path, i = in_flight.pop(future)
+            if path is None:
                 result = future.result()
                 rows += result["rows"]
                 rows.append(replay_in_this_process(config, dataset, *jobs[i], result["handoff"]))
@@ -496,8 +512,9 @@ def _schedule(
                     in_flight[hardware_pool.submit(run_hardware_job, result["segments"])] = (name, i)
                     backlog[name] += 1
             else:
-                rows += future.result()
-                backlog[kind] -= 1
+                hardware_rows: list[Row] = future.result()
+                rows += hardware_rows
+                backlog[path] -= 1
             waiting_trials[i] -= 1
             if waiting_trials[i] == 0:
                 done += 1
@@ -574,8 +591,17 @@ def analyse(rows: list[Row], thresholds: ReplayThresholds) -> dict[str, Any]:
             for name, g in group_rows(rows, "honest-exact").items()
         },
         "honest_cross": {
-            name: {"trials": len(g), "false_positives": sum(not r["accepted"] for r in g)}
+            name: {
+                "trials": len(g),
+                "false_positives": sum(not r["accepted"] for r in g),
+                "honest_max": {m: max(r[m] for r in g) for m in METRICS},
+            }
             for name, g in group_rows(rows, "honest-cross").items()
+        },
+        "hardware_paths": {
+            r["path"]: {"aten_capability": r["aten_capability"], "mkl_mode": r["mkl_mode"]}
+            for r in honest_cross
+            if "path" in r
         },
         "attack_trials": {name: len(g) for name, g in attacks_cross.items()},
         "attacks_exact": {name: _rate(g, detected=True) for name, g in attacks_exact.items()},

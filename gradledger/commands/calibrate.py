@@ -3,8 +3,10 @@
     gradledger calibrate --model-config examples/llama-tiny.json --out runs/calibration
 
 Builds the run config (preset + model), measures (sim/calibration.py: honest replays under the pinned profile
-at 1 and 2 threads with deterministic algorithms on and off, which must be bit-identical; honest replays
-under the emulated other profiles, fused kernels at 1 and 2 threads; every cheat of the standard set),
+at 1, 2 and 4 threads with deterministic algorithms on and off, which must be bit-identical; honest replays
+under the emulated other profiles, fused kernels at 1 and 2 threads; honest replays on real unpinned CPU code
+paths, this CPU's native kernels and the libraries' portable ones, each in its own process, at 1 and 2 threads;
+every cheat of the standard set),
 chooses `ReplayThresholds` from the measurements (sim/threshold_choice.py), re-judges every trial under them
 and writes `<out>/thresholds.json` and `<out>/calibration.png`. When a cheat sits inside the honest range on
 every metric it refuses: exit 1, a message naming the cheat and metric, and no thresholds.json.

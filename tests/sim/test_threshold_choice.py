@@ -130,6 +130,17 @@ def test_summary_and_holdout(tiny_config: RunConfig) -> None:
     assert check_holdout([r for r in rows if r["round"] == 0], tiny_config) is None
 
 
+def test_hardware_drift_sets_the_honest_floor_like_an_emulated_profile(tiny_config: RunConfig) -> None:
+    rows = _trials()
+    rows.append(_cross("honest-cross", "hw-portable-1", 2, global_relative_error=0.002))  # twice the fused drift
+    choice, summary = summarize_calibration(rows, tiny_config)
+    assert choice.metrics["global_relative_error"].honest_floor == 0.002
+    assert choice.safety_factor == pytest.approx(math.sqrt(0.01 / 0.002))
+    assert summary["false_positives"] == 0 and summary["min_detection_rate"] == 1.0
+    assert summary["honest_cross"]["hw-portable-1"]["honest_max"]["global_relative_error"] == 0.002
+    assert summary["honest_cross"]["fused-1"]["honest_max"]["global_relative_error"] == 0.001
+
+
 def test_resolution_of_each_metric(tiny_config: RunConfig) -> None:
     resolution = get_metric_resolution(tiny_config)
     assert resolution["hamming"] == 1 / tiny_config.sketch.bits
