@@ -10,6 +10,7 @@ nodes, is written once, here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -32,6 +33,7 @@ from protocol.adapters.nodestate import NodeState
 from protocol.adapters.object_store import ArtifactBackend, open_artifact_store
 from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context
 from protocol.errors import GradledgerError
+from protocol.execution_pins import CURRENT_PROFILE
 from protocol.profile import apply_execution_profile
 
 logger = get_logger("node")
@@ -215,6 +217,14 @@ class RunNode:
             self.reproduced_gauge.labels(profile=self.reproduction.profile).set(int(self.reproduction.reproduces))
         return self.reproduction
 
+    def prewarm_self_check(self) -> None:
+        """Train the current profile's goldens before the run is loaded (a node usually starts before its run is
+        created): the answer is cached, so the self-check of `load` costs nothing when round 0 opens. A problem is
+        left for that check to report."""
+        if self.ctx is None:
+            with contextlib.suppress(GradledgerError):
+                check_reproduction(CURRENT_PROFILE, self.threads)
+
     @property
     def exact_verdicts(self) -> bool:
         """Whether this node may fail a replay on an exact mismatch (its machine reproduces the goldens)."""
@@ -238,6 +248,7 @@ class RunNode:
         nobody serves) flooded the log with the same line every second; `/health` shows it as `last_error`.
         """
         logged, logged_at = "", 0.0
+        self.prewarm_self_check()
         while not self.stop.is_set():
             try:
                 self.announce_if_due()
