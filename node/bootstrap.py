@@ -248,7 +248,6 @@ class RunNode:
         nobody serves) flooded the log with the same line every second; `/health` shows it as `last_error`.
         """
         logged, logged_at = "", 0.0
-        self.prewarm_self_check()
         while not self.stop.is_set():
             try:
                 self.announce_if_due()
@@ -276,6 +275,7 @@ class RunNode:
         if stop is not None:
             self.stop = stop
         self.loop_thread = threading.current_thread()
+        self.prewarm_self_check()
         if not self.start():
             return
         while not self.stop.is_set():
