@@ -15,7 +15,7 @@ The measurements are `gradledger calibrate`'s (sim/calibration.py, one implement
      a Hugging Face model, also with the fused SDPA attention) at 1 and 2 threads; verdict
      `judge_tolerance` with the committed end checkpoint, under the run's `ReplayThresholds`;
      a false positive is any rejection;
-   - honest replays on real unpinned CPU code paths (sim/calibration.py HARDWARE_PATHS, one
+   - honest replays on real unpinned CPU code paths (sim/hardware_trials.py HARDWARE_PATHS, one
      worker process each, started with the path's environment before torch loads and checked to
      run it): "native", this CPU's own kernels with the pins off (AVX-512 ATen on an AVX-512
      CPU, MKL without reproducibility mode, oneDNN's widest ISA), and "portable" (ATen's portable
@@ -61,7 +61,6 @@ from protocol.adapters.corpus import load_corpus_shards
 from protocol.config import RunConfig, build_run_config
 from protocol.hashing import hash_to_hex
 from sim.calibration import (
-    HARDWARE_PATHS,
     RUN_SEED,
     TrialPlan,
     analyse,
@@ -70,6 +69,7 @@ from sim.calibration import (
     measure_trials,
     to_finite,
 )
+from sim.hardware_trials import HARDWARE_PATHS
 from sim.threshold_choice import CalibrationRefused, summarize_calibration, write_plot
 
 FULL = {"rounds": 40, "jobs_per_round": 3, "trajectory_solvers": 4}

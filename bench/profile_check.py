@@ -131,7 +131,13 @@ def measure(spec: dict[str, Any], pinned: bool) -> dict[str, Any]:
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"measurement {spec} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    environment = result["environment"]
+    if spec["device"] == "cpu" and (
+        environment["pinned"] != pinned or (pinned and environment["aten_capability"] != "AVX2")
+    ):  # a comparison of two pinned (or two unpinned) processes would measure nothing
+        raise SystemExit(f"measurement {spec} ran in the wrong environment: {environment}")
+    return result
 
 
 # ---------------------------------------------------------------------------------------

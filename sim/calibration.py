@@ -15,8 +15,8 @@ bench/detection.py share.
    - builds every cheat of adversary/behaviours.py on the same segment and judges it both ways (exact
      against the pinned replay; tolerance against every cross-profile replay).
 3. The job hands its round's checkpoints to one more worker process per real CPU code path
-   (`HARDWARE_PATHS`: this CPU's native kernels with the pins off, and the libraries' portable paths),
-   each started with that path's environment before torch loads and checked to run it
+   (sim/hardware_trials.py `HARDWARE_PATHS`: this CPU's native kernels with the pins off, and the
+   libraries' portable paths), each started with that path's environment before torch loads and checked to run it
    (`explain_hardware_path_failure`). It replays every segment with the run config (the pinned
    profile's elementary kernels: only the machine differs) at 1 and 2 threads; verdict
    `judge_tolerance` against the committed end checkpoint ("honest-cross" rows `hw-<path>-<threads>`,
@@ -35,45 +35,37 @@ import math
 import multiprocessing
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
 from typing import Any
 
 import torch
 
 from adversary.behaviours import Behaviour, make_dishonest_segment
-from protocol.adapters.execution_env import get_unpinned_environment, read_execution_environment
 from protocol.config import HFModelConfig, ReplayThresholds, RunConfig
 from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
-from protocol.errors import GradledgerError
-from protocol.execution_pins import PINNED_ATEN_CAPABILITY, PINNED_ENVIRONMENT, PINS_SWITCH
 from protocol.merkle import SegmentLeaf
 from protocol.outer import get_initial_global_state
 from protocol.replay import (
-    compute_global_relative_error,
-    compute_update_distances,
     judge_exact,
     judge_tolerance,
-    replay_segment,
 )
-from protocol.sketch import UpdateSketch, compute_sketch_distance, compute_update_sketch
 from protocol.state import decode_state, encode_state
 from protocol.training import (
-    SegmentRecord,
     State,
     compute_param_update,
     get_params,
     keep_checkpoints,
     train_round,
 )
+from sim.hardware_trials import HARDWARE_PATHS, HardwareJob, run_hardware_job, start_hardware_pool
 from sim.simulate import get_simulated_solver, run_simulation
+from sim.trials import CROSS_THREADS, RUN_ID, Corpus, Row, make_row, measure, replay_at, with_threads
 
 RUN_SEED = "0x" + "de" * 32
-RUN_ID = 1
 METRICS = ("hamming", "log2_norm", "relative_error", "one_minus_cosine", "global_relative_error")
 THRESHOLD_FIELDS = {
     "hamming": "max_hamming_fraction",
@@ -88,23 +80,9 @@ EXACT_VARIANTS = {
     "threads-2-deterministic": (2, True),
     "threads-4": (4, False),
 }
-CROSS_THREADS = (1, 2)
-HARDWARE_PATHS: dict[str, dict[str, str]] = {
-    "native": {},
-    "portable": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
-}
-"""Real CPU code paths the honest replays also run on (the unpinned hardware trials), by name: the environment a
-worker process starts with, on top of the pins switched off and every pinned variable removed
-(`get_unpinned_environment`). "native" is what this CPU runs without the pins (ATen's widest instruction set, e.g.
-AVX-512; MKL's default branch without STRICT; oneDNN's widest ISA): a verifier on a newer or older CPU that did not
-pin. "portable" is the most generic path each library has (ATen's portable kernels, MKL's COMPATIBLE branch, oneDNN
-limited to SSE4.1): what a machine sharing none of the pinned SIMD kernels computes. Two paths, not one per library,
-because each costs a worker replaying every segment twice (1 and 2 threads) on the same cores."""
 MIN_TRIALS = 1000
 """Trials per cheat (and honest cross-profile replays) a full calibration aims for: 99.9% needs >= 1000."""
 
-Corpus = tuple[DatasetManifest, dict[bytes, bytes]]
-Row = dict[str, Any]
 
 _WORKER: dict[str, Any] = {}
 
@@ -157,56 +135,12 @@ def plan_full_calibration(
 # Distances and trials
 
 
-def measure(
-    config: RunConfig,
-    committed_sketch: UpdateSketch,
-    start: Mapping[str, torch.Tensor],
-    replayed_end: Mapping[str, torch.Tensor],
-    committed_end: Mapping[str, torch.Tensor],
-) -> dict[str, Any]:
-    """Every distance a tolerance verdict uses, replayed vs committed update (as `judge_tolerance` computes
-    them; `cosine` is kept as well so a re-judgement compares exactly what the verdict compares)."""
-    replayed = compute_param_update(start, replayed_end)
-    committed = compute_param_update(start, committed_end)
-    sketch = compute_sketch_distance(committed_sketch, compute_update_sketch(replayed, config.get_sketch_spec()))
-    error, cosine = compute_update_distances(replayed, committed)
-    return {
-        "hamming": sketch.max_hamming_fraction,
-        "log2_norm": min(sketch.max_log2_norm_diff, 1e9),
-        "relative_error": min(error, 1e9),
-        "one_minus_cosine": 1.0 - cosine,
-        "cosine": cosine,
-        "global_relative_error": min(compute_global_relative_error(replayed, committed), 1e9),
-        "worst_hamming_tensor": sketch.worst_hamming_tensor,
-    }
-
-
 def _init_worker(config_json: str, profiles_json: dict[str, str], manifest: DatasetManifest, shards: dict) -> None:
     torch.set_num_threads(1)
     config = RunConfig.model_validate_json(config_json)
     _WORKER["config"] = config
     _WORKER["profiles"] = {name: RunConfig.model_validate_json(text) for name, text in profiles_json.items()}
     _WORKER["dataset"] = build_token_dataset(manifest, shards, config.data.eval_shards)
-
-
-def _with(threads: int, deterministic: bool, fn: Callable[[], State]) -> State:
-    """Run `fn` with a thread count and the deterministic-algorithms flag, then restore them."""
-    previous = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic)
-    try:
-        return fn()
-    finally:
-        torch.set_num_threads(previous[0])
-        torch.use_deterministic_algorithms(previous[1])
-
-
-def _row(kind: str, name: str, accepted: bool, method: str, **extra: Any) -> Row:
-    return {"kind": kind, "name": name, "accepted": accepted, "method": method, **extra}
-
-
-def _replay(config: RunConfig, dataset: TokenDataset, where: tuple[int, str, int], start: State) -> State:
-    return replay_segment(config, dataset, where[0], where[1], where[2], start)
 
 
 def _judge_segment(
@@ -221,17 +155,17 @@ def _judge_segment(
     where = {"round": round_index, "segment": index}
     rows = []
     variant = list(EXACT_VARIANTS)[(seed + index) % len(EXACT_VARIANTS)]  # one per segment: each is a replay
-    pinned = _with(*EXACT_VARIANTS[variant], lambda: _replay(config, dataset, at, start))
+    pinned = with_threads(*EXACT_VARIANTS[variant], lambda: replay_at(config, dataset, at, start))
     verdict = judge_exact(config, leaf, start, pinned)
-    rows.append(_row("honest-exact", variant, verdict.accepted, verdict.method, **where))
+    rows.append(make_row("honest-exact", variant, verdict.accepted, verdict.method, **where))
     cross: dict[str, State] = {}
     for name, profile_config in _WORKER["profiles"].items():
         for threads in CROSS_THREADS:
             label = f"{name}-{threads}"
-            cross[label] = _with(threads, False, lambda c=profile_config: _replay(c, dataset, at, start))
+            cross[label] = with_threads(threads, False, lambda c=profile_config: replay_at(c, dataset, at, start))
             verdict = judge_tolerance(config, leaf, record.sketch, start, cross[label], end)
             distances = measure(config, record.sketch, start, cross[label], end)
-            rows.append(_row("honest-cross", label, verdict.accepted, verdict.method, **where, **distances))
+            rows.append(make_row("honest-cross", label, verdict.accepted, verdict.method, **where, **distances))
     previous = compute_param_update(checkpoints[index - 1], start) if index else None
     for behaviour in Behaviour:
         if behaviour is Behaviour.REUSED_UPDATE and previous is None:
@@ -241,13 +175,13 @@ def _judge_segment(
         )
         cheat_leaf = cheat.record.to_leaf(RUN_ID, round_index, solver)
         verdict = judge_exact(config, cheat_leaf, start, pinned)
-        rows.append(_row("attack-exact", behaviour.value, verdict.accepted, verdict.method, **where))
+        rows.append(make_row("attack-exact", behaviour.value, verdict.accepted, verdict.method, **where))
         for label, replayed in cross.items():
             committed = cheat.end_checkpoint
             verdict = judge_tolerance(config, cheat_leaf, cheat.record.sketch, start, replayed, committed)
             distances = measure(config, cheat.record.sketch, start, replayed, committed)
             extra = {"profile": label, **where, **distances}
-            rows.append(_row("attack-cross", behaviour.value, verdict.accepted, verdict.method, **extra))
+            rows.append(make_row("attack-cross", behaviour.value, verdict.accepted, verdict.method, **extra))
     return rows
 
 
@@ -281,138 +215,10 @@ def replay_in_this_process(
     """The "another process" trial: the coordinator replays a segment a worker trained."""
     index, start_bytes, leaf = handoff
     start = decode_state(start_bytes)
-    replayed = _with(1, False, lambda: _replay(config, dataset, (round_index, solver, index), start))
+    replayed = with_threads(1, False, lambda: replay_at(config, dataset, (round_index, solver, index), start))
     verdict = judge_exact(config, leaf, start, replayed)
-    return _row("honest-exact", "another-process", verdict.accepted, verdict.method, round=round_index, segment=index)
-
-
-# ---------------------------------------------------------------------------------------
-# Hardware trials: honest replays on real unpinned CPU code paths, each in its own process
-
-
-class HardwarePathError(GradledgerError):
-    """A hardware worker does not run the code path it was started for: its rows would be pinned drift (none)
-    reported as hardware drift, so the calibration stops instead."""
-
-
-@dataclass(frozen=True)
-class HardwareJob:
-    """What a hardware worker needs to replay a job's segments: the checkpoints the pinned worker trained
-    (`states[i]` starts segment i, `states[i + 1]` is its committed end) and the committed records."""
-
-    round: int
-    solver: str
-    states: list[bytes]
-    records: list[SegmentRecord]
-
-
-def _init_hardware_worker(
-    path: str, requested: dict[str, str], config_json: str, manifest: DatasetManifest, shards: dict
-) -> None:
-    torch.set_num_threads(1)
-    config = RunConfig.model_validate_json(config_json)
-    _WORKER.update(path=path, requested=requested, config=config)
-    _WORKER["dataset"] = build_token_dataset(manifest, shards, config.data.eval_shards)
-
-
-def explain_hardware_path_failure(
-    requested: Mapping[str, str], environment: Mapping[str, Any], process_env: Mapping[str, str]
-) -> str | None:
-    """Why a hardware worker does not run the code path it was started for, or None when it does.
-
-    `environment` is `read_execution_environment().as_dict()` in the worker, `process_env` its os.environ. A path
-    that silently ran the pinned kernels would report the pinned drift (none) as hardware drift."""
-    if environment["pinned"]:
-        return f"the pins are on ({PINS_SWITCH} is not off): the worker runs the pinned kernels"
-    pinned_names = {name for pins in PINNED_ENVIRONMENT.values() for name in pins}
-    leaked = {k: v for k, v in process_env.items() if k in pinned_names and requested.get(k) != v}
-    if leaked:
-        return f"pinned variables leaked into the worker's environment: {leaked}"
-    capability = environment["aten_capability"]
-    if "ATEN_CPU_CAPABILITY" in requested:
-        if capability != requested["ATEN_CPU_CAPABILITY"].upper():
-            return f"torch dispatches {capability} kernels, the path asked for {requested['ATEN_CPU_CAPABILITY']}"
-    elif environment["avx512f"] and capability in set(PINNED_ATEN_CAPABILITY.values()):
-        return f"torch dispatches the pinned {capability} kernels on an AVX-512 CPU: the unpinned path did not take"
-    if environment["mkl_branch"] is not None:
-        mode = requested.get("MKL_CBWR")
-        if mode is not None and environment["mkl_branch"] != mode.split(",")[0].upper():
-            return f"MKL runs {environment['mkl_branch']}, the path asked for MKL_CBWR={mode}"
-        if environment["mkl_strict"] and "STRICT" not in (mode or ""):
-            return "MKL runs with STRICT reproducibility: the pinned MKL_CBWR took effect"
-    return None
-
-
-def check_hardware_worker() -> dict[str, Any]:
-    """The code path this hardware worker computes with; raises HardwarePathError when it is not the one asked for."""
-    environment = read_execution_environment().as_dict()
-    problem = explain_hardware_path_failure(_WORKER["requested"], environment, os.environ)
-    if problem is not None:
-        raise HardwarePathError(f"hardware path {_WORKER['path']!r}: {problem}")
-    _WORKER["environment"] = environment
-    return environment
-
-
-def run_hardware_job(job: HardwareJob) -> list[Row]:
-    """Replay every segment of a job at 1 and 2 threads on this worker's code path, with the run config (the pinned
-    profile's elementary kernels: only the machine differs), judged by tolerance against the committed end."""
-    config: RunConfig = _WORKER["config"]
-    dataset: TokenDataset = _WORKER["dataset"]
-    path, environment = _WORKER["path"], _WORKER["environment"]
-    label = {"path": path, "aten_capability": environment["aten_capability"], "mkl_mode": _mkl_mode(environment)}
-    rows = []
-    for index, record in enumerate(job.records):
-        start, end = decode_state(job.states[index]), decode_state(job.states[index + 1])
-        leaf = record.to_leaf(RUN_ID, job.round, job.solver)
-        at = (job.round, job.solver, index)
-        for threads in CROSS_THREADS:
-            replayed = _with(threads, False, partial(_replay, config, dataset, at, start))
-            verdict = judge_tolerance(config, leaf, record.sketch, start, replayed, end)
-            distances = measure(config, record.sketch, start, replayed, end)
-            where = {"round": job.round, "segment": index}
-            rows.append(
-                _row("honest-cross", f"hw-{path}-{threads}", verdict.accepted, verdict.method, **where, **label,
-                     **distances)
-            )  # fmt: skip
-    return rows
-
-
-def _mkl_mode(environment: Mapping[str, Any]) -> str:
-    branch = environment["mkl_branch"]
-    return "no MKL" if branch is None else branch + (",STRICT" if environment["mkl_strict"] else "")
-
-
-@contextmanager
-def _process_environment(environment: Mapping[str, str]) -> Iterator[None]:
-    """os.environ is `environment` inside (what a process started here inherits), restored after."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(environment)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def start_hardware_pool(
-    path: str, requested: Mapping[str, str], config: RunConfig, corpus: Corpus, stack: ExitStack
-) -> tuple[ProcessPoolExecutor, dict[str, Any]]:
-    """A one-process pool on `path` (HARDWARE_PATHS), its worker started and checked; (pool, its environment).
-
-    The variables must be in the environment when the worker process starts: the spawned process imports torch
-    (with sim/calibration.py) before any initializer runs, and torch's libraries read them once, at load."""
-    context = multiprocessing.get_context("spawn")
-    with _process_environment(get_unpinned_environment(os.environ, **requested)):
-        pool = ProcessPoolExecutor(
-            1,
-            mp_context=context,
-            initializer=_init_hardware_worker,
-            initargs=(path, dict(requested), config.model_dump_json(), *corpus),
-        )
-        stack.callback(pool.shutdown, cancel_futures=True)  # on an error, queued work is dropped, not run
-        environment = pool.submit(check_hardware_worker).result()  # starts the worker under this environment
-    return pool, environment
+    where = {"round": round_index, "segment": index}
+    return make_row("honest-exact", "another-process", verdict.accepted, verdict.method, **where)
 
 
 def build_trajectory(

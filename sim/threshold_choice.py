@@ -32,7 +32,8 @@ from typing import Any
 
 from protocol.config import ReplayThresholds, RunConfig
 from protocol.errors import GradledgerError
-from sim.calibration import METRICS, Row, analyse, get_threshold_value, group_rows
+from sim.calibration import METRICS, analyse, get_threshold_value, group_rows
+from sim.trials import Row
 
 FLOAT32_RESOLUTION = 2.0**-23
 SOFT_CAPS = {"hamming": 0.5, "one_minus_cosine": 1.0}

@@ -18,17 +18,15 @@ from protocol.config import RunConfig, build_run_config, parse_model_config
 from protocol.execution_pins import CURRENT_PROFILE, PINNED_ENVIRONMENT, PINS_SWITCH
 from protocol.hashing import hash_to_hex
 from sim.calibration import (
-    HARDWARE_PATHS,
     MIN_TRIALS,
-    HardwarePathError,
     TrialPlan,
     analyse,
-    explain_hardware_path_failure,
     get_cross_profiles,
     get_cross_trials_per_segment,
     measure_trials,
     plan_full_calibration,
 )
+from sim.hardware_trials import HARDWARE_PATHS, HardwarePathError, explain_hardware_path_failure
 from sim.threshold_choice import count_verdict_disagreements, summarize_calibration
 from tests.conftest import RUN_SEED
 from tests.sim.test_threshold_choice import _trials
