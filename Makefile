@@ -59,8 +59,10 @@ $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
 	touch $@
 
 # Compile the contracts once (the npm compiler takes a while); forge's cache makes later builds instant.
+# `--sizes` fails the build when a contract exceeds EIP-170's 24,576 bytes, which forge test alone does not
+# (a chain refuses to deploy it: the gas bench and every devnet would break first).
 $(BUILD_STAMP): $(NPM_STAMP) $(SOLIDITY) $(CONTRACTS)/foundry.toml
-	cd $(CONTRACTS) && bin/forge build
+	cd $(CONTRACTS) && mkdir -p cache && bin/forge build --sizes > cache/sizes.txt || { cat cache/sizes.txt; exit 1; }
 	touch $@
 
 # Headless Chromium renders the audit's HTML report in the tests (tests/auditor); installed from the

@@ -172,7 +172,7 @@ def read_public_state(chain: ChainClient, history: RunHistory, block: int) -> Pu
             statuses[(rnd.index, c.solver)] = {name: int(value) for name, value in status.items()}
         if rnd.seed is not None:
             tally = chain.call_fields("Verification", "roundTally", run, rnd.index, block=block)
-            tallies[rnd.index] = (int(tally["totalChecks"]), int(tally["totalTokens"]))
+            tallies[rnd.index] = (int(tally["totalChecks"]), int(tally["paidCommitments"]))
         votes[rnd.index] = int(chain.call("Disputes", "jurorVotes", run, rnd.index, block=block))
         minted[rnd.index] = int(chain.call("ModelShares", "mintedInRound", run, rnd.index, block=block))
     role_ids = {"solver": 1, "verifier": 2}
@@ -378,6 +378,12 @@ def _pending(history: RunHistory, now: int, contributions: Sequence[Contribution
             if rnd.settled and a.state == "attested":
                 who = history.label_of(a.solver)
                 pending.append(f"round {rnd.index}: attestation of {who}'s commitment (slot {a.slot}) not finalized")
+            if rnd.settled and a.forfeit and a.forfeit_release is None:
+                who = history.label_of(a.verifier)
+                pending.append(
+                    f"round {rnd.index}: forfeit of {who}'s pass on {history.label_of(a.solver)}'s planted commitment "
+                    f"({a.forfeit / 1e18:,.4f} ETH) held by Plants, not released"
+                )
         for claim in rnd.claims:
             if claim.status == "settled" and not claim.bond_withdrawn:
                 pending.append(f"round {rnd.index}: claim bond of {history.label_of(claim.claimer)} not withdrawn")

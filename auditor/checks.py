@@ -379,8 +379,8 @@ def check_public_state(history: RunHistory, state: PublicState) -> CheckResult:
             same(f"round {rnd.index} {c.solver} passes/faults", (passes, faults), (status["passes"], status["faults"]))
         if rnd.seed is not None and rnd.index in state.tallies:
             same(
-                f"round {rnd.index} standing checks / accepted tokens",
-                (rnd.standing_checks, rnd.accepted_tokens),
+                f"round {rnd.index} standing checks / paid commitments",
+                (rnd.standing_checks, rnd.paid_commitments),
                 state.tallies[rnd.index],
             )
         if rnd.index in state.juror_votes:

@@ -174,6 +174,7 @@ def _plants_section(h: RunHistory) -> list[str]:
     summary = (
         f"<p>{terms.rate_bps / 100:g}% of commitments planted; jackpot {_eth(terms.jackpot)} ETH per fail on a "
         f"planted commitment, penalty {_eth(terms.penalty)} ETH per pass on one; pool now {_eth(h.plants.pool)} ETH; "
+        f"forfeits held until settlement {_eth(sum(r.forfeits_held for r in h.rounds))} ETH; "
         f"anchors: {html.escape(anchors)}</p>"
     )
     table = _table(("verifier", "address", "jackpots (ETH)"), rows, (2,)) if rows else "<p>no jackpot paid</p>"
@@ -257,6 +258,10 @@ def render_html(report: AuditReport) -> str:
         )
         for entry in data["rounds"]
         for a in entry["attestations"]
+    ] + [
+        (entry["round"], x["label"], h.label_of(x["solver"]), x["slot"], "-", "abstained (reported)", "-")
+        for entry in data["rounds"]
+        for x in entry["abstentions"]
     ]
     dispute_rows = [
         (

@@ -3,21 +3,23 @@
 Pure functions of the run's history, like every check (auditor/checks.py holds the others and
 the rules they follow). The formulas are the contracts' (contracts/src):
 - shares per settled round (Verification.claimSolverShares / claimVerifierShares,
-  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) * tokens / acceptedTokens)
-  per paid commitment, verifier = floor(floor(S * verifierBps / 10^4) / standingChecks) per standing
-  attestation, juror = floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict.
-  Paid and acceptedTokens follow the plant rules (docs/planted-faults.md, `protocol.history.records.Round`):
-  a planted commitment that was attested is paid as accepted, an unpaid one (plant not revealed, no anchor
-  old enough, or the plant disproven by a jury) never is but its tokens still count in acceptedTokens when its
-  tally accepts it (a disproven plant's too: Plants.onFalsePlant leaves Verification's totals as they were);
+  Disputes.claimJurorReward): solver = floor(floor(S * solverBps / 10^4) / paidCommitments) per paid
+  commitment -- equal for every paid commitment, whatever tokens it declared --, verifier =
+  floor(floor(S * verifierBps / 10^4) / standingChecks) per standing attestation, juror =
+  floor(floor(S * jurorBps / 10^4) / jurorVotes) per signature of an executed verdict.
+  Paid and paidCommitments follow the plant rules (docs/planted-faults.md, `protocol.history.records.Round`):
+  a planted commitment that was attested is paid as accepted; one without an anchor old enough, whose plant a
+  jury disproved or whose missing reveal was reported leaves paidCommitments; a missed reveal nobody reported
+  stays counted but never mints;
 - slashes: a finalized fail, a fail upheld by a jury and a pass overturned by a jury slash the
   solver (fault key FAULT_SOLVER, the run's solverMinStake); an attestation overturned by a jury slashes
   its verifier (FAULT_ATTESTATION, verifierMinStake); a pass overturned by a planted reveal slashes its
   verifier the plant penalty (FAULT_ATTESTATION) and nobody else -- a fail on a planted commitment is right,
-  so its finalization slashes no solver; a plant reported unrevealed slashes its solver (FAULT_UNREVEALED,
-  solverMinStake); a plant dispute won by its challenger (the plant disproven) slashes the solver (FAULT_SOLVER,
-  solverMinStake), one lost or unresolved slashes nobody; a dispute that ends unresolved (no verdict after every
-  appeal) slashes nobody.
+  so its finalization slashes no solver; a seat of an opened commitment left unattested and reported slashes its
+  verifier the attestation bond (FAULT_ATTESTATION); a plant reported unrevealed slashes its solver (FAULT_SOLVER,
+  solverMinStake: the commitment's one key, so once with any other fault of it); a plant dispute won by its
+  challenger (the plant disproven) slashes the solver (FAULT_SOLVER, solverMinStake), one lost or unresolved
+  slashes nobody; a dispute that ends unresolved (no verdict after every appeal) slashes nobody.
 """
 
 from __future__ import annotations
@@ -26,12 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.checks import SHARES, SLASHES, CheckResult, make_check_result, short
-from protocol.history.events import (
-    compute_attestation_fault_key,
-    compute_solver_fault_key,
-    compute_unrevealed_fault_key,
-)
-from protocol.history.records import RunHistory
+from protocol.history.events import compute_attestation_fault_key, compute_solver_fault_key
+from protocol.history.records import Round, RunHistory
 from protocol.types import PlantPay
 
 # ---------------------------------------------------------------------------------------------
@@ -55,9 +53,8 @@ def expected_contributions(history: RunHistory) -> list[Contribution]:
     claimed = {(c.round, c.kind, _claim_key(c)) for c in history.share_claims}
     out = []
     for rnd in history.settled_rounds:
-        tokens, checks, votes = rnd.accepted_tokens, rnd.standing_checks, rnd.juror_votes
+        checks, votes = rnd.standing_checks, rnd.juror_votes
         for solver in rnd.paid:
-            c = rnd.commitment_of(solver)
             key = f"commitment {solver}"
             out.append(
                 Contribution(
@@ -65,7 +62,7 @@ def expected_contributions(history: RunHistory) -> list[Contribution]:
                     "solver",
                     key,
                     solver,
-                    s.solver_bucket * c.tokens // tokens,
+                    get_solver_shares(history, rnd),
                     (rnd.index, "solver", key) in claimed,
                 )
             )
@@ -91,6 +88,12 @@ def expected_contributions(history: RunHistory) -> list[Contribution]:
                 key = f"dispute {d.dispute_id} signer {seat + 1}"
                 out.append(Contribution(rnd.index, "juror", key, holder, s.juror_bucket // votes, rewarded))
     return out
+
+
+def get_solver_shares(history: RunHistory, rnd: Round) -> int:
+    """What each paid commitment of a settled round mints (Verification.claimSolverShares): the round's solver bucket
+    divided equally among its paid commitments."""
+    return history.terms.solver_bucket // rnd.paid_commitments
 
 
 def _claim_key(claim: Any) -> str:
@@ -179,7 +182,7 @@ def _expected_claim(history: RunHistory, rnd: Any, claim: Any) -> tuple[int, str
             return 0, f"the commitment is not paid work ({_why_unpaid(rnd, claim.solver)})"
         if claim.holder != claim.solver:
             return 0, f"paid to {claim.holder}, not the solver {claim.solver}"
-        return s.solver_bucket * c.tokens // rnd.accepted_tokens, None
+        return get_solver_shares(history, rnd), None
     if claim.kind == "verifier":
         a = next((x for x in rnd.attestations if x.solver == claim.solver and x.slot == claim.slot), None)
         if a is None or a.state not in ("finalized", "upheld"):
@@ -234,10 +237,10 @@ def expected_slashes(history: RunHistory) -> tuple[dict[str, DueSlash], list[str
                 key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
                 why = f"round {rnd.index} {c.solver}: commitment not opened by the deadline"
                 due.setdefault(key, DueSlash(why, s.solver_min_stake))
-            if c.unrevealed_reported:  # its own key: a fault of the same commitment may be slashed as well
-                key = compute_unrevealed_fault_key(history.run_id, rnd.index, c.solver)
+            if c.unrevealed_reported:  # the commitment's own key: slashed once with any other fault of it
+                key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
                 why = f"round {rnd.index} {c.solver}: plant secret not revealed in the reveal window (reported)"
-                due[key] = DueSlash(why, s.solver_min_stake)
+                due.setdefault(key, DueSlash(why, s.solver_min_stake))
             if c.disproven:  # Disputes._resolvePlant: the same key as any proven fault of the commitment
                 key = compute_solver_fault_key(history.run_id, rnd.index, c.solver)
                 why = f"round {rnd.index} {c.solver}: plant disproven by a jury (not the planted training)"
@@ -263,6 +266,10 @@ def expected_slashes(history: RunHistory) -> tuple[dict[str, DueSlash], list[str
                     due.setdefault(solver_key, DueSlash(why, s.solver_min_stake))
             elif a.is_fail and a.state in ("attested", "challenged"):
                 pending.append(f"{where}: fail attestation not finalized yet (the solver's slash is pending)")
+        for x in rnd.abstentions:  # Verification.reportAbstention: the seat's key, the round's attestation bond
+            key = compute_attestation_fault_key(history.run_id, rnd.index, x.solver, x.slot)
+            why = f"round {rnd.index} {x.solver} slot {x.slot}: {x.verifier} did not attest the opened commitment"
+            due[key] = DueSlash(why, s.attestation_bond)
     return due, pending
 
 

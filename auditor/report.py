@@ -71,6 +71,11 @@ def summarize_plants(rnd: Round) -> str:
     disputed = len(rnd.plant_disputes)
     if disputed:
         line += f", {disputed} disputed, {len(rnd.disproven_plants)} disproven"
+    returned = sum(a.forfeit for a in rnd.attestations if a.forfeit_release == "returned")
+    if returned:
+        line += f", forfeits returned {_eth(returned)} ETH"
+    if rnd.forfeits_held:
+        line += f", forfeits held {_eth(rnd.forfeits_held)} ETH"
     return line
 
 
@@ -83,6 +88,7 @@ def _plants_json(h: RunHistory) -> dict[str, Any] | None:
         "jackpot_wei": terms.jackpot,
         "penalty_wei": terms.penalty,
         "pool_wei": h.plants.pool,
+        "forfeits_held_wei": sum(rnd.forfeits_held for rnd in h.rounds),
         "anchors": [{"solver": a.solver, "label": h.label_of(a.solver), "round": a.round} for a in h.plants.anchors],
         "jackpots_wei": h.jackpots,
     }
@@ -147,14 +153,28 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                 "loss_after": report.losses.get(rnd.index + 1) if rnd.settled else None,
                 "accepted": list(rnd.accepted),
                 "paid": list(rnd.paid),
-                "accepted_tokens": rnd.accepted_tokens,
+                "paid_commitments": rnd.paid_commitments,
                 "plants": {
                     "planted": [c.solver for c in rnd.planted],
                     "lazy_passes_caught": len(rnd.lazy_plant_passes),
                     "jackpots_wei": rnd.jackpots,
                     "disputed": [d.solver for d in rnd.plant_disputes],
                     "disproven": [c.solver for c in rnd.disproven_plants],
+                    "forfeits_held_wei": rnd.forfeits_held,
                 },
+                "abstentions": [
+                    {
+                        "solver": x.solver,
+                        "slot": x.slot,
+                        "verifier": x.verifier,
+                        "label": h.label_of(x.verifier),
+                        "reporter": x.reporter,
+                        "taken_wei": x.taken,
+                        "block": x.block,
+                        "time": x.time,
+                    }
+                    for x in rnd.abstentions
+                ],
                 "standing_checks": rnd.standing_checks,
                 "seed": None if rnd.seed is None else {"seed_base": rnd.seed.seed_base, "block": rnd.seed.block_number},
                 "commitments": commitments,
@@ -170,6 +190,8 @@ def _round_entries(report: AuditReport) -> list[dict[str, Any]]:
                         "segment_index": a.segment_index,
                         "planted": a.planted,
                         "jackpot_wei": a.jackpot,
+                        "forfeit_wei": a.forfeit,
+                        "forfeit_release": a.forfeit_release,
                         "block": a.block,
                         "time": a.time,
                     }
@@ -416,7 +438,8 @@ def print_summary(report: AuditReport, console: Console, *, compact: bool = Fals
         jackpots = ", ".join(f"{h.label_of(v)} {_eth(w)}" for v, w in h.jackpots.items()) or "none"
         console.print(
             f"plants: {terms.rate_bps / 100:g}% of commitments, jackpot {_eth(terms.jackpot)} ETH, penalty "
-            f"{_eth(terms.penalty)} ETH; pool {_eth(h.plants.pool)} ETH; jackpots earned (ETH): {jackpots}",
+            f"{_eth(terms.penalty)} ETH; pool {_eth(h.plants.pool)} ETH, forfeits held "
+            f"{_eth(sum(r.forfeits_held for r in h.rounds))} ETH; jackpots earned (ETH): {jackpots}",
             highlight=False,
         )
     if not compact:

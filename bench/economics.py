@@ -325,7 +325,7 @@ class Simulation:
         t = self.terms
         for appeals in range(MAX_APPEALS + 1):
             size = get_appeal_jury_size(t.jury_size, appeals)
-            jury = draw_jury(self.registry, self._h("jury", r, label, appeals), size, parties)
+            jury = draw_jury(self.registry, self._h("jury", r, label, appeals), size, parties, appeals)
             sides: dict[bool, list[str]] = {True: [], False: []}
             for seat in jury.eligible_seats:
                 juror, role = jury.pool[seat].account, self.roles.get(jury.pool[seat].account, "honest")

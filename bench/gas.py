@@ -45,6 +45,7 @@ from protocol.sampling import compute_sample, compute_sampling_seed, compute_sea
 
 UNBONDING_DELAY = 7 * 24 * 3600
 WINDOW = 3600
+BLOCK_SECONDS = 12
 ETHER = 10**18
 ROLE_SOLVER, ROLE_VERIFIER = 1, 2
 KIND_ATTESTATION = 1
@@ -125,7 +126,9 @@ def deploy(w3: Web3, deployer: str) -> dict[str, Any]:
     """Deploy the six contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
     nonce = w3.eth.get_transaction_count(deployer)
     addr = {name: get_create_address(deployer, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
-    args = get_constructor_args(addr, UNBONDING_DELAY)
+    # 12-second blocks: the hour-long windows fit a 12-second chain's seed horizon (RunRegistry._validateWindows), and
+    # mine_past mines the seed block's 300 blocks without moving the clock
+    args = get_constructor_args(addr, UNBONDING_DELAY, block_seconds=BLOCK_SECONDS)
     contracts = {}
     for name in DEPLOY_ORDER:
         abi, bytecode = load_artifact(name)
@@ -320,7 +323,8 @@ class Scenario:
         opened_block = self.b.call("Disputes", "disputeOf", dispute_id)[2]
         seed = compute_jury_seed(self.b.w3.eth.get_block(opened_block + 1)["hash"], dispute_id)
         jury_size = self.b.call("RunRegistry", "runParams", subject[1])[6]
-        return dispute_id, draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]])
+        appeals = self.b.call("Disputes", "disputeOf", dispute_id)[5]
+        return dispute_id, draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]], appeals)
 
     def draw_jury(self, subject: tuple, label: str | None) -> None:
         """Mine the seed block, draw the jury from the registry (protocol.jury), send its pool's keys."""

@@ -21,6 +21,7 @@ from devnet.toolchain import ToolchainError, find_tool, get_contracts_dir
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.manifest import ContractRecord, DeploymentManifest, compute_abis_hash, write_manifest
 from protocol.hashing import keccak256
+from protocol.windows import verify_block_seconds
 
 DEPLOY_ORDER = (
     "StakeManager",
@@ -63,8 +64,11 @@ def load_artifact(out_dir: Path, name: str) -> tuple[list[dict], str]:
     return data["abi"], data["bytecode"]["object"]
 
 
-def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> dict[str, tuple]:
-    """Each contract's constructor arguments: its peers' addresses (ProtocolDeployer.sol's wiring)."""
+def get_constructor_args(
+    predicted: dict[str, str], unbonding_delay_s: int, block_seconds: int = 1, allow_private_peers: bool = True
+) -> dict[str, tuple]:
+    """Each contract's constructor arguments: its peers' addresses (ProtocolDeployer.sol's wiring), the chain's
+    block time (RunRegistry) and whether peers may announce private hosts (PeerDirectory)."""
     p = predicted
     return {
         "StakeManager": (
@@ -76,7 +80,7 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
             p["VerifierRegistry"],
             p["Plants"],
         ),
-        "RunRegistry": (p["StakeManager"], p["Verification"], p["Disputes"], p["ModelShares"]),
+        "RunRegistry": (p["StakeManager"], p["Verification"], p["Disputes"], p["ModelShares"], block_seconds),
         "Verification": (
             p["StakeManager"],
             p["RunRegistry"],
@@ -99,18 +103,26 @@ def get_constructor_args(predicted: dict[str, str], unbonding_delay_s: int) -> d
         "FaultRewards": (p["Verification"], p["RunRegistry"], p["StakeManager"], p["ModelShares"]),
         "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
         "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"], p["Disputes"]),
-        "PeerDirectory": (),
+        "PeerDirectory": (allow_private_peers,),
     }
 
 
 def deploy_protocol(
-    client: ChainClient, deployer: LocalAccount, out_dir: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
+    client: ChainClient,
+    deployer: LocalAccount,
+    out_dir: Path,
+    unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S,
+    block_seconds: int = 1,
+    allow_private_peers: bool = True,
 ) -> DeploymentManifest:
-    """Deploy the contracts of DEPLOY_ORDER with predicted peer addresses; return the manifest."""
+    """Deploy the contracts of DEPLOY_ORDER with predicted peer addresses; return the manifest. `block_seconds`
+    is the chain's block time (12 on a 12-second-slot chain; every run's windows are checked against it);
+    `allow_private_peers` is for devnets whose nodes announce loopback or private addresses."""
+    verify_block_seconds(block_seconds)
     artifacts = {name: load_artifact(out_dir, name) for name in (*DEPLOY_ORDER, *TEMPLATES)}
     nonce = client.w3.eth.get_transaction_count(deployer.address, "pending")
     predicted = {name: get_create_address(deployer.address, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
-    constructor_args = get_constructor_args(predicted, unbonding_delay_s)
+    constructor_args = get_constructor_args(predicted, unbonding_delay_s, block_seconds, allow_private_peers)
     first_block = None
     for name in DEPLOY_ORDER:
         abi, bytecode = artifacts[name]
@@ -130,15 +142,21 @@ def deploy_protocol(
         deployer=deployer.address,
         contracts=contracts,
         abis_hash=compute_abis_hash(contracts),
+        block_seconds=block_seconds,
     )
 
 
 def deploy(
-    rpc_url: str, deployer: LocalAccount, manifest_path: Path, unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S
+    rpc_url: str,
+    deployer: LocalAccount,
+    manifest_path: Path,
+    unbonding_delay_s: int = DEFAULT_UNBONDING_DELAY_S,
+    block_seconds: int = 1,
+    allow_private_peers: bool = True,
 ) -> DeploymentManifest:
     """Build, deploy and write the manifest (atomically)."""
     out_dir = build_contracts()
     client = ChainClient(rpc_url)
-    manifest = deploy_protocol(client, deployer, out_dir, unbonding_delay_s)
+    manifest = deploy_protocol(client, deployer, out_dir, unbonding_delay_s, block_seconds, allow_private_peers)
     write_manifest(manifest_path, manifest)
     return manifest

@@ -136,10 +136,12 @@ def run_across_hosts(
                 raise MultihostError(f"{host}: `gradledger {' '.join(args)}` exited {done.returncode}:\n{done.stderr}")
             return done.stdout
 
-        def start(host: str, *args: str) -> Party:
+        def start(host: str, *args: str, node: bool = True) -> Party:
             address = hosts.address(host)
             url = f"http://{address}:{NODE_PORT}"
             command = gradledger(host, *args, "--host", address, "--port", str(NODE_PORT), "--public-url", url)
+            if node:  # the hosts' addresses are private (the bridge's subnet): the devnet flag (docs/nodes.md)
+                command.append("--allow-private-peers")
             log_path = workdir / f"{host}.log"
             env = {**os.environ, **objects.env()}  # where the object store is, and its (test) keys
             with open(log_path, "ab") as out:
@@ -150,7 +152,7 @@ def run_across_hosts(
             parties.append(party)
             return party
 
-        store = start("store", "artifacts", "serve", "--announce")
+        store = start("store", "artifacts", "serve", "--announce", node=False)
         _wait(lambda: _healthy(store.url or ""), 120, "the store host to serve", parties)
         log(f"store host {hosts.address('store')}: the creator's artifacts at {store.url}, announced on-chain")
         created = json.loads(

@@ -13,12 +13,14 @@ from eth_account.signers.local import LocalAccount
 
 from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.manifest import ManifestError
 from protocol.adapters.runs import publish_run_artifacts
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest, verify_dataset_fits_config
 from protocol.outer import get_initial_global_state, make_global_state
 from protocol.training import State, verify_params_fit_model
 from protocol.types import PlantTerms, RunTerms
+from protocol.windows import verify_windows_fit_chain
 
 ETH = 10**18
 
@@ -55,6 +57,22 @@ class RunRules:
         return PlantTerms(rate_bps=self.plant_rate_bps, jackpot=self.plant_jackpot_wei, penalty=self.plant_penalty_wei)
 
 
+def verify_rules_fit_deployment(protocol: ProtocolClient, rules: RunRules) -> int:
+    """The deployment's block time, read from RunRegistry (the chain is the source of truth; a manifest that says
+    otherwise is refused), once the rules' windows are checked to fit it: WindowsUnfitForChainError, with
+    createRun's own reason, before anything is published or sent."""
+    block_seconds = protocol.block_seconds()
+    manifest = protocol.chain.manifest
+    if manifest is not None and manifest.block_seconds != block_seconds:
+        raise ManifestError(
+            f"the deployment manifest says {manifest.block_seconds}-second blocks but RunRegistry "
+            f"{manifest.contracts['RunRegistry'].address} was deployed with blockSeconds = {block_seconds}: the "
+            "manifest is not this deployment's (pass the right --manifest, or deploy again)"
+        )
+    verify_windows_fit_chain(rules.commit_window_s, rules.attest_window_s, block_seconds)
+    return block_seconds
+
+
 PRODUCTION_RULES = RunRules(
     rounds=1000, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=15, commit_window_s=3600,
     attest_window_s=1800, challenge_window_s=1800, dispute_timeout_s=3600, solver_min_stake_wei=10 * ETH,
@@ -64,7 +82,9 @@ PRODUCTION_RULES = RunRules(
 """The documented production preset (docs/economics.md): 2 seats of 1 sample, juries of 15, 1% of commitments
 planted with a 0.02 ETH jackpot and a 5 ETH penalty, for rounds of PRODUCTION_INNER_STEPS inner steps in segments of
 PRODUCTION_STEPS_PER_SEGMENT. bench/economics.py shows every dishonest strategy loses under it while seats and
-whistleblowers re-checking half the seats replay 6% of the training compute."""
+whistleblowers re-checking half the seats replay 6% of the training compute. Its windows need a chain of 4-second
+blocks or longer (`deploy --block-seconds`, e.g. 12): on 1-second blocks the seed block's hash leaves the EVM's
+256-block reach 256 s after the commit window, long before the 900 s draw window ends (protocol/windows.py)."""
 PRODUCTION_INNER_STEPS = 500
 PRODUCTION_STEPS_PER_SEGMENT = 10
 
@@ -114,8 +134,10 @@ def create_run(
 
     θ0 is the config's seeded init, or `theta0_params` (e.g. a local Hugging Face checkpoint, continued training),
     checked to fit the run's model exactly. A dataset too small for the config is refused before anything is
-    published or sent (a run that can never train would lock its reward pool)."""
+    published or sent (a run that can never train would lock its reward pool), and so are windows that do not fit
+    the deployment's block time (`verify_rules_fit_deployment`: createRun would revert)."""
     verify_dataset_fits_config(manifest, config)
+    verify_rules_fit_deployment(protocol, rules)
     if theta0_params is None:
         global_state = get_initial_global_state(config)
     else:

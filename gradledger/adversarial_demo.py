@@ -27,8 +27,9 @@ the solvers register their anchors in round 0 and reveal after each attestation 
 
 Then, on the same devnet, a planted fault is played in a second run (gradledger/plant_scenario.py): a solver's
 round 2 is planted, a lazy verifier passes it without replaying and an honest one fails it; the solver's reveal
-alone overturns the lazy pass (its bond and the plant penalty go to the plant pool, it leaves the run's list) with
-no whistleblower and no dispute, the honest fail earns the jackpot, the solver is paid and not slashed.
+alone overturns the lazy pass (its bond and the plant penalty are held until the round settles, then released into
+the plant pool; it leaves the run's list) with no whistleblower and no dispute, the honest fail earns the jackpot,
+the solver is paid and not slashed.
 
 The summary is the honest demo's (`run_id`, `rounds_settled`, `loss`, `attestations`,
 `participants` with `honest`, `shares`, `contract_balance_wei`, `owed_wei`) plus `slashed`
@@ -47,7 +48,7 @@ from rich.table import Table
 
 from devnet.lifecycle import get_home
 from devnet.runs import ETH, RunRules
-from gradledger.demo import Participant, Scenario, _cli, play_scenario
+from gradledger.demo import DEVNET_NODE_FLAGS, Participant, Scenario, _cli, play_scenario
 
 PARTICIPANTS = (
     Participant("solver-1", 1, "solver"),
@@ -76,7 +77,7 @@ ROLE_NAMES = {1: "solver", 2: "verifier"}
 
 
 def _command(p: Participant, run_id: int, port: int) -> list[str]:
-    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
+    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port), *DEVNET_NODE_FLAGS]
     extra = list(ADVERSARIES.get(p.label, ()))
     if p.role == "solver":
         return _cli("solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else []),

@@ -30,6 +30,13 @@ KeystoreOption = typer.Option(
 )
 DevnetAccountOption = typer.Option(None, "--devnet-account", help="use anvil's well-known account N (devnet only)")
 PeerOption = typer.Option([], "--peer", help="base URL of a peer node (repeatable); also read from <home>/peers.txt")
+AllowPrivatePeersOption = typer.Option(
+    None, "--allow-private-peers/--no-allow-private-peers", envvar="GRADLEDGER_ALLOW_PRIVATE_PEERS",
+    help="also fetch from loopback, link-local and private addresses (127.0.0.1, 10.x, 192.168.x, fe80::, "
+    "localhost, ...) that other accounts announced in PeerDirectory. Default: allowed on the anvil devnet (chain id "
+    "31337) only; on any other chain such a URL is refused, logged once and never fetched from. --peer URLs are "
+    "never refused (docs/nodes.md, Finding peers)",
+)  # fmt: skip
 PublicUrlOption = typer.Option(
     None, "--public-url", help="URL other nodes reach this node at, announced on-chain (default: the URL it serves at)"
 )

@@ -109,8 +109,12 @@ class Scenario:
     stale_dirs: tuple[str, ...] = ()
 
 
+DEVNET_NODE_FLAGS = ("--allow-private-peers",)
+"""What every node the demos start on this machine passes: its peers announce 127.0.0.1 URLs (docs/nodes.md)."""
+
+
 def _honest_command(p: Participant, run_id: int, port: int) -> list[str]:
-    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port)]
+    common = ["--run", str(run_id), "--devnet-account", str(p.account), "--port", str(port), *DEVNET_NODE_FLAGS]
     if p.role == "solver":
         return _cli("solver", "run", *common, "--no-progress", *(["--coordinator"] if p.label == "solver-1" else []))
     return _cli("verifier", "serve", *common, "--exit-when-done")

@@ -1,5 +1,6 @@
 """A planted fault, played end to end on a devnet: the lazy pass on it loses its bond and penalty with no
-whistleblower, the honest fail on it earns the jackpot, the solver that planted it is paid and not slashed.
+whistleblower (held by Plants until the round settles, then released into the plant pool), the honest fail on it
+earns the jackpot, the solver that planted it is paid and not slashed.
 
 Used by `gradledger demo --adversarial` (after its main run, on the same devnet) and by the real-anvil test
 (tests/disputes/test_planted_fault.py). Scripted, not node processes, so that it can play the block producer:
@@ -72,7 +73,10 @@ class PlantOutcome:
     honest_shares: int
     delta_accepted: bool
     pool_before_wei: int
+    forfeit_held_wei: int
+    """The lazy pass's bond + penalty Plants held from the reveal until the round settled."""
     pool_after_wei: int
+    """The plant pool once the round settled and the held forfeit was released."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -207,13 +211,15 @@ def play_planted_fault(
     lazy_ref, honest_ref = refs[lazy.address.lower()], refs[honest.address.lower()]
     lazy_state = protocol.attestation_of(lazy_ref).state
     jackpot = protocol.credits_of("Plants", honest.address)
-    pool_after = protocol.plant_pool(run_id)
+    forfeit_held = protocol.forfeit_of(lazy_ref).amount
     lazy_left = protocol.verifier_count(run_id) == listed_before - 1
 
     report("settling round 2 and paying the solver and the honest verifier")
     protocol.chain.mine_at(times.challenge_end)
     protocol.finalize(creator, honest_ref)
     _settle(protocol, run_id)
+    protocol.release_forfeit(creator, lazy_ref)  # anyone, once settled: the plant stood, so into the pool
+    pool_after = protocol.plant_pool(run_id)
     protocol.claim_solver_shares(solver, run_id, PLANT_ROUND, solver.address)
     protocol.claim_verifier_shares(honest, honest_ref)
     protocol.withdraw_credits(honest, "Plants")
@@ -231,6 +237,7 @@ def play_planted_fault(
         honest_shares=protocol.shares_of(run_id, honest.address),
         delta_accepted=protocol.is_accepted(run_id, PLANT_ROUND, solver.address),
         pool_before_wei=pool_before,
+        forfeit_held_wei=forfeit_held,
         pool_after_wei=pool_after,
     )
 
@@ -252,6 +259,8 @@ def check_planted_fault(outcome: PlantOutcome) -> list[str]:
         problems.append("the planting solver was slashed or not paid")
     if outcome.delta_accepted:
         problems.append("the planted Δ was accepted into θ")
+    if outcome.forfeit_held_wei != rules.attestation_bond_wei + rules.plant_penalty_wei:
+        problems.append(f"Plants held {outcome.forfeit_held_wei} wei of the lazy pass, not its bond and penalty")
     expected_pool = (
         outcome.pool_before_wei + rules.attestation_bond_wei + rules.plant_penalty_wei - rules.plant_jackpot_wei
     )

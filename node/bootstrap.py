@@ -34,6 +34,7 @@ from protocol.adapters.object_store import ArtifactBackend, open_artifact_store
 from protocol.adapters.runs import RunContext, RunNotFoundError, load_run_context
 from protocol.errors import GradledgerError
 from protocol.execution_pins import CURRENT_PROFILE
+from protocol.finality import DEVNET_CHAIN_ID
 from protocol.profile import apply_execution_profile
 
 logger = get_logger("node")
@@ -51,19 +52,29 @@ class NodeAdapters:
 
 
 def open_node_adapters(
-    node_dir: Path, rpc_url: str, manifest: DeploymentManifest, peers: tuple[str, ...], store: str | None = None
+    node_dir: Path,
+    rpc_url: str,
+    manifest: DeploymentManifest,
+    peers: tuple[str, ...],
+    store: str | None = None,
+    allow_private_peers: bool | None = None,
 ) -> NodeAdapters:
     """Chain client, contracts, artifact store and node state of the node living in `node_dir`.
 
     `store` is `--store`: an `s3://bucket/prefix` URL or a directory (protocol/adapters/object_store.py); the
-    default is `<node_dir>/artifacts`. The node state stays in `node_dir` either way."""
+    default is `<node_dir>/artifacts`. The node state stays in `node_dir` either way. `allow_private_peers` is
+    `--allow-private-peers`: fetch from loopback and private addresses other accounts announced (protocol/adapters/
+    http.py PeerSet); None (not given) allows them on the anvil devnet's chain id only, where every node of the
+    network is on one machine, and refuses them on every other chain."""
+    if allow_private_peers is None:
+        allow_private_peers = manifest.chain_id == DEVNET_CHAIN_ID
     chain = ChainClient(rpc_url, manifest)
     return NodeAdapters(
         chain,
         ProtocolClient(chain),
         open_artifact_store(store or node_dir / "artifacts"),
         NodeState(node_dir / "state.sqlite"),
-        PeerSet(peers),
+        PeerSet(peers, allow_private_peers=allow_private_peers),
     )
 
 
@@ -159,6 +170,7 @@ class RunNode:
         threads: int = 1,
         *,
         store: str | None = None,
+        allow_private_peers: bool | None = None,
     ) -> None:
         self.run_id = run_id
         self.home = home
@@ -166,7 +178,8 @@ class RunNode:
         self.address = account.address
         self.threads = threads
         node_dir = home / self.role_dir / self.address.lower()
-        self.io = open_node_adapters(node_dir, rpc_url, manifest, peers, store)  # --store: S3 or a directory
+        # --store: S3 or a directory; --allow-private-peers: announced loopback/private URLs are fetched from
+        self.io = open_node_adapters(node_dir, rpc_url, manifest, peers, store, allow_private_peers)
         self.chain, self.protocol, self.store, self.state, self.peers = (
             self.io.chain, self.io.protocol, self.io.store, self.io.state, self.io.peers,
         )  # fmt: skip
@@ -176,6 +189,7 @@ class RunNode:
         self.log = get_logger(self.role_dir.rstrip("s"))
         # the store moves a corrupt copy aside and heals it from peers; the operator hears of both in this log
         self.store.reporter = lambda event, level, fields: log_event(self.log, event, level, **fields)
+        self.peers.reporter = self.store.reporter  # announced URLs it refuses to fetch from (issue 36, finding 10)
         self.idle: IdleReport | None = None
         self.skips = 0
         self.finished = False

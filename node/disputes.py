@@ -74,7 +74,7 @@ def get_drawn_jury(registry: JurorRegistryReader, record: DisputeRecord) -> Jury
         for seat in range(min(len(snapshot), record.pool_size))
     )
     jury_size = record.pool_size - JURY_PARTY_SLACK
-    return Jury(record.jury_seed, jury_size, record.pool_size, pool, record.eligible)
+    return Jury(record.jury_seed, jury_size, record.pool_size, pool, record.eligible, record.appeals)
 
 
 def get_parties(protocol: ProtocolClient, subject: DisputeSubject, challenger: str) -> tuple[str, ...]:
@@ -100,13 +100,15 @@ def draw_dispute_jury(
     seed_block = chain.get_block(record.opened_block + 1)
     seed = compute_jury_seed(bytes(seed_block["hash"]), subject.dispute_id)
     jury_size = get_appeal_jury_size(protocol.dispute_terms(subject.run_id).jury_size, record.appeals)
-    jury = draw_jury(snapshot, seed, jury_size, get_parties(protocol, subject, record.challenger))
+    jury = draw_jury(snapshot, seed, jury_size, get_parties(protocol, subject, record.challenger), record.appeals)
     protocol.draw_jury(account, subject, [e.public_key_g1 for e in jury.pool])
+    # the chain's bitmap is the jury: drawJury also passes over jurors whose stake no longer covers their reservations
+    drawn = protocol.dispute_of(subject.dispute_id)
     log_event(
         logger, "jury drawn", dispute="0x" + subject.dispute_id.hex()[:16], appeals=record.appeals,
-        seats=jury.seats, eligible=hex(jury.eligible),
+        seats=bin(drawn.eligible).count("1"), eligible=hex(drawn.eligible),
     )  # fmt: skip
-    return jury
+    return Jury(jury.seed, jury.jury_size, jury.pool_size, jury.pool, drawn.eligible, jury.appeals)
 
 
 def advance_dispute(

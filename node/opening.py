@@ -27,12 +27,14 @@ def draw_round_seed(protocol: ProtocolClient, account: LocalAccount, run_id: int
     """Draw the current round's seed if its seed block is mined; False while waiting for that block.
 
     An automining devnet mines only on transactions, so there the empty blocks up to the seed block are
-    mined here (same timestamp: no window moves); a real chain brings the seed block by itself.
+    mined here (same timestamp unless the devnet stamps a fixed interval: no window moves); a real chain, and a
+    devnet mining on an interval (`anvil --block-time`), bring the seed block by themselves: mining there would
+    move the chain's time on by a block per block mined.
     """
     chain = protocol.chain
     block = chain.block_number()
     if block <= times.seed_block:
-        if chain.chain_id != DEVNET_CHAIN_ID:
+        if chain.chain_id != DEVNET_CHAIN_ID or not chain.is_automining():
             return False
         chain.mine_blocks(times.seed_block - block + 1, interval_s=0)
     try:

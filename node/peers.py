@@ -9,7 +9,10 @@ and θ0), the solvers that joined, the verifiers registered for it and the regis
 Why this is safe to trust: artifacts are content-addressed (every fetched byte is checked against its hash), jury
 votes are signed, and only staked participants' URLs are used, so a false or dead URL costs a retry, never a
 wrong result; and an account's own announcement wins over any peer's self-declared `/identity`, so no peer can
-stand in for another account (PeerSet.url_of; docs/nodes.md, Finding peers).
+stand in for another account (PeerSet.url_of; docs/nodes.md, Finding peers). What a URL can do is name a host:
+unless the node runs with `--allow-private-peers` (devnets), a URL another account announced at a loopback,
+link-local, private or other non-public address, or at a name resolving to one, is refused and never fetched from
+(protocol/peer_hosts.py, protocol/adapters/peer_guard.py; issue 36, finding 10).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from urllib.parse import urlparse
 from eth_account.signers.local import LocalAccount
 
 from node.logs import log_event
+from protocol.adapters.chain_errors import ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.errors import ConfigError
@@ -44,11 +48,26 @@ def verify_public_url(url: str) -> str:
     return url.rstrip("/")
 
 
+DIRECTORY_REFUSALS = ("UnsupportedScheme", "MalformedHost", "PrivateHost")
+"""PeerDirectory's errors for a URL a public directory does not take (contracts/src/libraries/PeerHosts.sol)."""
+
+
 def announce_url(protocol: ProtocolClient, account: LocalAccount, url: str, log: logging.Logger) -> bool:
-    """Announce `url` for `account` unless the directory already holds it (restarts send no transaction)."""
+    """Announce `url` for `account` unless the directory already holds it (restarts send no transaction).
+
+    A public directory refuses loopback, private and other non-public hosts: ConfigError saying to pass
+    --public-url with an address other nodes reach."""
     if protocol.peer_url_of(account.address) == url:
         return False
-    result = protocol.announce_peer(account, url)
+    try:
+        result = protocol.announce_peer(account, url)
+    except ContractRevertError as exc:
+        if exc.error not in DIRECTORY_REFUSALS:
+            raise
+        raise ConfigError(
+            f"PeerDirectory refuses to announce {url} ({exc.error}): this chain's directory takes only http(s) URLs "
+            "with a public host; pass --public-url with the public address or name other nodes reach this node at"
+        ) from exc
     log_event(log, "url announced", url=url, tx=result.transaction_hash)
     return True
 
@@ -90,8 +109,9 @@ class PeerDiscovery:
                 self.accounts.update(dict.fromkeys(self.protocol.run_participants(self.run_id, start, latest)))
                 self.scanned = latest
         announced = get_peer_urls(self.protocol, tuple(self.accounts), self.own)
-        new = [u for u in dict.fromkeys(announced.values()) if u not in self.peers.urls]
+        known = set(self.peers.urls)
         for account, url in announced.items():
-            self.peers.set_announced(account, url)
+            self.peers.set_announced(account, url)  # a refused URL is reported once and never becomes a peer
+        new = [u for u in dict.fromkeys(announced.values()) if u in self.peers.urls and u not in known]
         if new:
             log_event(self.log, "peers found", count=len(new), urls=",".join(new))

@@ -56,12 +56,14 @@ VERIFIER_DRAW_INDEX = 2**32
 SEAT_SEED_TAG = _keccak(b"gradledger.seat")
 
 # Round seeds. A round starting in block B takes its seed from the hash of block
-# B + ceil(commitWindow / MIN_BLOCK_SECONDS) (`roundTimes(run).seedBlock`), which no commitment can see:
-# every block is at least MIN_BLOCK_SECONDS after its parent, so any block inside the commit window comes
-# before it (and `commit` also reverts from that block on). `drawSeed` works only in the
-# SEED_HORIZON_BLOCKS blocks after it (EVM `blockhash` reaches 256 blocks back); after that the round
-# cannot be verified.
+# B + ceil(commitWindow / blockSeconds) (`roundTimes(run).seedBlock`), blockSeconds being the deployment's
+# declared block time (RunRegistry.blockSeconds, in [MIN_BLOCK_SECONDS, MAX_BLOCK_SECONDS]): every block is at
+# least blockSeconds after its parent, so any block inside the commit window comes before it (and `commit`
+# also reverts from that block on). `drawSeed` works only in the SEED_HORIZON_BLOCKS blocks after it (EVM
+# `blockhash` reaches 256 blocks back); createRun refuses windows that do not leave room for it
+# (protocol/windows.py, RunRegistry._validateWindows).
 MIN_BLOCK_SECONDS = 1
+MAX_BLOCK_SECONDS = 60
 SEED_HORIZON_BLOCKS = 256
 
 # Ownership shares and revenue.
@@ -78,11 +80,14 @@ BLS_POP_DST = b"BLS_POP_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_"
 # Fault domains: a slash happens at most once per fault key.
 FAULT_SOLVER = _keccak(b"gradledger.fault.solver")
 FAULT_ATTESTATION = _keccak(b"gradledger.fault.attestation")
-FAULT_UNREVEALED = _keccak(b"gradledger.fault.unrevealed")
 
 
-def get_quorum(seats: int) -> int:
-    """Signers a verdict needs from a jury of `seats` drawn seats: ceil(seats * 2 / 3), as `Disputes` computes it."""
+def get_quorum(seats: int, appeals: int) -> int:
+    """Signers a verdict needs from a jury of `seats` drawn seats at appeal level `appeals`, as `Disputes.quorum`
+    computes it: ceil(seats * 2 / 3) before the last level, a simple majority (seats // 2 + 1) at the last
+    (appeals == MAX_APPEALS), so a minority of the last jury cannot block every verdict."""
+    if appeals >= MAX_APPEALS:
+        return seats // 2 + 1
     return -(-seats * QUORUM_NUMERATOR // QUORUM_DENOMINATOR)
 
 
@@ -121,6 +126,7 @@ def get_constants() -> dict[str, int | str]:
         "VERIFIER_DRAW_INDEX": VERIFIER_DRAW_INDEX,
         "SEAT_SEED_TAG": SEAT_SEED_TAG,
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,
+        "MAX_BLOCK_SECONDS": MAX_BLOCK_SECONDS,
         "SEED_HORIZON_BLOCKS": SEED_HORIZON_BLOCKS,
         "REVENUE_PRECISION": REVENUE_PRECISION,
         "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
@@ -130,6 +136,5 @@ def get_constants() -> dict[str, int | str]:
         "BLS_POP_DST": BLS_POP_DST,
         "FAULT_SOLVER": FAULT_SOLVER,
         "FAULT_ATTESTATION": FAULT_ATTESTATION,
-        "FAULT_UNREVEALED": FAULT_UNREVEALED,
     }
     return {name: "0x" + value.hex() if isinstance(value, bytes) else value for name, value in values.items()}

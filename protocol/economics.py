@@ -284,8 +284,9 @@ def _seat_distribution(registry: int, coalition: int, jury_size: int) -> dict[tu
 @lru_cache(maxsize=256)
 def compute_jury_odds(registry: int, coalition: int, jury_size: int, coalition_votes: bool = True) -> JuryOdds:
     """Outcome odds of a dispute over its juries: the run's size, then get_appeal_jury_size after each silent one,
-    MAX_APPEALS times. A jury of fewer than MIN_JURY_SIZE seats cannot decide; a verdict needs get_quorum(seats)
-    matching signers. With `coalition_votes=False` the coalition only withholds its votes (a blocking minority)."""
+    MAX_APPEALS times. A jury of fewer than MIN_JURY_SIZE seats cannot decide; a verdict needs get_quorum(seats,
+    appeals) matching signers (a simple majority at the last level). With `coalition_votes=False` the coalition only
+    withholds its votes (a blocking minority)."""
     if not 0 <= coalition <= registry:
         raise EconomicsError(f"a coalition of {coalition} does not fit a registry of {registry}")
     truth, captured, seats, remaining = Fraction(0), Fraction(0), Fraction(0), Fraction(1)
@@ -294,9 +295,9 @@ def compute_jury_odds(registry: int, coalition: int, jury_size: int, coalition_v
         for (h, c), p in _seat_distribution(registry, coalition, get_appeal_jury_size(jury_size, appeals)).items():
             seats += remaining * p * (h + c)
             decides = h + c >= MIN_JURY_SIZE
-            if decides and h >= get_quorum(h + c):
+            if decides and h >= get_quorum(h + c, appeals):
                 truth += remaining * p
-            elif decides and coalition_votes and c >= get_quorum(h + c):
+            elif decides and coalition_votes and c >= get_quorum(h + c, appeals):
                 captured += remaining * p
             else:
                 silent += p

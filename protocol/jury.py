@@ -10,8 +10,9 @@ the challenge's or the last appeal's), replayed from `JurorRegistered` / `JurorD
     seat s    = registry[s] if n <= poolSize (s < n), else registry[uint256(keccak256(abi.encode(seed, s))) % n]
     eligible  = the first jurySize seats whose juror is not the challenger, the defendant (attester or
                 claimer) or the solver, and does not already hold an earlier seat
-    quorum    = ceil(2 * seats / 3) signers, seats = the eligible seats; fewer than MIN_JURY_SIZE
-                seats cannot decide (the dispute waits for its deadline and is appealed)
+    quorum    = ceil(2 * seats / 3) signers, seats = the eligible seats; at the last appeal level
+                (appeals == MAX_APPEALS) a simple majority, seats // 2 + 1 (`get_quorum`); fewer than
+                MIN_JURY_SIZE seats cannot decide (the dispute waits for its deadline and is appealed)
 
 `drawJury` takes every pool seat's (account, key) and stores the hash of the sum of the eligible
 keys; `submitVerdict` takes the signer bitmap, that sum and the keys of the eligible seats that
@@ -81,6 +82,7 @@ class DisputeSubject:
     solver: str = ZERO_ADDRESS
     slot: int = 0
     claim_nonce: int = 0
+    """A θ claim's nonce; for a plant dispute (KIND_PLANT), the disputed segment (one dispute per segment)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "solver", to_checksum_address(self.solver))
@@ -114,15 +116,23 @@ class DisputeSubject:
         )
 
 
+def get_plant_subject(run_id: int, round_index: int, solver: str, segment: int) -> DisputeSubject:
+    """The subject of a plant dispute over committed segment `segment` (Disputes.challengePlant): one dispute per
+    segment, so the planter cannot use up the check by disputing its own plant over a segment it did train."""
+    return DisputeSubject(KIND_PLANT, run_id, round_index, solver, 0, segment)
+
+
 @dataclass(frozen=True)
 class Jury:
-    """A drawn jury: pool seats in seat order, the eligible bitmap and the sizes it was drawn with."""
+    """A drawn jury: pool seats in seat order, the eligible bitmap, the sizes it was drawn with and the dispute's
+    appeal level (the last level decides by a simple majority)."""
 
     seed: Hash32
     jury_size: int
     pool_size: int
     pool: tuple[JurorEntry, ...]
     eligible: int
+    appeals: int
 
     @property
     def seats(self) -> int:
@@ -131,7 +141,7 @@ class Jury:
 
     @property
     def quorum(self) -> int:
-        return get_quorum(self.seats)
+        return get_quorum(self.seats, self.appeals)
 
     @property
     def can_decide(self) -> bool:
@@ -304,10 +314,14 @@ def draw_jury(
     seed: bytes | str,
     jury_size: int,
     parties: Iterable[str],
+    appeals: int,
 ) -> Jury:
-    """The jury `drawJury` marks for this seed out of the registry `snapshot` (as of the dispute's block).
+    """The jury `drawJury` marks for this seed out of the registry `snapshot` (as of the dispute's block), when every
+    pool juror's stake covers its reservations: the contract also passes over a juror slashed below them at the moment
+    of the draw (not a function of the snapshot), so the `eligible` bitmap the chain records is the jury
+    (`node.disputes.get_drawn_jury` reads it); this replay is what the drawer expects.
 
-    `jury_size` is the size at the dispute's appeal level (`get_appeal_jury_size`); `parties` are the
+    `jury_size` is the size at the dispute's appeal level `appeals` (`get_appeal_jury_size`); `parties` are the
     challenger, the defendant and (for an attestation) the solver; the zero address stands for "none".
     """
     if not snapshot:
@@ -326,7 +340,7 @@ def draw_jury(
             continue
         eligible |= 1 << seat
         seated.add(account)
-    return Jury(seed, jury_size, pool_size, pool, eligible)
+    return Jury(seed, jury_size, pool_size, pool, eligible, appeals)
 
 
 def check_drawn_jury(jury: Jury, record_seed: bytes, pool_size: int, seats: int, eligible: int) -> None:

@@ -12,6 +12,12 @@ per-run share tokens:
 and it must equal the sum of their on-chain ETH balances (checked by the demo summary, the
 audit and the tests). Bonds whose amount the event does not carry are the run's configured
 bonds, read from its `RunCreated` event (decoded by field name as `protocol.types.RunTerms`).
+
+Internal, so not counted: a pass's bond and penalty that Plants holds after a planted reveal
+(PlantForfeitHeld: the bond came in with its attestation, the penalty with a stake deposit) and
+their release into the plant pool or a verifier's credit (PlantForfeitReleased); an abstention's
+slash sent to the reward pool (AbstentionReported, PoolFunded). What leaves is the credit's
+withdrawal (Withdrawn).
 """
 
 from __future__ import annotations
@@ -78,7 +84,9 @@ def compute_ledger(events: Iterable[EventLike]) -> Ledger:
             case "ThetaClaimed":
                 ledger.add("claim bonds", a["bond"])
             case "PlantTermsSet":
-                ledger.add("plant pools", a["pool"])
+                # what setTerms itself brought in (msg.value), never the pool it reports: an earlier fundPool is
+                # already counted by its own PlantPoolFunded (issue 36, finding 9)
+                ledger.add("plant pools", a["funded"])
             case "PlantPoolFunded":
                 ledger.add("plant pools", a["amount"])
             case "RevenuePaid":

@@ -30,6 +30,7 @@ SLASHING_EVENTS = (
     ("Plants", "UnrevealedSlashed"),
     ("Plants", "PlantDisproven"),
     ("Verification", "PlantApplied"),
+    ("Verification", "AbstentionReported"),
     ("Disputes", "DisputeExecuted"),
 )
 """The events that come with a StakeSlashed in its transaction and name what slashed, most specific first."""
@@ -346,6 +347,8 @@ def _slash_event(history: RunHistory, s: Slash, events: Sequence[EventLike]) -> 
 def _slash_reason(s: Slash, by: str) -> str:
     if s.fault == "unrevealed plant":
         return "the round's plant secret was not revealed before the reveal window closed"
+    if s.fault == "abstention":
+        return f"seat {s.slot} of {s.solver}'s opened commitment was not attested by attestEnd (reported): the bond"
     if s.fault == "wrong attestation":
         if by.endswith("PlantApplied"):
             return f"passed {s.solver}'s planted (faulty by design) commitment seat {s.slot}: no replay, or a wrong one"
@@ -389,6 +392,14 @@ def _paid_events(history: RunHistory, events: Sequence[EventLike], me: str) -> l
                     MoneyEvent(
                         "paid", f"bond:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "attestation bond returned",
                         amount_wei=a.bond_returned, block=a.ended_block or a.block,
+                    )
+                )  # fmt: skip
+            if a.forfeit and a.forfeit_release == "returned":
+                out.append(
+                    MoneyEvent(
+                        "paid", f"forfeit:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "forfeit returned",
+                        f"{a.solver}'s plant was disproven: the pass was right, its bond and penalty come back",
+                        amount_wei=a.forfeit, block=a.forfeit_block or a.block,
                     )
                 )  # fmt: skip
             if a.jackpot:

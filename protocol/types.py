@@ -35,6 +35,7 @@ __all__ = [
     "DisputeStatus",
     "DisputeTerms",
     "LeafData",
+    "PlantForfeit",
     "PlantPay",
     "PlantStatus",
     "PlantTerms",
@@ -42,6 +43,7 @@ __all__ = [
     "RunTerms",
     "StructError",
     "is_commitment_accepted",
+    "is_commitment_paid",
 ]
 
 
@@ -78,6 +80,7 @@ class AttestationState(IntEnum):
     UPHELD = 4
     OVERTURNED = 5
     VOIDED = 6  # no verdict after every appeal: earns nothing; a voided pass stops counting
+    ABSTAINED = 7  # not attested by attestEnd and reported (reportAbstention): its verifier charged the bond
 
 
 class Opening(IntEnum):
@@ -351,19 +354,36 @@ class AttestationInfo:
 
 @dataclass(frozen=True)
 class CommitmentStatus:
-    """Verification.commitmentStatusOf: the tally of one commitment's seats."""
+    """Verification.commitmentStatusOf: the tally of one commitment's seats, whether it was attested at all, revealed
+    as planted or found unpaid by Plants (no plant anchor old enough, plant disproven, reveal reported missing)."""
 
     round_plus_one: int
-    tokens: int
     passes: int
     faults: int
     solver_minted: bool
     live: bool
+    attested: bool
+    planted: bool
+    unpaid: bool
     seats: int
 
     @property
     def accepted(self) -> bool:
         return is_commitment_accepted(self.passes, self.faults)
+
+    @property
+    def paid(self) -> bool:
+        """Counted in the round's `paidCommitments` (Verification._isPaid)."""
+        return is_commitment_paid(self.passes, self.faults, self.attested, self.planted, self.unpaid)
+
+
+@dataclass(frozen=True)
+class PlantForfeit:
+    """Plants.forfeitOf: the bond and penalty of a pass on a planted commitment held until its round settles (zero
+    once released, or if none)."""
+
+    verifier: str
+    amount: int
 
 
 def is_commitment_accepted(passes: int, faults: int) -> bool:
@@ -373,3 +393,18 @@ def is_commitment_accepted(passes: int, faults: int) -> bool:
     the history fold and the auditor all call this, so they cannot disagree about which work is paid.
     """
     return passes > 0 and faults == 0
+
+
+def is_commitment_paid(passes: int, faults: int, attested: bool, planted: bool, unpaid: bool) -> bool:
+    """Verification's pay rule (`_isPaid`): not found unpaid by Plants, and either revealed as planted and attested
+    (its passes were overturned by the reveal, its fails stand) or accepted. Every paid commitment of a round earns
+    the same solver shares, bucket // paidCommitments; the tokens a solver declares play no part.
+
+    # INVARIANT: the one Python spelling of `_isPaid`: the node client (`CommitmentStatus.paid`) and the history
+    fold (`Round.is_counted_paid`) both call it.
+    """
+    if unpaid:
+        return False
+    if planted:
+        return attested
+    return is_commitment_accepted(passes, faults)

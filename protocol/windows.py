@@ -13,12 +13,19 @@ What each window must hold (docs/nodes.md, "Windows that fit the machine"):
              attests. One seat per verifier is assumed: a verifier holding s seats needs s times the replays.
 Measured time is multiplied by PACE_SAFETY: nodes share the machine (two solvers on two cores train at half
 speed) and a shared host is noisy. Pure integer arithmetic in milliseconds; no clock here.
+
+The windows must also fit the chain (`get_block_time_problem`, `verify_windows_fit_chain`): its block time T,
+declared at deployment (RunRegistry.blockSeconds), places the round's seed block ceil(Wc / T) blocks after the
+round's start, and `drawSeed` reads that block's hash only before open_end and within SEED_HORIZON_BLOCKS
+blocks. This is RunRegistry._validateWindows, checked before a run is sent (tests/vectors/windows.json holds
+cases both languages check).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocol.constants import MAX_BLOCK_SECONDS, MIN_BLOCK_SECONDS, SEED_HORIZON_BLOCKS
 from protocol.errors import ConfigError
 
 PACE_SAFETY = 3
@@ -122,3 +129,111 @@ def is_round_trainable_in_time(seconds_left: float, round_training_ms: int) -> b
     if round_training_ms <= 0:
         return seconds_left > 0
     return seconds_left * 1000 > round_training_ms + TX_ALLOWANCE_S * 1000
+
+
+# -- the chain's block time ------------------------------------------------------------------------------------------
+
+WINDOW_NOT_POSITIVE = "every window must be positive"
+COMMIT_TOO_SHORT = "commitWindow must be at least 2 blocks (2 * blockSeconds)"
+DRAW_BEFORE_SEED = "attestWindow / 2 must cover the seed block and 2 more blocks after the commit window"
+DRAW_BEYOND_HORIZON = "attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block"
+"""RunRegistry's InvalidConfig reasons for windows that do not fit the chain's block time, word for word."""
+
+
+class WindowsUnfitForChainError(ConfigError):
+    """A run's windows do not fit the deployment's block time: `createRun` would revert with `reason` (the
+    contract's InvalidConfig text); the message adds the windows, the block time and the bound to ask for."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def verify_block_seconds(block_seconds: int) -> None:
+    """Raise ConfigError unless `block_seconds` is a block time a deployment may declare."""
+    if not MIN_BLOCK_SECONDS <= block_seconds <= MAX_BLOCK_SECONDS:
+        raise ConfigError(
+            f"block time {block_seconds} s: a deployment declares a whole number of seconds between blocks in "
+            f"[{MIN_BLOCK_SECONDS}, {MAX_BLOCK_SECONDS}] (--block-seconds)"
+        )
+
+
+def get_seed_offset_s(commit_window_s: int, block_seconds: int) -> int:
+    """Seconds from a round's start to its seed block on a chain keeping its block time: ceil(Wc / T) * T."""
+    return _ceil_div(commit_window_s, block_seconds) * block_seconds
+
+
+def get_attest_window_bounds(commit_window_s: int, block_seconds: int) -> tuple[int, int]:
+    """(shortest, longest) attest window that fits a commit window on a chain of `block_seconds` blocks.
+
+    open_end = commit_end + Wa // 2 must come at least 2 blocks after the seed block (so the block drawing the
+    seed lands before it, with a block to spare) and at most SEED_HORIZON_BLOCKS blocks after it (so `drawSeed`
+    can read the seed block's hash throughout the draw window)."""
+    verify_block_seconds(block_seconds)
+    seed_at = get_seed_offset_s(commit_window_s, block_seconds)
+    shortest = 2 * (seed_at + 2 * block_seconds - commit_window_s)
+    longest = 2 * (seed_at + SEED_HORIZON_BLOCKS * block_seconds - commit_window_s) + 1
+    return shortest, longest
+
+
+def get_block_time_problem(commit_window_s: int, attest_window_s: int, block_seconds: int) -> str | None:
+    """RunRegistry's InvalidConfig reason for these windows on a chain of `block_seconds` blocks, or None.
+
+    Mirrors `RunRegistry._validateWindows` (and the positive-window check before it), in the same order: with
+    T = block_seconds, Wc >= 2T; ceil(Wc / T) * T + 2T <= Wc + Wa // 2; Wc + Wa // 2 <= ceil(Wc / T) * T + 256 T."""
+    verify_block_seconds(block_seconds)
+    if commit_window_s <= 0 or attest_window_s <= 0:
+        return WINDOW_NOT_POSITIVE
+    t = block_seconds
+    if commit_window_s < 2 * t:
+        return COMMIT_TOO_SHORT
+    seed_at = get_seed_offset_s(commit_window_s, t)
+    open_at = commit_window_s + attest_window_s // 2
+    if seed_at + 2 * t > open_at:
+        return DRAW_BEFORE_SEED
+    if open_at > seed_at + SEED_HORIZON_BLOCKS * t:
+        return DRAW_BEYOND_HORIZON
+    return None
+
+
+def get_fitting_block_times(commit_window_s: int, attest_window_s: int) -> tuple[int, ...]:
+    """Every block time a deployment may declare on which these windows fit."""
+    return tuple(
+        t
+        for t in range(MIN_BLOCK_SECONDS, MAX_BLOCK_SECONDS + 1)
+        if get_block_time_problem(commit_window_s, attest_window_s, t) is None
+    )
+
+
+def verify_windows_fit_chain(commit_window_s: int, attest_window_s: int, block_seconds: int) -> None:
+    """Raise WindowsUnfitForChainError when `createRun` would refuse these windows on this chain, naming the
+    contract's reason, the window to change and the bound it needs."""
+    reason = get_block_time_problem(commit_window_s, attest_window_s, block_seconds)
+    if reason is None:
+        return
+    t = block_seconds
+    where = (
+        f"commit window {commit_window_s} s and attest window {attest_window_s} s on a chain of {t}-second blocks "
+        f"(RunRegistry.blockSeconds)"
+    )
+    if reason == WINDOW_NOT_POSITIVE:
+        hint = "pass positive --commit-window and --attest-window"
+    elif reason == COMMIT_TOO_SHORT:
+        hint = f"the commit window must be at least {2 * t} s: pass --commit-window {2 * t} or more"
+    else:
+        shortest, longest = get_attest_window_bounds(commit_window_s, t)
+        if reason == DRAW_BEFORE_SEED:
+            hint = (
+                f"the seed block comes {get_seed_offset_s(commit_window_s, t)} s after the round starts, so the "
+                f"attest window must be at least {shortest} s: pass --attest-window {shortest} or more"
+            )
+        else:
+            fitting = get_fitting_block_times(commit_window_s, attest_window_s)
+            longer = [f for f in fitting if f > t]
+            elsewhere = f", or run on a chain of longer blocks (they fit {longer[0]}-second blocks)" if longer else ""
+            hint = (
+                f"drawSeed reads the seed block's hash only {SEED_HORIZON_BLOCKS} blocks ({SEED_HORIZON_BLOCKS * t} "
+                f"s) after it, so the attest window must be at most {longest} s: pass --attest-window {longest} or "
+                f"less{elsewhere}"
+            )
+    raise WindowsUnfitForChainError(f'createRun would revert with InvalidConfig("{reason}"): {where}; {hint}', reason)

@@ -166,7 +166,8 @@ def start_scripted_run(
     chosen = {key: Behaviour(value) for key, value in (cheats or {}).items()}
     nodes = {}
     for n, index in enumerate(solvers):
-        settings = SolverSettings(run_id, home, coordinator=(n == 0))
+        # every node of the harness serves on this machine's loopback: the devnet's --allow-private-peers
+        settings = SolverSettings(run_id, home, coordinator=(n == 0), allow_private_peers=True)
         node = _make_solver(settings, index, rpc_url, manifest, chosen)
         servers.append(node.server or _serve(node))
         nodes[index] = node
@@ -178,7 +179,10 @@ def start_scripted_run(
         node.ensure_joined()
     workers = {}
     for index in verifiers:
-        worker = VerifierWorker(run_id, home, get_devnet_account(index), rpc_url, manifest, peers, VerifierMetrics())
+        account = get_devnet_account(index)
+        worker = VerifierWorker(
+            run_id, home, account, rpc_url, manifest, peers, VerifierMetrics(), allow_private_peers=True
+        )
         worker.load()
         worker.ensure_registered()
         workers[index] = worker

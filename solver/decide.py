@@ -9,6 +9,7 @@ Round r of a run (times from RunRegistry.roundTimes):
                                on-chain (protocol/opening.py); an unopened commitment is slashed
     [commit_end, challenge_end) verifiers attest opened commitments, anyone may challenge
     [attest_end, reveal_end)   while the run plants (docs/planted-faults.md), reveal the round's secret
+    [attest_end, challenge_end) report the seats of its own opened commitment left unattested (node/abstentions.py)
     after challenge_end        a coordinator finalizes attestations, posts the θ_(r+1) claim,
                                and settles once the claim's window has closed
 Every solver claims its shares for each settled round in which its work was accepted.
@@ -90,6 +91,9 @@ class SolverView:
     """This solver's commitment of the current round: opened, reported unopened, or neither yet."""
     reveal_due: bool = False
     """This solver's opened commitment of the current round may be planted and its reveal window is open."""
+    abstention_check_due: bool = False
+    """This solver's commitment of the current round is opened, attestEnd has passed (challengeEnd not yet) and its
+    seats were not looked at for abstentions yet."""
     unresolved: tuple[str, ...] = ()
     """Coordinator, past open_end: solvers whose commitment is neither opened nor reported (settle needs none)."""
     member: bool = True
@@ -105,7 +109,7 @@ class Action:
     kind: Literal[
         "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "reveal", "report_unopened",
         "finalize", "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
-        "sit_out",
+        "sit_out", "report_abstentions",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -140,6 +144,9 @@ def decide_solver_action(view: SolverView) -> Action:
     if view.reveal_due:
         # INVARIANT: an eligible commitment's secret is revealed in its window, or the solver is slashed and unpaid.
         return Action("reveal", r)
+    if view.abstention_check_due:
+        # self-defence: a seat of its own commitment left unattested is reported (its verifier charged the bond)
+        return Action("report_abstentions", r)
     if not view.coordinator:
         return Action("wait", r, seconds=1.0)
     return _decide_coordinator(view)

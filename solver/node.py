@@ -19,6 +19,7 @@ import torch
 from eth_account.signers.local import LocalAccount
 from fastapi import HTTPException
 
+from node.abstentions import find_abstentions, is_abstention_window, report_abstentions
 from node.bootstrap import RunNode
 from node.credits import CreditWithdrawer
 from node.logs import log_event
@@ -60,6 +61,8 @@ class SolverSettings:
     threads: int = 1
     store: str | None = None
     """--store: an s3://bucket/prefix URL or a directory (default <node dir>/artifacts); docs/storage.md."""
+    allow_private_peers: bool | None = None
+    """--allow-private-peers: fetch from loopback and private URLs other accounts announced (devnets; docs/nodes.md)."""
 
 
 class SolverNode(RunNode):
@@ -79,7 +82,7 @@ class SolverNode(RunNode):
     ) -> None:
         super().__init__(
             settings.run_id, settings.home, account, rpc_url, manifest, settings.peers, settings.threads,
-            store=settings.store,
+            store=settings.store, allow_private_peers=settings.allow_private_peers,
         )  # fmt: skip
         self.settings = settings
         self.on_progress = on_progress
@@ -225,6 +228,11 @@ class SolverNode(RunNode):
             and record.status == "committed"
             and is_reveal_due(self.protocol, self.address, ctx, times, now)
         )
+        abstention_check_due = (
+            opening == Opening.OPENED
+            and is_abstention_window(times, now)
+            and self.state.get("abstentions", f"{run}:{times.round}") is None
+        )
         claim_status, window_end, disputes, unfinalized, unresolved = 0, 0, 0, 0, ()
         if self.settings.coordinator and not times.finished and now >= times.challenge_end:
             claim = self.protocol.claim_of(run, times.round)
@@ -248,6 +256,7 @@ class SolverNode(RunNode):
             seed_drawn=seed_drawn,
             opening=opening,
             reveal_due=reveal_due,
+            abstention_check_due=abstention_check_due,
             unresolved=unresolved,
             member=self.protocol.is_member(run, self.address) if times.finished else True,
             round_training_ms=self.round_training_ms,
@@ -447,6 +456,19 @@ class SolverNode(RunNode):
         except ContractRevertError as exc:
             if exc.error != "NotAfterLastReveal":  # revealed already (a restart after the reveal)
                 raise
+
+    def _do_report_abstentions(self, action: Action) -> None:
+        """Report the seats of its own opened commitment that were left unattested, once per round (after
+        attestEnd no seat can be attested any more)."""
+        ctx, run = self.load(), self.settings.run_id
+        times = self.protocol.round_times(run)
+        if times.round != action.round or not is_abstention_window(times, self.now()):
+            return
+        refs = find_abstentions(self.protocol, ctx, times, [self.address])
+        reported = report_abstentions(self.protocol, self.account, self.log, refs)
+        self.state.put(
+            "abstentions", f"{run}:{action.round}", {"seats": [ref.id for ref in refs], "reported": reported}
+        )
 
     def _do_report_unopened(self, action: Action) -> None:
         report_unresolved_commitments(self.protocol, self.account, self.log, self.load(), action.round)

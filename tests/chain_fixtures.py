@@ -157,9 +157,14 @@ def prepare_run(
     return RunSetup(run_id, home, protocol, server, ports, config, corpus, rules)
 
 
+DEVNET_NODE_FLAGS = ("--allow-private-peers",)
+"""What every node a test starts passes: all of them serve, and announce, on this machine's 127.0.0.1."""
+
+
 def start_node(setup: RunSetup, role: str, account: int, *extra: str) -> subprocess.Popen:
     """Start `gradledger solver run` or `gradledger verifier serve` as a real process."""
     common = ["--run", str(setup.run_id), "--devnet-account", str(account), "--port", str(setup.ports[account])]
+    common += DEVNET_NODE_FLAGS
     common += ["--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
     args = ["solver", "run", *common, "--no-progress"] if role == "solver" else ["verifier", "serve", *common]
     log = open(setup.home / f"{role}-{account}.log", "ab")  # noqa: SIM115 (the process owns it)

@@ -13,7 +13,6 @@ from protocol.history.events import (
     ChainEvent,
     compute_attestation_fault_key,
     compute_solver_fault_key,
-    compute_unrevealed_fault_key,
     share_token_contract,
 )
 
@@ -30,6 +29,7 @@ VERIFIER_2 = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"
 TOKEN = "0x856e4424f806D16E8CBC702B3c0F2ede5468eae5"
 ZERO = "0x" + "00" * 20
 TOKENS = 768
+VERIFICATION_CONTRACT = "0x" + "0" * 38 + "a1"  # stands for Verification's address (PoolFunded.from)
 
 CONFIG = {
     "configHash": b"\x01" * 32,
@@ -77,6 +77,7 @@ class RunEvents:
         self.stakes: dict[tuple[str, int], int] = {}
         self.seats: dict[tuple[int, str], list[tuple[str, int, bool]]] = {}  # (round, solver) -> (verifier, slot, fail)
         self.plant: dict[str, int] = {"jackpot": 0, "penalty": 0, "pool": 0}
+        self.forfeits: dict[tuple[int, str, int], tuple[str, int]] = {}  # (round, solver, slot) -> (verifier, held)
 
     @property
     def timestamps(self) -> dict[int, int]:
@@ -265,10 +266,20 @@ class RunEvents:
     def set_plant_terms(
         self, rate_bps: int = 2000, jackpot: int = ETH, penalty: int = 3 * ETH, pool: int = 10 * ETH
     ) -> None:
+        """`Plants.setTerms` with msg.value `pool` (`funded`), added to whatever fundPool brought in before."""
         self.step()
-        self.plant = {"jackpot": jackpot, "penalty": penalty, "pool": pool}
+        self.plant = {"jackpot": jackpot, "penalty": penalty, "pool": self.plant["pool"] + pool}
         self.emit(
-            "Plants", "PlantTermsSet", runId=self.run_id, rateBps=rate_bps, jackpot=jackpot, penalty=penalty, pool=pool
+            "Plants", "PlantTermsSet", runId=self.run_id, rateBps=rate_bps, jackpot=jackpot, penalty=penalty,
+            funded=pool, pool=self.plant["pool"],
+        )  # fmt: skip
+
+    def fund_plant_pool(self, amount: int, funder: str = CREATOR) -> None:
+        """`Plants.fundPool` (anyone, also before the terms are set)."""
+        self.step()
+        self.plant["pool"] += amount
+        self.emit(
+            "Plants", "PlantPoolFunded", runId=self.run_id, **{"from": funder}, amount=amount, pool=self.plant["pool"]
         )
 
     def set_anchor(self, solver: str, r: int) -> None:
@@ -278,8 +289,8 @@ class RunEvents:
 
     def reveal(self, r: int, solver: str, planted: bool) -> None:
         """A reveal in the window; if planted, what Verification.onPlantRevealed does in the same transaction: every
-        attested pass overturned (verifier slashed the penalty, bond + penalty to the pool), every fail paid the
-        jackpot."""
+        attested pass overturned (verifier slashed the penalty, bond + penalty held by Plants until the round
+        settles), every fail paid the jackpot."""
         self.step()
         self.emit(
             "Plants", "PlantRevealed", runId=self.run_id, round=r, solver=solver, secret=b"\x5e" * 32, planted=planted
@@ -307,18 +318,55 @@ class RunEvents:
             )
             key = compute_attestation_fault_key(self.run_id, r, solver, slot)
             taken = self.slash(verifier, 2, key, requested=self.plant["penalty"], recipient="Verification")
-            self.plant["pool"] += bond + taken
-            self.emit("Plants", "PlantForfeitReceived", runId=self.run_id, amount=bond + taken, pool=self.plant["pool"])
+            self.forfeits[(r, solver, slot)] = (verifier, bond + taken)
+            self.emit(
+                "Plants", "PlantForfeitHeld", runId=self.run_id, round=r, solver=solver, slot=slot, verifier=verifier,
+                amount=bond + taken,
+            )  # fmt: skip
+
+    def release_forfeits(self, r: int, returned: bool = False) -> None:
+        """`Plants.releaseForfeit` of every forfeit held for round `r` (after settlement): into the plant pool, or
+        back to the verifier as a credit when the plant was disproven (`returned`)."""
+        for (index, solver, slot), (verifier, amount) in sorted(self.forfeits.items()):
+            if index != r:
+                continue
+            self.step()
+            if not returned:
+                self.plant["pool"] += amount
+            self.emit(
+                "Plants", "PlantForfeitReleased", runId=self.run_id, round=r, solver=solver, slot=slot,
+                verifier=verifier, amount=amount, returned=returned, pool=self.plant["pool"],
+            )  # fmt: skip
+            del self.forfeits[(index, solver, slot)]
 
     def report_unrevealed(self, r: int, solver: str, reporter: str = CHALLENGER) -> None:
-        """`Plants.reportUnrevealed`: the solver slashed (up to solverMinStake) into the plant pool."""
+        """`Plants.reportUnrevealed`: the solver slashed (up to solverMinStake, under its commitment's FAULT_SOLVER
+        key) into the plant pool, and the commitment left the round's paid commitments (CommitmentUnpaid)."""
         self.step()
-        key = compute_unrevealed_fault_key(self.run_id, r, solver)
+        key = compute_solver_fault_key(self.run_id, r, solver)
         taken = self.slash(solver, 1, key, requested=self.config["solverMinStake"], recipient="Plants")
         self.plant["pool"] += taken
         self.emit(
             "Plants", "UnrevealedSlashed", runId=self.run_id, round=r, solver=solver, reporter=reporter, taken=taken
         )
+        if (r, solver) in self.seats:
+            self.emit("Verification", "CommitmentUnpaid", runId=self.run_id, round=r, solver=solver)
+
+    def report_abstention(self, r: int, solver: str, verifier: str = VERIFIER, slot: int = 0,
+                          reporter: str = SOLVER_A) -> None:  # fmt: skip
+        """`Verification.reportAbstention`: the seat's verifier slashed the attestation bond (FAULT_ATTESTATION of the
+        seat), all of it to the run's reward pool."""
+        self.step()
+        key = compute_attestation_fault_key(self.run_id, r, solver, slot)
+        taken = self.slash(verifier, 2, key, requested=self.config["attestationBond"], recipient="Verification")
+        self.emit(
+            "Verification", "AbstentionReported", runId=self.run_id, round=r, solver=solver, slot=slot,
+            verifier=verifier, reporter=reporter, taken=taken,
+        )  # fmt: skip
+        if taken:
+            self.emit(
+                "ModelShares", "PoolFunded", runId=self.run_id, **{"from": VERIFICATION_CONTRACT}, amount=taken, pool=0
+            )
 
     def claim_theta(self, r: int, claimer: str = SOLVER_A, nonce: int = 0, value: bytes | None = None) -> None:
         self.step()
@@ -496,14 +544,15 @@ class RunEvents:
 
     # -- a dispute over a plant (KIND_PLANT) ---------------------------------------------------
 
-    def challenge_plant(self, r: int, solver: str, segment: int = 2) -> str:
-        """`Disputes.challengePlant` of `solver`'s planted commitment over `segment`; returns the dispute id."""
-        dispute = "0x" + "d3" * 32
+    def challenge_plant(self, r: int, solver: str, segment: int = 2, challenger: str = CHALLENGER) -> str:
+        """`Disputes.challengePlant` of `solver`'s planted commitment over `segment` (one dispute per segment);
+        returns the dispute id."""
+        dispute = "0x" + "d3" * 31 + f"{segment:02x}"
         self.step()
         leaf = {"startHash": b"\x01" * 32, "endHash": b"\x02" * 32, "sketchHash": b"\x03" * 32, "tokens": 256}
         self.emit(
             "Disputes", "PlantChallenged", disputeId=bytes.fromhex(dispute[2:]), runId=self.run_id, round=r,
-            solver=solver, challenger=CHALLENGER, segmentIndex=segment, leaf=leaf,
+            solver=solver, challenger=challenger, segmentIndex=segment, leaf=leaf,
         )  # fmt: skip
         return dispute
 
@@ -515,6 +564,8 @@ class RunEvents:
             self._executed(dispute, False, solver, self.config["challengeBond"], 0)
             return
         self.emit("Plants", "PlantDisproven", runId=self.run_id, round=r, solver=solver)
+        if (r, solver) in self.seats:
+            self.emit("Verification", "CommitmentUnpaid", runId=self.run_id, round=r, solver=solver)
         key = compute_solver_fault_key(self.run_id, r, solver)
         taken = self.slash(solver, 1, key, requested=self.config["solverMinStake"], recipient="Disputes")
         self._executed(dispute, True, CHALLENGER, taken, self.config["challengeBond"])
@@ -566,7 +617,9 @@ PlantDispute = Literal["false plant", "true plant", "unresolved"]
 or expired without a verdict."""
 
 
-def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantDispute | None = None) -> RunEvents:
+def planted_run(
+    claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantDispute | None = None, own_dispute: bool = False
+) -> RunEvents:
     """Three rounds of a run that plants (20%, jackpot 1 ETH, penalty 3 ETH, pool 10 ETH); two seats per commitment.
 
     Round 1: SOLVER_D commits without an anchor old enough -- paid as usual, plants start in round 2. Round 2:
@@ -575,10 +628,14 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantD
     - SOLVER_B (anchor in round 0) reveals "not planted": accepted and paid;
     - SOLVER_C (anchor in round 0) never reveals and is reported: slashed, unpaid, its Δ not accepted;
     - SOLVER_D (anchor in round 1, too young) is unpaid and its Δ not accepted.
-    The solver shares of `claimed` of round 2 are claimed (200 ETH each: 800 over four commitments' tokens).
+    The solver shares of `claimed` of round 2 are claimed (the 800 ETH bucket over the round's paid commitments: A
+    and B, 400 ETH each; B alone, 800 ETH, once A's plant is disproven). After settlement the held forfeit of
+    VERIFIER's lazy pass is released: into the plant pool, or back to VERIFIER when the plant was disproven.
     With `dispute`, CHALLENGER disputes SOLVER_A's plant (segment 2) after the reveals, and a juror claims its reward
     of an executed verdict (50 ETH: the round's juror bucket over one signature); a disproven plant is not paid,
-    so then leave SOLVER_A out of `claimed` (claimSolverShares would revert).
+    so then leave SOLVER_A out of `claimed` (claimSolverShares would revert). With `own_dispute`, SOLVER_A first
+    disputes its own plant over segment 0, a segment it did train as planted, and loses (one dispute per segment:
+    that uses up no one else's check).
     """
     ev = RunEvents(maxRounds=3, verifiersPerCommitment=2)
     solvers = (SOLVER_A, SOLVER_B, SOLVER_C, SOLVER_D)
@@ -615,6 +672,10 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantD
     ev.reveal(2, SOLVER_A, planted=True)
     ev.reveal(2, SOLVER_B, planted=False)
     ev.report_unrevealed(2, SOLVER_C)
+    if own_dispute:
+        own = ev.challenge_plant(2, SOLVER_A, segment=0, challenger=SOLVER_A)
+        ev.decide(own, False)
+        ev.execute_plant(2, SOLVER_A, own, False)
     disputed = None if dispute is None else ev.challenge_plant(2, SOLVER_A)
     if disputed is not None and dispute == "unresolved":
         ev.expire(disputed)
@@ -626,8 +687,10 @@ def planted_run(claimed: tuple[str, ...] = (SOLVER_A, SOLVER_B), dispute: PlantD
         ev.finalize(2, solver)
     ev.claim_theta(2)
     ev.settle(2)
+    ev.release_forfeits(2, returned=dispute == "false plant")
+    paid = 1 if dispute == "false plant" else 2
     for solver in claimed:
-        ev.claim_solver(2, solver, 200 * ETH)
+        ev.claim_solver(2, solver, 800 * ETH // paid)
     if disputed is not None and dispute != "unresolved":
         ev.claim_juror(2, disputed, 50 * ETH)
     return ev

@@ -57,6 +57,7 @@ from protocol.jury import (
     check_vote,
     compute_vote,
     derive_juror_key,
+    get_plant_subject,
 )
 from protocol.types import ROLE_VERIFIER, AttestationRef, DisputeStatus
 
@@ -241,7 +242,7 @@ class JuryDuty:
                 subject = DisputeSubject(KIND_ATTESTATION, a["runId"], a["round"], a["solver"], a["slot"], 0)
                 info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"], bool(is_fail), int(sample))
             elif event.name == "PlantChallenged":
-                subject = DisputeSubject(KIND_PLANT, a["runId"], a["round"], a["solver"], 0, 0)
+                subject = get_plant_subject(a["runId"], a["round"], a["solver"], int(a["segmentIndex"]))
                 info = DisputeInfo(dispute_id, subject.to_json(), a["challenger"], sample_index=int(a["segmentIndex"]))
             else:
                 subject = DisputeSubject(KIND_CLAIM, a["runId"], a["round"], claim_nonce=a["claimNonce"])

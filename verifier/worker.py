@@ -8,7 +8,10 @@ the solver's artifact API), replays with the one training step, judges, and atte
 (a fail names the opened leaf and proof of its draw, from the chain). Before
 sending, it asks the chain whether the seat is already attested, and records the attestation in
 SQLite right after, so a restart never attests twice. After the challenge window it finalizes
-its attestations (bond back) and, once the round is settled, claims its shares.
+its attestations (bond back) and, once the round is settled, claims its shares; a pass a planted reveal overturned
+has its forfeit (bond + penalty, held by Plants) released then, which brings it back if a jury disproved the plant.
+A verifier slashed below its reservations (an attestation of it overturned: the reservation stays through its exit
+delay, the stake is gone) attests nothing more until it tops up (Verification reverts StakeNotCovered).
 
 The fetch-check-replay logic is the shared `node/checker.CommitmentChecker` (the whistleblower
 and jurors use the same one). Each tick also does jury duty (`verifier/jury.py`) unless disabled;
@@ -34,7 +37,7 @@ from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
 from protocol.opening import OpeningError
-from protocol.types import AttestationRef, AttestationState, Commitment, Opening
+from protocol.types import ROLE_VERIFIER, AttestationRef, AttestationState, Commitment, Opening
 from protocol.verdict import AttestationDecision
 from verifier.decide import get_verifier_phase
 from verifier.jury import JuryDuty
@@ -55,7 +58,7 @@ class AttestationRecord:
     segment: int
     reason: str
     transaction: str
-    status: str  # attested -> finalized -> done (shares claimed, or nothing more to do)
+    status: str  # attested -> finalized -> done (shares claimed, forfeit released, or nothing more to do)
 
 
 def attestation_id(ref: AttestationRef) -> str:
@@ -83,13 +86,18 @@ class VerifierWorker(RunNode):
         jury: bool = True,
         juror_only: bool = False,
         store: str | None = None,
+        allow_private_peers: bool | None = None,
     ) -> None:
-        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads, store=store)
+        super().__init__(
+            run_id, home, account, rpc_url, manifest, peers, threads, store=store,
+            allow_private_peers=allow_private_peers,
+        )  # fmt: skip
         self.juror_only = juror_only
         self.metrics = metrics
         self.checker: CommitmentChecker | None = None
         self.credits = CreditWithdrawer(self.protocol, account, self.log)
         self._seen_round: tuple[int, bool] = (-1, False)
+        self._uncovered_round = -1
         self.jury: JuryDuty | None = None
         if (jury or juror_only) and self.sits_on_juries:
             self.jury = JuryDuty(
@@ -198,6 +206,27 @@ class VerifierWorker(RunNode):
             if exc.error not in ("NoFaultReward", "AlreadyRewarded"):
                 raise
 
+    def _release_forfeit(self, ref: AttestationRef) -> bool:
+        """A pass a planted reveal overturned: Plants holds its bond and penalty until the round settles, then anyone
+        releases them -- into the plant pool, or back to this verifier when a jury disproved the plant (the pass was
+        right). Released here once settled; True when nothing is held any more (a jury's overturn holds nothing)."""
+        if self.protocol.forfeit_of(ref).amount == 0:
+            return True
+        if not self.protocol.is_settled(ref.run_id, ref.round):
+            return False
+        try:
+            result = self.protocol.release_forfeit(self.account, ref)
+        except ContractRevertError as exc:
+            if exc.error != "NothingHeld":  # released by someone else meanwhile
+                raise
+            return True
+        released = next((e.args for e in result.events if e.name == "PlantForfeitReleased"), None)
+        log_event(
+            self.log, "planted pass's forfeit released", solver=ref.solver, round=ref.round, slot=ref.slot,
+            returned=bool(released and released["returned"]), amount_wei=released["amount"] if released else 0,
+        )  # fmt: skip
+        return True
+
     # -- attesting ---------------------------------------------------------------------------
 
     def _my_seats(self, round_index: int) -> list[tuple[AttestationRef, Commitment]]:
@@ -212,7 +241,19 @@ class VerifierWorker(RunNode):
         return seats
 
     def _attest_round(self, round_index: int, past_open_end: bool) -> None:
-        for ref, commitment in self._my_seats(round_index):
+        seats = self._my_seats(round_index)
+        if seats and not self.protocol.is_covered(self.address, ROLE_VERIFIER):
+            # slashed below its reservations (an attestation was overturned: its reservation stays through the exit
+            # delay while the slash took its stake): attestPass/attestFail revert StakeNotCovered until it tops up,
+            # and its seats will be reported as abstentions
+            if self._uncovered_round != round_index:
+                self._uncovered_round = round_index
+                log_event(
+                    self.log, "cannot attest: stake does not cover reservations (top up the verifier stake)",
+                    level=logging.WARNING, run=self.run_id, round=round_index, seats=len(seats),
+                )  # fmt: skip
+            return
+        for ref, commitment in seats:
             known = self.get_attestation(attestation_id(ref))
             if self.protocol.attestation_of(ref).state != AttestationState.NONE:
                 continue  # attested (and recorded), before a crash, or by this key from another process
@@ -292,7 +333,10 @@ class VerifierWorker(RunNode):
                     if exc.error not in ("WrongState", "ChallengeWindowOpen"):
                         raise
                     continue
-            if state in (AttestationState.OVERTURNED, AttestationState.VOIDED):  # nothing to claim
+            if state == AttestationState.OVERTURNED and record["kind"] == "pass":
+                if self._release_forfeit(ref):
+                    self.state.put("attestation", record["id"], {**record, "status": "done"})
+            elif state in (AttestationState.OVERTURNED, AttestationState.VOIDED):  # nothing to claim
                 self.state.put("attestation", record["id"], {**record, "status": "done"})
             elif state in (AttestationState.FINALIZED, AttestationState.UPHELD):
                 if not self.protocol.is_settled(ref.run_id, ref.round):

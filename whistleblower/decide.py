@@ -12,6 +12,7 @@ attestations a given whistleblower will check; anyone can re-derive the choice f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -131,3 +132,20 @@ def choose_plant_check(
         )
     )
     return int.from_bytes(digest, "big") % opened
+
+
+def order_plant_checks(
+    block_hash: bytes | str, run_id: int, round_index: int, solver: str, watcher: str, segments: Sequence[int]
+) -> tuple[int, ...]:
+    """The distinct opened segments of a commitment revealed as planted, in the order this whistleblower replays them
+    with the revealed secret; it disputes the first one that does not replay as the planted training.
+
+    Plant disputes are per segment (Disputes.challengePlant), so a planter that trained only some segments as planted
+    cannot use up the check by disputing its own plant over one of those: every opened segment can be disputed. The
+    order starts at `choose_plant_check`'s draw from the reveal's block hash, so whistleblowers start apart.
+    """
+    distinct = list(dict.fromkeys(segments))
+    if not distinct:
+        raise GradledgerError("a planted commitment has at least one opened draw, got none")
+    start = choose_plant_check(block_hash, run_id, round_index, solver, watcher, len(distinct))
+    return tuple(distinct[start:] + distinct[:start])

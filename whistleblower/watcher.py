@@ -12,9 +12,14 @@ A thin loop like the solver's and the verifier's: read (chain events, node state
    reveal; a planted one is left to the reveal, which already decided it (docs/planted-faults.md);
 3. a posted θ_(r+1) claim is compared with the outer step over the accepted Δs and challenged
    if it differs;
-4. after the reveal window, plants left unrevealed are reported (the solver is slashed);
-5. its open disputes are driven (draw the jury, execute, expire: node/disputes.py) until
-   closed; its credits (bond back, winner's reward) are withdrawn.
+4. after the reveal window, plants left unrevealed are reported (the solver is slashed); the
+   opened segments of a commitment revealed as planted are replayed with the revealed secret, and
+   the first that is not the planted training is disputed (one plant dispute per segment);
+5. after attestEnd, every seat of an opened commitment left unattested is reported once
+   (node/abstentions.py: its verifier is charged the bond);
+6. its open disputes are driven (draw the jury, execute, expire: node/disputes.py) until
+   closed; its credits (bond back, winner's reward) are withdrawn. A won challenge of a pass earns
+   what its dispute pays; it proves no solver fault for FaultRewards (only standing fails do).
 
 A challenge is recorded ("sending") before its transaction and confirmed from the chain after
 a restart (the dispute id is a pure function of the seat), so a restart loses no open challenge
@@ -30,6 +35,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
+from node.abstentions import find_abstentions, is_abstention_window, report_abstentions
 from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.credits import CreditWithdrawer
@@ -44,16 +50,16 @@ from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject
+from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject, get_plant_subject
 from protocol.opening import OpeningError
 from protocol.types import AttestationRef, ClaimStatus, DisputeStatus
 from whistleblower.decide import (
     can_challenge_attestation,
-    choose_plant_check,
     decide_attestation_challenge,
     is_claim_wrong,
     is_done,
     is_selected,
+    order_plant_checks,
 )
 
 
@@ -76,8 +82,12 @@ class Whistleblower(RunNode):
         threads: int = 1,
         *,
         store: str | None = None,
+        allow_private_peers: bool | None = None,
     ) -> None:
-        super().__init__(run_id, home, account, rpc_url, manifest, peers, threads, store=store)
+        super().__init__(
+            run_id, home, account, rpc_url, manifest, peers, threads, store=store,
+            allow_private_peers=allow_private_peers,
+        )  # fmt: skip
         self.fraction = fraction
         self.registry = JurorRegistryReader(self.chain)
         self.checker: CommitmentChecker | None = None
@@ -102,7 +112,8 @@ class Whistleblower(RunNode):
         return [value for _, value in self.state.list("check")]
 
     def _open_challenges(self) -> list[dict]:
-        """Challenges not finished: being sent, in dispute, or won over a pass with the fault reward to claim."""
+        """Challenges not finished: being sent, or in dispute ("reward": a won pass challenge recorded by an older
+        version, closed on its next step)."""
         return [c for c in self.list_challenges() if c["status"] in ("sending", "open", "reward")]
 
     # -- loop ------------------------------------------------------------------------------
@@ -137,6 +148,7 @@ class Whistleblower(RunNode):
             report_unrevealed_commitments(self.protocol, self.account, self.log, self.load(), times, now)
         if not times.finished:
             self._isolated("plant checks", self._check_plants, now, times)
+            self._report_abstentions(now, times)
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
             self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
@@ -233,26 +245,34 @@ class Whistleblower(RunNode):
             self._check_plant(key, a["solver"], a["secret"], bytes(self.chain.get_block(event.block_number)["hash"]))
 
     def _check_plant(self, key: str, solver: str, secret: bytes, reveal_block_hash: bytes) -> None:
+        """Replay the opened segments (whistleblower.decide.order_plant_checks) until one is not the planted training,
+        and dispute that segment; a plant whose every opened segment replays as planted is right."""
         ctx, r = self.load(), self.protocol.round_times(self.run_id).round
         commitment = self.protocol.get_commitments(ctx.run_id, r, ctx.created_block)[solver]
         opening = self.protocol.get_opening(ctx.run_id, r, solver, ctx.created_block)
         if opening is None:
             raise OpeningError(f"no CommitmentOpened event for the planted commitment of {solver}")
-        pick = choose_plant_check(reveal_block_hash, ctx.run_id, r, solver, self.address, len(opening.entries))
-        opened = opening.entries[pick]
-        true, reason = self.checker.is_plant_true(r, solver, commitment, opened.segment, secret)
+        order = order_plant_checks(
+            reveal_block_hash, ctx.run_id, r, solver, self.address, [e.segment for e in opening.entries]
+        )
+        true, reason, segment = True, "", order[0]
+        for segment in order:
+            true, reason = self.checker.is_plant_true(r, solver, commitment, segment, secret)
+            log_event(self.log, "plant checked", solver=solver, segment=segment, verdict="true" if true else "false")
+            if not true:
+                break
         check = {
             "id": key,
             "round": r,
             "solver": solver,
             "status": "right" if true else "challenged",
-            "finding": reason,
+            "finding": reason if not true else f"{len(order)} opened segment(s) replay as the planted training",
         }
         self.state.put("check", key, check)
-        log_event(self.log, "plant checked", solver=solver, segment=opened.segment, verdict="true" if true else "false")
         if true:
             return
-        subject = DisputeSubject(KIND_PLANT, ctx.run_id, r, solver, 0, 0)
+        opened = next(e for e in opening.entries if e.segment == segment)
+        subject = get_plant_subject(ctx.run_id, r, solver, segment)
         record = {
             "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": solver,
             "kind": "plant", "reason": reason, "status": "sending", "outcome": "",
@@ -375,30 +395,27 @@ class Whistleblower(RunNode):
         if challenge["status"] == "sending":
             self._confirm(challenge)
             return
-        subject = DisputeSubject.from_json(challenge["subject"])
-        if challenge["status"] == "reward":
-            self._claim_fault_reward(challenge, subject)
+        if challenge["status"] == "reward":  # recorded by an older version: an overturned pass proves no fault reward
+            self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed"})
             return
+        subject = DisputeSubject.from_json(challenge["subject"])
         record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
         if not record.is_closed:
             return
         outcome = {True: "won", False: "lost"}[record.challenger_wins]
         outcome = "expired" if record.status == DisputeStatus.EXPIRED else outcome
-        # an overturned pass proves its solver's fault: this challenge holds one prover's share of the reward
-        status = "reward" if outcome == "won" and challenge["kind"] == "pass attestation" else "closed"
-        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": status, "outcome": outcome})
+        # a won pass challenge is paid by its dispute (the wrong attester's forfeits): the challenger of an overturned
+        # pass is no prover of the solver's fault (FaultRewards pays standing fails only)
+        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed", "outcome": outcome})
         log_event(self.log, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)
 
-    def _claim_fault_reward(self, challenge: dict, subject: DisputeSubject) -> None:
-        """Once the round settled, take the overturned pass's share of the solver fault's reward (FaultRewards)."""
-        if not self.protocol.is_settled(subject.run_id, subject.round):
+    # -- abstentions -------------------------------------------------------------------------
+
+    def _report_abstentions(self, now: int, times) -> None:
+        """Once per round after attestEnd: report every seat of an opened commitment left unattested."""
+        key = f"{self.run_id}:{times.round}"
+        if not is_abstention_window(times, now) or self.state.get("abstentions", key) is not None:
             return
-        ref = AttestationRef(subject.run_id, subject.round, subject.solver, subject.slot)
-        try:
-            self.protocol.claim_fault_reward(self.account, ref)
-            log_event(self.log, "fault reward claimed", dispute=challenge["dispute_id"][:18])
-        except ContractRevertError as exc:
-            # NoFaultReward: the solver had nothing left to slash; AlreadyRewarded: claimed before a crash
-            if exc.error not in ("NoFaultReward", "AlreadyRewarded"):
-                raise
-        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed"})
+        refs = find_abstentions(self.protocol, self.load(), times)
+        reported = report_abstentions(self.protocol, self.account, self.log, refs)
+        self.state.put("abstentions", key, {"seats": [ref.id for ref in refs], "reported": reported})

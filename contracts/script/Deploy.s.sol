@@ -7,18 +7,21 @@ import {Protocol, ProtocolDeployer} from "./ProtocolDeployer.sol";
 /// @title Deploy
 /// @notice Deploys the six protocol contracts in one broadcast:
 ///
-///     DEPLOYER_PRIVATE_KEY=0x... UNBONDING_DELAY=604800 \
+///     DEPLOYER_PRIVATE_KEY=0x... UNBONDING_DELAY=604800 BLOCK_SECONDS=12 ALLOW_PRIVATE_PEERS=false \
 ///       forge script script/Deploy.s.sol --rpc-url $RPC --broadcast
 ///
 ///         and prints each address (also in the broadcast JSON under broadcast/).
 contract Deploy is Script {
-    /// @notice Deploy from DEPLOYER_PRIVATE_KEY with UNBONDING_DELAY seconds (default 7 days).
+    /// @notice Deploy from DEPLOYER_PRIVATE_KEY with UNBONDING_DELAY seconds (default 7 days), the chain's block time
+    ///         BLOCK_SECONDS (default 12) and ALLOW_PRIVATE_PEERS (default false: a public chain's PeerDirectory).
     /// @return p The deployed contracts.
     function run() external returns (Protocol memory p) {
         uint256 key = vm.envUint("DEPLOYER_PRIVATE_KEY");
         uint256 delay = vm.envOr("UNBONDING_DELAY", uint256(7 days));
+        uint256 blockSeconds = vm.envOr("BLOCK_SECONDS", uint256(12));
+        bool allowPrivatePeers = vm.envOr("ALLOW_PRIVATE_PEERS", false);
         vm.startBroadcast(key);
-        p = ProtocolDeployer.deploy(vm.addr(key), delay);
+        p = ProtocolDeployer.deploy(vm.addr(key), delay, blockSeconds, allowPrivatePeers);
         vm.stopBroadcast();
         console.log("StakeManager", address(p.stakeManager));
         console.log("RunRegistry", address(p.runRegistry));

@@ -49,7 +49,12 @@ library ProtocolDeployer {
     ///         next ten CREATE nonces these use.
     /// @param deployer The account sending the deployments (the test contract, or the broadcaster).
     /// @param unbondingDelay StakeManager's unbonding delay (seconds).
-    function deploy(address deployer, uint256 unbondingDelay) internal returns (Protocol memory p) {
+    /// @param blockSeconds The chain's block time (RunRegistry.blockSeconds).
+    /// @param allowPrivatePeers Whether PeerDirectory accepts loopback, link-local and private hosts (devnets only).
+    function deploy(address deployer, uint256 unbondingDelay, uint256 blockSeconds, bool allowPrivatePeers)
+        internal
+        returns (Protocol memory p)
+    {
         // at[i]: the address of the i-th deployment (StakeManager, RunRegistry, Verification, Disputes, ModelShares,
         // JurorRegistry, FaultRewards, VerifierRegistry, Plants, PeerDirectory); an array rather than ten locals keeps the
         // constructor calls within the stack limit
@@ -59,7 +64,8 @@ library ProtocolDeployer {
             at[i] = VM.computeCreateAddress(deployer, nonce + i);
         }
         p.stakeManager = new StakeManager(unbondingDelay, at[1], at[2], at[3], at[5], at[7], at[8]);
-        p.runRegistry = new RunRegistry(IStakeManager(at[0]), IVerification(at[2]), at[3], IModelShares(at[4]));
+        p.runRegistry =
+            new RunRegistry(IStakeManager(at[0]), IVerification(at[2]), at[3], IModelShares(at[4]), blockSeconds);
         p.verification = new Verification(
             IStakeManager(at[0]),
             IRunRegistry(at[1]),
@@ -82,7 +88,7 @@ library ProtocolDeployer {
         p.faultRewards = new FaultRewards(at[2], IRunRegistry(at[1]), IStakeManager(at[0]), IModelShares(at[4]));
         p.verifierRegistry = new VerifierRegistry(IStakeManager(at[0]), IRunRegistry(at[1]), at[2]);
         p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]), at[3]);
-        p.peerDirectory = new PeerDirectory();
+        p.peerDirectory = new PeerDirectory(allowPrivatePeers);
         _check("StakeManager", at[0], address(p.stakeManager));
         _check("RunRegistry", at[1], address(p.runRegistry));
         _check("Verification", at[2], address(p.verification));

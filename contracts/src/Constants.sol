@@ -70,11 +70,11 @@ library Constants {
     bytes32 internal constant SEAT_SEED_TAG = keccak256("gradledger.seat");
 
     // ---------------------------------------------------------------- round seeds
-    /// @notice Every block of the target chain is at least this many seconds after its parent (Ethereum and
-    ///         anvil stamp strictly increasing seconds; a chain with 12-second slots may use 12). A round that
-    ///         starts in block B takes its seed from block B + ceil(commitWindow / MIN_BLOCK_SECONDS), which
-    ///         comes after every block inside the commit window.
+    /// @notice Fewest seconds between blocks a deployment may declare (`RunRegistry.blockSeconds`: anvil and Ethereum
+    ///         stamp strictly increasing seconds, so 1 is always safe for the seed rule; 12 on a 12-second-slot chain).
     uint256 internal constant MIN_BLOCK_SECONDS = 1;
+    /// @notice Most seconds between blocks a deployment may declare.
+    uint256 internal constant MAX_BLOCK_SECONDS = 60;
     /// @notice Blocks after the seed block during which `drawSeed` can read its hash (EVM `blockhash` reaches
     ///         256 blocks back); after that the round cannot be verified.
     uint256 internal constant SEED_HORIZON_BLOCKS = 256;
@@ -104,7 +104,4 @@ library Constants {
     bytes32 internal constant FAULT_SOLVER = keccak256("gradledger.fault.solver");
     /// @notice Fault domain of an attestation: keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)).
     bytes32 internal constant FAULT_ATTESTATION = keccak256("gradledger.fault.attestation");
-    /// @notice Fault domain of a plant not revealed in its window: keccak256(abi.encode(FAULT_UNREVEALED, runId, round,
-    ///         solver)).
-    bytes32 internal constant FAULT_UNREVEALED = keccak256("gradledger.fault.unrevealed");
 }

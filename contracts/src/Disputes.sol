@@ -257,7 +257,9 @@ contract Disputes is PullPayments, IDisputes {
     /// @notice Challenge a commitment its solver revealed as planted, from the reveal until the round's challenge
     ///         window closes, with the run's challenge bond: the challenger says committed segment `segmentIndex`
     ///         does not replay as the planted training (protocol.replay.replay_segment with the revealed secret).
-    ///         One plant dispute per commitment.
+    ///         One plant dispute per segment of the commitment: the planter cannot use up the check by disputing its
+    ///         own plant over a segment it did train as planted (issue 36, finding 2); disputing a segment it did not
+    ///         disproves its own plant.
     /// @param runId The run.
     /// @param round The current round.
     /// @param solver The planting solver.
@@ -265,7 +267,7 @@ contract Disputes is PullPayments, IDisputes {
     /// @param segmentIndex The disputed segment.
     /// @param leaf Its committed leaf.
     /// @param proof Its Merkle proof under the commitment root.
-    /// @return disputeId keccak256(abi.encode(DisputeSubject(KIND_PLANT, runId, round, solver, 0, 0))).
+    /// @return disputeId keccak256(abi.encode(DisputeSubject(KIND_PLANT, runId, round, solver, 0, segmentIndex))).
     function challengePlant(
         uint256 runId,
         uint64 round,
@@ -275,7 +277,10 @@ contract Disputes is PullPayments, IDisputes {
         LeafData calldata leaf,
         bytes32[] calldata proof
     ) external payable returns (bytes32 disputeId) {
-        disputeId = _id(DisputeSubject(KIND_PLANT, runId, round, solver, 0, 0));
+        // INVARIANT: segments of a commitment are < numSegments <= 2^16 - 1 (RunRegistry._validate), so the id's
+        //            uint16 names each segment once.
+        if (segmentIndex > type(uint16).max) revert InvalidLeafProof();
+        disputeId = _id(DisputeSubject(KIND_PLANT, runId, round, solver, 0, uint16(segmentIndex)));
         if (_disputes[disputeId].status != Status.None) revert DisputeExists(disputeId);
         if (!plants.isPlantChallengeable(runId, round, solver)) revert NotPlantChallengeable(runId, round, solver);
         SegmentLeaf.Leaf memory full = SegmentLeaf.Leaf({
@@ -534,10 +539,15 @@ contract Disputes is PullPayments, IDisputes {
         return abi.encode(address(this), block.chainid, disputeId, challengerWins);
     }
 
-    /// @notice Signers a verdict needs from a jury of `seats` drawn seats: ceil(seats * 2 / 3).
+    /// @notice Signers a verdict needs from a jury of `seats` drawn seats at appeal level `appeals`: ceil(seats * 2 / 3)
+    ///         before the last level, a simple majority (seats / 2 + 1) at the last (appeals == MAX_APPEALS), so a
+    ///         minority of the last jury can no longer block every verdict and spare a proven cheater its stake
+    ///         (issue 36, finding 5).
     /// @param seats The seats the jury actually has.
+    /// @param appeals The dispute's appeal level.
     /// @return The quorum.
-    function quorum(uint256 seats) public pure returns (uint256) {
+    function quorum(uint256 seats, uint256 appeals) public pure returns (uint256) {
+        if (appeals >= Constants.MAX_APPEALS) return seats / 2 + 1;
         return (seats * Constants.QUORUM_NUMERATOR + Constants.QUORUM_DENOMINATOR - 1) / Constants.QUORUM_DENOMINATOR;
     }
 
@@ -622,7 +632,7 @@ contract Disputes is PullPayments, IDisputes {
         if (signers & ~d.eligible != 0) revert NotEligible(signers, d.eligible);
         if (d.seats < Constants.MIN_JURY_SIZE) revert JuryTooSmall(d.seats, Constants.MIN_JURY_SIZE);
         count = _popcount(signers);
-        uint256 required = quorum(d.seats);
+        uint256 required = quorum(d.seats, d.appeals);
         if (count < required) revert QuorumNotReached(count, required);
     }
 
@@ -690,8 +700,8 @@ contract Disputes is PullPayments, IDisputes {
         return accounts.length;
     }
 
-    /// @dev The jury: the first `jurySize` pool seats whose juror is not a party and not already seated, each
-    ///      seat's key checked against the registry. Returns the jury bitmap, its size and the hash of the sum of
+    /// @dev The jury: the first `jurySize` pool seats whose juror is not a party, not already seated and whose verifier
+    ///      stake covers its reservations now, each seat's key checked against the registry. Returns the jury bitmap, its size and the hash of the sum of
     ///      the jurors' keys.
     function _drawSeats(
         DisputeSubject calldata subject,
@@ -709,6 +719,9 @@ contract Disputes is PullPayments, IDisputes {
             address account = accounts[seat];
             if (account == challenger || account == defendant || account == solver) continue;
             if (_seatedBefore(accounts, eligible, seat)) continue;
+            // INVARIANT: no juror sits without stake covering its reservations: one slashed below them (an abstention,
+            //            an overturned attestation) is passed over until it tops up (issue 36, the adversarial campaign).
+            if (!stakeManager.isCovered(account, Constants.ROLE_VERIFIER)) continue;
             if (keccak256(publicKeys[seat]) != keyHashes[seat]) revert JurorKeyMismatch(seat);
             ++seats;
             eligible |= uint256(1) << seat;

@@ -25,7 +25,10 @@ import {AttestationRef} from "./interfaces/Types.sol";
 ///      checked by hashing it up to the last revealed link (at most MAX_REVEAL_GAP hashes; a solver that skipped
 ///      more rounds first reveals an older secret). Terms are set once by the run's creator during round 0
 ///      (plants start in round 2 at the earliest), with the pool as msg.value; anyone may top the pool up.
-///      ETH held: the pools + credits (jackpots not withdrawn).
+///      The bond and penalty of a pass on a planted commitment are held per seat until the round settles
+///      (`releaseForfeit`): a plant can be disputed over every segment until the challenge window closes, and if a jury
+///      finds it false the passes were right, so their forfeits go back to their verifiers (issue 36, finding 2).
+///      ETH held: the pools + credits (jackpots and returned forfeits not withdrawn) + forfeits held.
 contract Plants is IPlants, PullPayments {
     /// @notice A run's plant terms (set once, during round 0, by its creator).
     struct PlantTerms {
@@ -51,6 +54,12 @@ contract Plants is IPlants, PullPayments {
         bool disproven; // a jury found the plant false (Disputes, KIND_PLANT)
     }
 
+    /// @notice A pass's forfeit (bond + penalty) held until its round settles.
+    struct Forfeit {
+        address verifier;
+        uint96 amount;
+    }
+
     IRunRegistry public immutable runRegistry;
     IVerification public immutable verification;
     IStakeManager public immutable stakeManager;
@@ -61,13 +70,37 @@ contract Plants is IPlants, PullPayments {
     mapping(uint256 runId => uint256) public pool;
     mapping(uint256 runId => mapping(address solver => Chain)) internal _chains;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => Reveal))) internal _reveals;
+    mapping(uint256 runId => mapping(uint64 round => mapping(address solver => mapping(uint8 slot => Forfeit))))
+        internal _forfeits;
 
-    /// @notice The run's plant terms were set and its pool funded with `pool`.
-    event PlantTermsSet(uint256 indexed runId, uint256 rateBps, uint256 jackpot, uint256 penalty, uint256 pool);
+    /// @notice The run's plant terms were set and `funded` (msg.value) added to its pool, which now holds `pool`.
+    event PlantTermsSet(
+        uint256 indexed runId, uint256 rateBps, uint256 jackpot, uint256 penalty, uint256 funded, uint256 pool
+    );
     /// @notice ETH from outside was added to a run's plant pool (`fundPool`).
     event PlantPoolFunded(uint256 indexed runId, address indexed from, uint256 amount, uint256 pool);
-    /// @notice The bond and penalty of a pass on a planted commitment (`amount`, from Verification) joined the pool.
-    event PlantForfeitReceived(uint256 indexed runId, uint256 amount, uint256 pool);
+    /// @notice The bond and penalty of the pass of seat `slot` on a planted commitment (`amount`: the bond from
+    ///         Verification, the penalty slashed from `verifier`) arrived and are held until the round settles.
+    event PlantForfeitHeld(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        uint8 slot,
+        address verifier,
+        uint256 amount
+    );
+    /// @notice A held forfeit was released after settlement: to the plant pool (`returned` false: the plant stood), or
+    ///         back to its verifier as a credit (`returned` true: a jury found the plant false).
+    event PlantForfeitReleased(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        uint8 slot,
+        address verifier,
+        uint256 amount,
+        bool returned,
+        uint256 pool
+    );
     /// @notice A solver registered the anchor of its chain of round secrets in round `round`.
     event PlantAnchorSet(uint256 indexed runId, address indexed solver, bytes32 anchor, uint64 round);
     /// @notice A solver revealed its secret of `round` in the round's reveal window; `planted` says whether that round's
@@ -105,6 +138,8 @@ contract Plants is IPlants, PullPayments {
     error NotOwed(uint256 runId, uint64 round, address solver);
     error RevealWindowOpen(uint256 revealEnd);
     error UnexpectedEther(address from);
+    error NotSettled(uint256 runId, uint64 round);
+    error NothingHeld(uint8 slot);
 
     modifier onlyVerification() {
         if (msg.sender != address(verification)) revert NotVerification(msg.sender);
@@ -151,7 +186,9 @@ contract Plants is IPlants, PullPayments {
         if (penalty > stake) revert PenaltyAboveStake(penalty, stake);
         _terms[runId] = PlantTerms({rateBps: rateBps, jackpot: jackpot, penalty: penalty, set: true});
         pool[runId] += msg.value;
-        emit PlantTermsSet(runId, rateBps, jackpot, penalty, pool[runId]);
+        // INVARIANT: the event names what this call added (msg.value), so events folded never count an earlier
+        //            fundPool twice (issue 36, finding 9).
+        emit PlantTermsSet(runId, rateBps, jackpot, penalty, msg.value, pool[runId]);
     }
 
     /// @notice Add msg.value to a run's plant pool (anyone).
@@ -200,10 +237,12 @@ contract Plants is IPlants, PullPayments {
     }
 
     /// @notice Slash a solver that did not reveal its secret of the current round in the reveal window although its
-    ///         opened commitment could be planted (anyone, from the window's end until the solver commits again).
-    ///         Its commitment is not paid either. Without this, a solver could withhold the reveal of a planted
-    ///         commitment to spare an accomplice's lazy pass its bond and penalty: unprovable must not mean
-    ///         unpunished. The stake taken (up to the run's solverMinStake) joins the plant pool.
+    ///         opened commitment could be planted (anyone, from the window's end until the round settles).
+    ///         Its commitment is not paid either (it leaves the round's paid commitments). Without this, a solver could
+    ///         withhold the reveal of a planted commitment to spare an accomplice's lazy pass its bond and penalty:
+    ///         unprovable must not mean unpunished. The slash uses the commitment's own fault key (FAULT_SOLVER), so
+    ///         a commitment also failed for its planted segments is slashed once, not twice (issue 36, finding 6). The
+    ///         stake taken (up to the run's solverMinStake) joins the plant pool.
     /// @param runId The run.
     /// @param round The current round.
     /// @param solver The solver.
@@ -220,11 +259,13 @@ contract Plants is IPlants, PullPayments {
         if (block.timestamp < revealEnd) revert RevealWindowOpen(revealEnd);
         // INVARIANT: reported once (the flag is set before the slash call), under its own fault key.
         _reveals[runId][round][solver].reported = true;
-        bytes32 key = keccak256(abi.encode(Constants.FAULT_UNREVEALED, runId, round, solver));
+        // INVARIANT: one fault key per commitment, shared with every other proof of its fault: slashed at most once.
+        bytes32 key = keccak256(abi.encode(Constants.FAULT_SOLVER, runId, round, solver));
         uint256 taken = stakeManager.slash(solver, Constants.ROLE_SOLVER, runRegistry.solverMinStake(runId), key);
         // INVARIANT: the slash proceeds arrived in this call (receive) and join the pool: every wei accounted for.
         pool[runId] += taken;
         emit UnrevealedSlashed(runId, round, solver, msg.sender, taken);
+        verification.onUnpaid(runId, round, solver);
     }
 
     // ------------------------------------------------------------------ Verification's hooks
@@ -245,18 +286,41 @@ contract Plants is IPlants, PullPayments {
         // INVARIANT: the same fault key as a pass overturned by a jury: a seat's verifier is slashed once.
         bytes32 key = keccak256(abi.encode(Constants.FAULT_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot));
         uint256 taken = stakeManager.slash(verifier, Constants.ROLE_VERIFIER, _terms[ref.runId].penalty, key);
-        // INVARIANT: the bond (msg.value) and the slash proceeds (received in this call) both join the pool.
+        // INVARIANT: the bond (msg.value) and the slash proceeds (received in this call) are held for the seat until
+        //            the round settles (releaseForfeit): every wei accounted for.
         uint256 amount = msg.value + taken;
-        uint256 updated = pool[ref.runId] + amount;
-        pool[ref.runId] = updated;
-        emit PlantForfeitReceived(ref.runId, amount, updated);
+        _forfeits[ref.runId][ref.round][ref.solver][ref.slot] = Forfeit({verifier: verifier, amount: uint96(amount)});
+        emit PlantForfeitHeld(ref.runId, ref.round, ref.solver, ref.slot, verifier, amount);
+    }
+
+    /// @notice Release the held forfeit of a pass on a planted commitment once its round is settled (anyone): to the
+    ///         plant pool if the plant stood, back to the verifier (a credit) if a jury found it false.
+    /// @param ref The pass's seat.
+    function releaseForfeit(AttestationRef calldata ref) external {
+        if (!runRegistry.isSettled(ref.runId, ref.round)) revert NotSettled(ref.runId, ref.round);
+        Forfeit memory f = _forfeits[ref.runId][ref.round][ref.solver][ref.slot];
+        if (f.amount == 0) revert NothingHeld(ref.slot);
+        // INVARIANT: the record is deleted before the amount moves, so each forfeit is released once.
+        delete _forfeits[ref.runId][ref.round][ref.solver][ref.slot];
+        bool returned = _reveals[ref.runId][ref.round][ref.solver].disproven;
+        uint256 updated = pool[ref.runId];
+        if (returned) {
+            credits[f.verifier] += f.amount;
+        } else {
+            updated += f.amount;
+            pool[ref.runId] = updated;
+        }
+        emit PlantForfeitReleased(ref.runId, ref.round, ref.solver, ref.slot, f.verifier, f.amount, returned, updated);
     }
 
     /// @inheritdoc IPlants
+    /// @dev Idempotent: several plant disputes (one per segment) may each find the plant false.
     function onFalsePlant(uint256 runId, uint64 round, address solver) external {
         if (msg.sender != disputes) revert NotDisputes(msg.sender);
+        if (_reveals[runId][round][solver].disproven) return;
         _reveals[runId][round][solver].disproven = true;
         emit PlantDisproven(runId, round, solver);
+        verification.onUnpaid(runId, round, solver);
     }
 
     // ------------------------------------------------------------------ views
@@ -277,6 +341,18 @@ contract Plants is IPlants, PullPayments {
         Reveal memory r = _reveals[runId][round][solver];
         if (!r.revealed || r.disproven) return Pay.Unpaid;
         return r.planted ? Pay.Planted : Pay.Normal;
+    }
+
+    /// @inheritdoc IPlants
+    function isPayBlocked(uint256 runId, uint64 round, address solver) external view returns (bool) {
+        return _terms[runId].rateBps > 0 && round >= Constants.PLANT_DELAY_ROUNDS && !_isEligible(runId, round, solver);
+    }
+
+    /// @notice The held forfeit of a pass on a planted commitment (zero once released, or if none).
+    /// @param ref The pass's seat.
+    /// @return The record.
+    function forfeitOf(AttestationRef calldata ref) external view returns (Forfeit memory) {
+        return _forfeits[ref.runId][ref.round][ref.solver][ref.slot];
     }
 
     /// @inheritdoc IPlants

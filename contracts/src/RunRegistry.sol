@@ -27,7 +27,7 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      bytes of keccak256(abi.encode(root, deltaHash, tokens)); joining the run creates that slot,
 ///      so every commit rewrites a warm-able non-zero slot. The fields go into the `Committed` event.
 ///      Seed block: when a round starts (createRun, settle) in block B, its seed block is fixed at
-///      B + ceil(commitWindow / MIN_BLOCK_SECONDS) (`roundTimes(run).seedBlock`); Verification.drawSeed
+///      B + ceil(commitWindow / blockSeconds), blockSeconds being the chain's block time declared at deployment (`roundTimes(run).seedBlock`); Verification.drawSeed
 ///      takes the round's seed from that block's hash, which no commitment of the round can have seen.
 ///      ETH held: the bonds of claims that are posted, challenged, upheld, or settled and not yet withdrawn.
 contract RunRegistry is IRunRegistry, IRunCreator {
@@ -98,6 +98,10 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     IVerification public immutable verification;
     address public immutable disputes;
     IModelShares public immutable modelShares;
+    /// @notice The chain's block time in seconds, declared at deployment: every block is at least this long after its
+    ///         parent (12 on a 12-second-slot chain, 1 on anvil). Seed blocks are counted in it and every run's windows
+    ///         are checked against it (`createRun`), so a slow chain never voids every round.
+    uint256 public immutable blockSeconds;
 
     /// @notice Number of runs created; run ids are 1..runCount.
     uint256 public runCount;
@@ -116,11 +120,10 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     // non-zero slot (~5,000 gas) instead of filling a fresh one (~22,100). Only the current round needs it: drawSeed
     // runs while its round is current (inside its attest window, hence before settle); SeedDrawn records it.
     // INVARIANT: every commitment of a round lands in a block before its seed block. A round starting at time
-    //          `start` in block B has seedBlock = B + ceil(Wc / MIN_BLOCK_SECONDS). A commit at time t < commitEnd =
-    //          start + Wc lands in a block b with (b - B) * MIN_BLOCK_SECONDS <= t - start (each block is at least
-    //          MIN_BLOCK_SECONDS after its parent), so b - B <= (t - start) / MIN_BLOCK_SECONDS < Wc /
-    //          MIN_BLOCK_SECONDS <= ceil(Wc / MIN_BLOCK_SECONDS): b < seedBlock. `commit` also reverts from the
-    //          seed block on, so even a chain faster than MIN_BLOCK_SECONDS never lets a commitment see its seed.
+    //          `start` in block B has seedBlock = B + ceil(Wc / T), T = blockSeconds. A commit at time t < commitEnd =
+    //          start + Wc lands in a block b with (b - B) * T <= t - start (each block is at least T after its
+    //          parent), so b - B <= (t - start) / T < Wc / T <= ceil(Wc / T): b < seedBlock. `commit` also reverts
+    //          from the seed block on, so even a chain faster than T never lets a commitment see its seed.
     mapping(uint256 runId => uint256) internal _seedBlock;
 
     /// @notice A run was created; `config` is everything it was created with, `rewardPool` the ETH sent.
@@ -231,12 +234,19 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param verification_ The Verification contract (told when a solver joins, to create its status slot).
     /// @param disputes_ The Disputes contract (the only caller of the dispute hooks).
     /// @param modelShares_ ModelShares (share tokens and reward pools).
+    /// @param blockSeconds_ The chain's block time (seconds between blocks, at least), in [MIN_BLOCK_SECONDS,
+    ///        MAX_BLOCK_SECONDS].
     constructor(
         IStakeManager stakeManager_,
         IVerification verification_,
         address disputes_,
-        IModelShares modelShares_
+        IModelShares modelShares_,
+        uint256 blockSeconds_
     ) {
+        if (blockSeconds_ < Constants.MIN_BLOCK_SECONDS || blockSeconds_ > Constants.MAX_BLOCK_SECONDS) {
+            revert InvalidConfig("blockSeconds must be in [MIN_BLOCK_SECONDS, MAX_BLOCK_SECONDS]");
+        }
+        blockSeconds = blockSeconds_;
         stakeManager = stakeManager_;
         verification = verification_;
         disputes = disputes_;
@@ -338,7 +348,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param deltaHash State hash of the pseudo-gradient theta_r - c_H.
     /// @param tokens Tokens trained on this round (the sum over the leaves).
     function commit(uint256 runId, uint64 round, bytes32 root, bytes32 deltaHash, uint64 tokens) external {
-        RunState memory state = _state[runId];
+        RunState memory state = _loadState(runId);
         if (state.roundStart == 0) revert UnknownRun(runId);
         if (state.round >= state.maxRounds) revert RunIsFinished(runId);
         if (round != state.round) revert WrongRound(round, state.round);
@@ -448,7 +458,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         RunState memory state = _existing(runId);
         if (state.round >= state.maxRounds) revert RunIsFinished(runId);
         if (round != state.round) revert WrongRound(round, state.round);
-        RunParams memory p = _params[runId];
+        RunParams memory p = _loadParams(runId);
         uint256 challengeEnd = uint256(state.roundStart) + state.commitWindow + p.attestWindow + p.challengeWindow;
         if (block.timestamp < challengeEnd) revert ChallengeWindowOpen(challengeEnd);
         if (state.openDisputes != 0) revert DisputesOpen(state.openDisputes);
@@ -470,7 +480,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param runId The run.
     /// @param round The current round.
     function settle(uint256 runId, uint64 round) external {
-        RunState memory state = _state[runId];
+        RunState memory state = _loadState(runId);
         if (state.roundStart == 0) revert UnknownRun(runId);
         if (state.round >= state.maxRounds) revert RunIsFinished(runId);
         if (round != state.round) revert WrongRound(round, state.round);
@@ -650,7 +660,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @inheritdoc IRunRegistry
     function runParams(uint256 runId) external view returns (RunParams memory) {
         _existing(runId);
-        return _params[runId];
+        return _loadParams(runId);
     }
 
     /// @inheritdoc IRunRegistry
@@ -683,7 +693,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @inheritdoc IRunRegistry
     function roundTimes(uint256 runId) external view returns (RoundTimes memory t) {
         RunState memory state = _existing(runId);
-        RunParams memory p = _params[runId];
+        RunParams memory p = _loadParams(runId);
         t.round = state.round;
         t.start = state.roundStart;
         t.commitEnd = t.start + state.commitWindow;
@@ -707,7 +717,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     /// @inheritdoc IRunRegistry
     function isSettled(uint256 runId, uint64 round) external view returns (bool) {
-        RunState memory state = _state[runId];
+        RunState memory state = _loadState(runId);
         return state.roundStart != 0 && round < state.round;
     }
 
@@ -736,8 +746,17 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     // ------------------------------------------------------------------ internals
 
+    /// @dev One copy of the (un)packing code of the run's structs, shared by every caller (EIP-170 size).
+    function _loadState(uint256 runId) internal view returns (RunState memory) {
+        return _state[runId];
+    }
+
+    function _loadParams(uint256 runId) internal view returns (RunParams memory) {
+        return _params[runId];
+    }
+
     function _existing(uint256 runId) internal view returns (RunState memory state) {
-        state = _state[runId];
+        state = _loadState(runId);
         if (state.roundStart == 0) revert UnknownRun(runId);
     }
 
@@ -755,7 +774,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         returns (RunParams memory p)
     {
         RunState memory state = _current(runId, round);
-        p = _params[runId];
+        p = _loadParams(runId);
         uint256 openEnd = uint256(state.roundStart) + state.commitWindow + p.attestWindow / 2;
         if (block.timestamp >= openEnd) revert OpenWindowClosed(openEnd);
         _checkCommitment(runId, round, solver, commitment);
@@ -813,9 +832,27 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         ) revert CommitmentMismatch(runId, round, solver);
     }
 
-    /// @dev The seed block of a round starting in this block: block.number + ceil(commitWindow / MIN_BLOCK_SECONDS).
+    /// @dev The seed block of a round starting in this block: block.number + ceil(commitWindow / blockSeconds).
     function _seedBlockFrom(uint256 commitWindow) internal view returns (uint256) {
-        return block.number + (commitWindow + Constants.MIN_BLOCK_SECONDS - 1) / Constants.MIN_BLOCK_SECONDS;
+        return block.number + (commitWindow + blockSeconds - 1) / blockSeconds;
+    }
+
+    /// @dev The windows against the chain's block time T (protocol/windows.py checks the same before a run is sent):
+    ///      the commit window holds at least one block before the seed block (Wc >= 2T); the seed block and the block
+    ///      that draws from it (ceil(Wc / T) * T + T after the start on a chain keeping time) come before openEnd with
+    ///      one missed block of slack; and the draw window ends before the seed block's hash leaves the EVM's reach
+    ///      (SEED_HORIZON_BLOCKS blocks of T), so the whole draw window is usable.
+    function _validateWindows(RunConfig calldata c) internal view {
+        uint256 t = blockSeconds;
+        if (c.commitWindow < 2 * t) revert InvalidConfig("commitWindow must be at least 2 blocks (2 * blockSeconds)");
+        uint256 seedAt = (uint256(c.commitWindow) + t - 1) / t * t;
+        // INVARIANT: on a chain keeping its block time, the seed can be drawn before openEnd (one block of slack).
+        if (seedAt + 2 * t > uint256(c.commitWindow) + c.attestWindow / 2) {
+            revert InvalidConfig("attestWindow / 2 must cover the seed block and 2 more blocks after the commit window");
+        }
+        if (uint256(c.commitWindow) + c.attestWindow / 2 > seedAt + Constants.SEED_HORIZON_BLOCKS * t) {
+            revert InvalidConfig("attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block");
+        }
     }
 
     function _commitmentHash(bytes32 root, bytes32 deltaHash, uint64 tokens) internal pure returns (bytes28) {
@@ -840,6 +877,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (c.commitWindow == 0 || c.attestWindow == 0 || c.challengeWindow == 0 || c.disputeTimeout == 0) {
             revert InvalidConfig("every window must be positive");
         }
+        _validateWindows(c);
         uint256 lifetime = uint256(c.commitWindow) + c.attestWindow + 2
             * (uint256(c.challengeWindow) + (1 + Constants.MAX_APPEALS) * uint256(c.disputeTimeout));
         // INVARIANT: windows <= unbondingDelay: stake bonded at commit stays until its faults are decided, appeals

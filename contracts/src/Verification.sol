@@ -42,8 +42,11 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      q >= count is void (SeatVoid); a seat held by the solver cannot be attested.
 ///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned | Voided.
 ///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
-///      attestation or overturned pass stands. Per round, the tokens of accepted commitments and the number
-///      of standing attestations are kept current in O(1) as attestations are made and disputes end.
+///      attestation or overturned pass stands; it is paid when accepted (or revealed as planted and attested) and
+///      Plants has not found it unpaid (`_isPaid`). Every paid commitment of a round earns the same solver shares,
+///      bucket / paidCommitments: each trains the run's H steps of its fixed batch, so a declared token count is never
+///      a claim on the pool (issue 36, finding 1). Per round, the number of paid commitments and the number of standing
+///      attestations are kept current in O(1) as attestations are made, disputes end and plants are revealed.
 ///      Storage: the status of a solver's commitment lives in one slot per (run, solver), created when the
 ///      solver joins and rewritten by the first attestation of each round, so no attestation pays for a
 ///      fresh slot. If the previous round's status still has something to pay out (a bond to return, shares
@@ -71,22 +74,25 @@ contract Verification is PullPayments, IVerification {
         // PACKING: one slot, made non-zero by drawSeed; a slot per field costs +41,031 gas on a round's first
         //          attestation (+4,076 on later ones), +6,831 per attestFail, +4,105 per execute.
         uint32 totalChecks; // standing attestations (not overturned)
-        uint96 totalTokens; // tokens of accepted commitments
+        uint32 paidCommitments; // commitments that are paid (`_isPaid`): the denominator of every solver's shares
         uint128 attestationBond;
     }
 
-    /// @notice A commitment's status: its round + 1, tokens, standing passes and faults, whether the solver's
-    ///         shares were minted, and the 16-bit state of each verifier seat (bits 0-2 state, 3 fail,
-    ///         4 shares minted, 5-14 the sample a fail named). `live` keeps the slot non-zero.
+    /// @notice A commitment's status: its round + 1, standing passes and faults, whether the solver's shares were
+    ///         minted, whether it was attested at all, revealed as planted or found unpaid by Plants, and the 16-bit state
+    ///         of each verifier seat (bits 0-2 state, 3 fail, 4 shares minted, 5-14 the sample a fail named, 15 planted).
+    ///         `live` keeps the slot non-zero.
     struct CommitmentStatus {
         // PACKING: one slot; a slot per field costs +87,389 gas on a round's first attestation of a commitment (+13,408
         //          on later ones), +30,490 per attestFail, +11,393 per execute.
         uint32 roundPlusOne;
-        uint64 tokens;
         uint8 passes;
         uint8 faults;
         bool solverMinted;
         bool live;
+        bool attested; // some seat attested it (a planted commitment is paid only then)
+        bool planted; // its solver revealed it as planted (Plants)
+        bool unpaid; // Plants says it is not paid: planting on and no plant anchor, plant disproven, or not revealed
         // PACKING: 8 seats x 16 bits in one field; a slot per seat costs +38,328 gas per attestation.
         uint128 seats;
     }
@@ -99,7 +105,8 @@ contract Verification is PullPayments, IVerification {
         Finalized,
         Upheld,
         Overturned,
-        Voided
+        Voided,
+        Abstained // its verifier did not attest by attestEnd (reportAbstention): charged the bond
     }
 
     uint16 internal constant MINTED_BIT = 1 << 4;
@@ -195,6 +202,20 @@ contract Verification is PullPayments, IVerification {
         uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 overturned, uint256 forfeited
     );
     event SolverSharesClaimed(uint256 indexed runId, uint64 indexed round, address indexed solver, uint256 shares);
+    /// @notice The assigned verifier of seat `slot` did not attest the opened commitment by attestEnd: it was slashed
+    ///         `taken` (up to the attestation bond), all of it to the run's reward pool; `reporter` said so.
+    event AbstentionReported(
+        uint256 indexed runId,
+        uint64 indexed round,
+        address indexed solver,
+        uint8 slot,
+        address verifier,
+        address reporter,
+        uint256 taken
+    );
+    /// @notice Plants found the commitment unpaid (its plant disproven, or its reveal missed): it left the round's
+    ///         paid commitments.
+    event CommitmentUnpaid(uint256 indexed runId, uint64 indexed round, address indexed solver);
 
     error RunIsFinished(uint256 runId);
     error StakeNotCovered(address account);
@@ -223,6 +244,8 @@ contract Verification is PullPayments, IVerification {
     error UnexpectedEther(address from);
     error NotPlants(address caller);
     error PlantPending(uint256 runId, uint64 round, address solver);
+    error NotOpened(uint256 runId, uint64 round, address solver);
+    error OutsideAbstentionWindow(uint256 opensAt, uint256 closesAt);
 
     modifier onlyDisputes() {
         if (msg.sender != disputes) revert NotDisputes(msg.sender);
@@ -308,7 +331,7 @@ contract Verification is PullPayments, IVerification {
             numSegments: uint16(p.numSegments)
         });
         // INVARIANT: the bond is fixed per round here, so every return or forfeit moves exactly what _record took.
-        _tallies[runId][round] = RoundTally({totalChecks: 0, totalTokens: 0, attestationBond: p.attestationBond});
+        _tallies[runId][round] = RoundTally({totalChecks: 0, paidCommitments: 0, attestationBond: p.attestationBond});
         emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), seedBlock, blockHash, count);
     }
 
@@ -320,9 +343,9 @@ contract Verification is PullPayments, IVerification {
     /// @param ref The seat: run, round, solver, slot.
     /// @param commitment The solver's commitment fields (checked against the stored hash).
     function attestPass(AttestationRef calldata ref, CommitmentData calldata commitment) external payable {
-        _attestContext(ref);
+        (RoundSeed memory rs,) = _attestContext(ref);
         runRegistry.checkCommitment(ref.runId, ref.round, ref.solver, commitment);
-        _record(ref, commitment.tokens, false, 0);
+        _record(ref, rs, false, 0);
         emit PassAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot);
     }
 
@@ -345,7 +368,7 @@ contract Verification is PullPayments, IVerification {
         runRegistry.checkCommitment(ref.runId, ref.round, ref.solver, commitment);
         if (sampleIndex >= rs.samples) revert BadSampleIndex(sampleIndex, rs.samples);
         uint32 segmentIndex = _checkLeaf(ref, rs, seatSeed, commitment.root, sampleIndex, leaf, proof);
-        _record(ref, commitment.tokens, true, sampleIndex);
+        _record(ref, rs, true, sampleIndex);
         emit FailAttested(ref.runId, ref.round, ref.solver, msg.sender, ref.slot, sampleIndex, segmentIndex, leaf);
     }
 
@@ -374,6 +397,40 @@ contract Verification is PullPayments, IVerification {
         if (isFail && !planted) _slashSolver(ref);
     }
 
+    /// @notice Report that the assigned verifier of seat `ref.slot` did not attest an opened commitment by attestEnd
+    ///         (anyone, from attestEnd until challengeEnd). The verifier is slashed the run's attestation bond (under
+    ///         the seat's fault key, so at most once), all of it to the run's reward pool, and the seat becomes
+    ///         Abstained. Without it, holding a seat and staying silent was free: coalition verifiers abstained on
+    ///         competitors' commitments, which then went unpaid (issue 36, finding 8).
+    /// @param ref The seat.
+    function reportAbstention(AttestationRef calldata ref) external {
+        RoundSeed memory rs = _drawn(ref.runId, ref.round);
+        if (block.timestamp < rs.attestEnd || block.timestamp >= rs.challengeEnd) {
+            revert OutsideAbstentionWindow(rs.attestEnd, rs.challengeEnd);
+        }
+        address verifier = _assigned(ref, rs);
+        // a seat drawn to the solver itself cannot be attested, so its silence is no fault
+        if (verifier == ref.solver) revert NotAssignedVerifier(verifier, verifier);
+        if (runRegistry.openingOf(ref.runId, ref.round, ref.solver) != IRunRegistry.Opening.Opened) {
+            revert NotOpened(ref.runId, ref.round, ref.solver);
+        }
+        CommitmentStatus memory st = _loadLive(ref.runId, ref.solver);
+        if (st.roundPlusOne != ref.round + 1) st = _openStatus(ref.runId, ref.round, ref.solver, st, rs);
+        uint16 seat = _seat(st.seats, ref.slot);
+        if (seat != 0) revert WrongState(_state(seat));
+        // INVARIANT: the seat leaves None before the slash call: an abstention is charged once (checks-effects-interactions).
+        st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Abstained, false, false, 0));
+        _storeLive(ref.runId, ref.solver, st);
+        bytes32 faultKey =
+            keccak256(abi.encode(Constants.FAULT_ATTESTATION, ref.runId, ref.round, ref.solver, ref.slot));
+        uint256 taken = stakeManager.slash(
+            verifier, Constants.ROLE_VERIFIER, _tallies[ref.runId][ref.round].attestationBond, faultKey
+        );
+        emit AbstentionReported(ref.runId, ref.round, ref.solver, ref.slot, verifier, msg.sender, taken);
+        // INVARIANT: the slash proceeds arrived in this call (receive) and go on to the pool: none stays here.
+        if (taken > 0) modelShares.fundPool{value: taken}(ref.runId);
+    }
+
     /// @notice Mint the shares of a standing attestation (Finalized or Upheld) once its round is settled
     ///         (anyone; shares go to the verifier): the round's verifier share divided by its standing
     ///         attestations. Once per attestation.
@@ -391,13 +448,14 @@ contract Verification is PullPayments, IVerification {
             / Constants.BPS_DENOMINATOR;
         // INVARIANT: <= totalChecks seats stand, each minting floor(bucket / totalChecks): verifier mints <= bucket.
         uint256 shares = bucket / _tallies[ref.runId][ref.round].totalChecks;
-        address verifier = _assigned(ref, _seeds[ref.runId][ref.round]);
+        address verifier = _assigned(ref, _loadSeed(ref.runId, ref.round));
         emit VerifierSharesClaimed(ref.runId, ref.round, ref.solver, ref.slot, verifier, shares);
         modelShares.mint(ref.runId, ref.round, verifier, shares, IModelShares.ShareKind.Verifier);
     }
 
-    /// @notice Mint the shares of an accepted commitment once its round is settled (anyone; shares go to the
-    ///         solver): the round's solver share times the commitment's tokens over all accepted tokens.
+    /// @notice Mint the shares of a paid commitment once its round is settled (anyone; shares go to the solver): the
+    ///         round's solver share divided equally among the round's paid commitments (`roundTally.paidCommitments`).
+    ///         The tokens a solver declared play no part: every commitment trains the run's H steps of its fixed batch.
     /// @param runId The run.
     /// @param round The round.
     /// @param solver The solver.
@@ -405,17 +463,19 @@ contract Verification is PullPayments, IVerification {
         if (!runRegistry.isSettled(runId, round)) revert NotSettled(runId, round);
         CommitmentStatus storage st = _statusOf(runId, round, solver);
         // a planted commitment is paid as accepted (its passes were overturned, its fails stand); a commitment
-        // whose plant was not revealed, or made without a plant anchor while planting is on, is not paid
-        IPlants.Pay pay = plants.payOf(runId, round, solver);
-        bool accepted = pay == IPlants.Pay.Planted ? st.tokens > 0 : st.passes > 0 && st.faults == 0;
-        if (!accepted || pay == IPlants.Pay.Unpaid) revert NotAccepted(runId, round, solver);
+        // whose plant was not revealed, or made without a plant anchor while planting is on, is not paid (a missed
+        // reveal nobody reported before settlement stays in paidCommitments: its share is never minted)
+        if (!_isPaid(st) || plants.payOf(runId, round, solver) == IPlants.Pay.Unpaid) {
+            revert NotAccepted(runId, round, solver);
+        }
         if (st.solverMinted) revert AlreadyMinted();
         // INVARIANT: set before the mint call, so each accepted commitment mints once.
         st.solverMinted = true;
         uint256 bucket = runRegistry.sharesPerRound(runId) * runRegistry.runEconomics(runId).solverShareBps
             / Constants.BPS_DENOMINATOR;
-        // INVARIANT: totalTokens == sum of accepted tokens (final once settled), floored: solver mints <= bucket.
-        uint256 shares = bucket * st.tokens / _tallies[runId][round].totalTokens;
+        // INVARIANT: paidCommitments == the paid commitments (final once settled) and this one is among them: the
+        //            solver mints of a round add up to at most the bucket.
+        uint256 shares = bucket / _tallies[runId][round].paidCommitments;
         emit SolverSharesClaimed(runId, round, solver, shares);
         modelShares.mint(runId, round, solver, shares, IModelShares.ShareKind.Solver);
     }
@@ -454,21 +514,39 @@ contract Verification is PullPayments, IVerification {
         }
     }
 
+    /// @inheritdoc IVerification
+    /// @dev Plants only: the commitment's plant was disproven or its reveal missed. A commitment never attested this
+    ///      round was never paid, so there is nothing to take out.
+    function onUnpaid(uint256 runId, uint64 round, address solver) external {
+        if (msg.sender != address(plants)) revert NotPlants(msg.sender);
+        CommitmentStatus memory st = _loadLive(runId, solver);
+        if (st.roundPlusOne != round + 1 || st.unpaid) return;
+        RoundTally memory tally = _loadTally(runId, round);
+        bool wasPaid = _isPaid(st);
+        st.unpaid = true;
+        _adjustPaid(tally, wasPaid, st);
+        _storeLive(runId, solver, st);
+        _storeTally(runId, round, tally);
+        emit CommitmentUnpaid(runId, round, solver);
+    }
+
     /// @dev The effects of a plant: passes overturned, every attested seat marked planted, the round's totals
-    ///      (the commitment accepted for pay, its passes no longer standing). Returns each attested seat's verifier.
+    ///      (the commitment paid as planted, its passes no longer standing). Returns each attested seat's verifier.
     function _markPlanted(uint256 runId, uint64 round, address solver)
         internal
         returns (address[] memory attesters, uint128 seats, uint256 bond)
     {
-        CommitmentStatus memory st = _live[runId][solver];
-        RoundSeed memory rs = _seeds[runId][round];
+        CommitmentStatus memory st = _loadLive(runId, solver);
+        RoundSeed memory rs = _loadSeed(runId, round);
         attesters = new address[](rs.verifiers);
         if (st.roundPlusOne != round + 1) return (attesters, 0, 0); // nothing was attested
-        RoundTally memory tally = _tallies[runId][round];
-        if (st.passes == 0 || st.faults != 0) tally.totalTokens += st.tokens; // now accepted (paid), was not
+        RoundTally memory tally = _loadTally(runId, round);
+        bool wasPaid = _isPaid(st);
         tally.totalChecks -= st.passes;
         emit PlantApplied(runId, round, solver, st.passes, st.passes * uint256(tally.attestationBond));
         st.passes = 0;
+        st.planted = true;
+        _adjustPaid(tally, wasPaid, st);
         // INVARIANT: bounded: one iteration per seat of the uint128 seat map (<= 8 seats, checked at createRun).
         for (uint8 slot; slot < rs.verifiers; ++slot) {
             uint16 seat = _seat(st.seats, slot);
@@ -477,8 +555,8 @@ contract Verification is PullPayments, IVerification {
             AttestationState next = _isFail(seat) ? AttestationState.Attested : AttestationState.Overturned;
             st.seats = _withSeat(st.seats, slot, _encodeSeat(next, _isFail(seat), false, _sample(seat)) | PLANTED_BIT);
         }
-        _live[runId][solver] = st;
-        _tallies[runId][round] = tally;
+        _storeLive(runId, solver, st);
+        _storeTally(runId, round, tally);
         return (attesters, st.seats, tally.attestationBond);
     }
 
@@ -528,28 +606,28 @@ contract Verification is PullPayments, IVerification {
         onlyDisputes
         returns (address attester, bool isFail, uint256 forfeitedBond)
     {
-        CommitmentStatus memory st = _live[ref.runId][ref.solver];
+        CommitmentStatus memory st = _loadLive(ref.runId, ref.solver);
         uint16 seat = st.roundPlusOne == ref.round + 1 ? _seat(st.seats, ref.slot) : 0;
         if (_state(seat) != AttestationState.Attested) revert WrongState(_state(seat));
         isFail = _isFail(seat);
-        attester = _assigned(ref, _seeds[ref.runId][ref.round]);
-        RoundTally memory tally = _tallies[ref.runId][ref.round];
+        attester = _assigned(ref, _loadSeed(ref.runId, ref.round));
+        RoundTally memory tally = _loadTally(ref.runId, ref.round);
         AttestationState next = resolution == Resolution.Upheld
             ? AttestationState.Upheld
             : resolution == Resolution.Unresolved ? AttestationState.Voided : AttestationState.Overturned;
         if (next != AttestationState.Upheld) {
-            bool wasAccepted = st.passes > 0 && st.faults == 0;
+            bool wasPaid = _isPaid(st);
             if (!isFail) st.passes -= 1;
             if (next == AttestationState.Overturned) {
                 if (isFail) st.faults -= 1;
                 else st.faults += 1;
             }
-            _adjustTokens(tally, wasAccepted, st);
+            _adjustPaid(tally, wasPaid, st);
             tally.totalChecks -= 1;
-            _tallies[ref.runId][ref.round] = tally;
+            _storeTally(ref.runId, ref.round, tally);
         }
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(next, isFail, false, _sample(seat)));
-        _live[ref.runId][ref.solver] = st;
+        _storeLive(ref.runId, ref.solver, st);
         if (next != AttestationState.Overturned) {
             // INVARIANT: pull payment: the bond is credited once, after the seat left Attested (written above).
             credits[attester] += tally.attestationBond;
@@ -591,7 +669,7 @@ contract Verification is PullPayments, IVerification {
         view
         returns (bool drawn, bytes32 seedBase, uint256 snapshotCount)
     {
-        RoundSeed memory rs = _seeds[runId][round];
+        RoundSeed memory rs = _loadSeed(runId, round);
         return (rs.attestEnd != 0, bytes32(rs.seed), rs.verifierCount);
     }
 
@@ -652,7 +730,7 @@ contract Verification is PullPayments, IVerification {
     /// @param round The round.
     /// @return The RoundSeed (zero until drawn).
     function roundSeed(uint256 runId, uint64 round) external view returns (RoundSeed memory) {
-        return _seeds[runId][round];
+        return _loadSeed(runId, round);
     }
 
     /// @notice Per-round totals and bond.
@@ -665,14 +743,12 @@ contract Verification is PullPayments, IVerification {
 
     /// @inheritdoc IVerification
     /// @dev Final once the round is settled (no dispute can open or stay open then): the provers are the fail seats
-    ///      that stand (Finalized, Upheld; an Attested fail must be finalized first, it counts meanwhile) and the
-    ///      overturned pass seats, whose prover is the dispute's challenger.
+    ///      that stand (Finalized, Upheld; an Attested fail must be finalized first, it counts meanwhile).
     function proverOf(AttestationRef calldata ref) external view returns (address prover, uint256 provers) {
         uint128 seats = _statusOf(ref.runId, ref.round, ref.solver).seats;
         uint16 seat = _seat(seats, ref.slot);
-        AttestationState state = _state(seat);
-        if (!_isProver(seat) || state == AttestationState.Attested) revert NotAProver(ref.slot);
-        prover = _isFail(seat) ? _assigned(ref, _seeds[ref.runId][ref.round]) : IDisputes(disputes).challengerOf(ref);
+        if (!_isProver(seat) || _state(seat) == AttestationState.Attested) revert NotAProver(ref.slot);
+        prover = _assigned(ref, _loadSeed(ref.runId, ref.round));
         provers = _countProvers(seats);
     }
 
@@ -684,7 +760,7 @@ contract Verification is PullPayments, IVerification {
     }
 
     function _drawn(uint256 runId, uint64 round) internal view returns (RoundSeed memory rs) {
-        rs = _seeds[runId][round];
+        rs = _loadSeed(runId, round);
         if (rs.attestEnd == 0) revert SeedNotDrawn(runId, round);
     }
 
@@ -696,36 +772,42 @@ contract Verification is PullPayments, IVerification {
         seatSeed = _seatSeed(ref, rs);
         address assigned = _assigned(ref, rs);
         if (assigned != msg.sender || msg.sender == ref.solver) revert NotAssignedVerifier(msg.sender, assigned);
-        // INVARIANT: a verifier slashed below its reservations (in any run) attests nowhere until it tops up.
+        // INVARIANT: a verifier slashed below its reservations (in any run) attests nowhere until it tops up; an
+        //            overturned one keeps its reservation through its exit delay (VerifierRegistry.onOverturned), so
+        //            the seats it still holds in the round's snapshot are no free second wrong pass (issue 36, f. 7).
         if (!stakeManager.isCovered(msg.sender, Constants.ROLE_VERIFIER)) revert StakeNotCovered(msg.sender);
     }
 
     /// @dev Record a new attestation in the commitment's status and the round's totals (one write each).
-    function _record(AttestationRef calldata ref, uint64 tokens, bool isFail, uint16 sampleIndex) internal {
-        RoundTally memory tally = _tallies[ref.runId][ref.round];
+    function _record(AttestationRef calldata ref, RoundSeed memory rs, bool isFail, uint16 sampleIndex) internal {
+        RoundTally memory tally = _loadTally(ref.runId, ref.round);
         // INVARIANT: each attestation holds exactly the round's bond: balance == credits + bonds of Attested seats.
         if (msg.value != tally.attestationBond) revert WrongBond(msg.value, tally.attestationBond);
-        CommitmentStatus memory st = _live[ref.runId][ref.solver];
-        if (st.roundPlusOne != ref.round + 1) st = _openStatus(ref.runId, ref.round, ref.solver, st);
+        CommitmentStatus memory st = _loadLive(ref.runId, ref.solver);
+        if (st.roundPlusOne != ref.round + 1) st = _openStatus(ref.runId, ref.round, ref.solver, st, rs);
         // INVARIANT: one attestation (one bond) per seat: a second would overwrite the seat and strand the first bond.
         if (_seat(st.seats, ref.slot) != 0) revert AlreadyAttested(ref.slot);
-        bool wasAccepted = st.passes > 0 && st.faults == 0;
-        st.tokens = tokens;
+        bool wasPaid = _isPaid(st);
+        st.attested = true;
         if (isFail) st.faults += 1;
         else st.passes += 1;
         st.seats = _withSeat(st.seats, ref.slot, _encodeSeat(AttestationState.Attested, isFail, false, sampleIndex));
-        _adjustTokens(tally, wasAccepted, st);
+        _adjustPaid(tally, wasPaid, st);
         tally.totalChecks += 1;
-        _live[ref.runId][ref.solver] = st;
-        _tallies[ref.runId][ref.round] = tally;
+        _storeLive(ref.runId, ref.solver, st);
+        _storeTally(ref.runId, ref.round, tally);
     }
 
-    /// @dev The first attestation of a round for a solver: archive the previous round's status if it still
-    ///      owes anything, and start a fresh status for this round.
-    function _openStatus(uint256 runId, uint64 round, address solver, CommitmentStatus memory previous)
-        internal
-        returns (CommitmentStatus memory)
-    {
+    /// @dev The first attestation (or abstention report) of a round for a solver: archive the previous round's status
+    ///      if it still owes anything, and start a fresh status for this round, unpaid from the start when the run plants
+    ///      and the solver has no plant anchor old enough (Plants.isPayBlocked: fixed for the round once it started).
+    function _openStatus(
+        uint256 runId,
+        uint64 round,
+        address solver,
+        CommitmentStatus memory previous,
+        RoundSeed memory rs
+    ) internal returns (CommitmentStatus memory) {
         // INVARIANT: a status still owing a bond or shares is archived before its slot is reused: nothing owed is lost.
         if (previous.roundPlusOne != 0 && _hasPending(previous)) {
             uint64 previousRound = previous.roundPlusOne - 1;
@@ -733,7 +815,15 @@ contract Verification is PullPayments, IVerification {
             emit StatusArchived(runId, previousRound, solver);
         }
         return CommitmentStatus({
-            roundPlusOne: uint32(round + 1), tokens: 0, passes: 0, faults: 0, solverMinted: false, live: true, seats: 0
+            roundPlusOne: uint32(round + 1),
+            passes: 0,
+            faults: 0,
+            solverMinted: false,
+            live: true,
+            attested: false,
+            planted: false,
+            unpaid: rs.plants && plants.isPayBlocked(runId, round, solver),
+            seats: 0
         });
     }
 
@@ -764,11 +854,41 @@ contract Verification is PullPayments, IVerification {
         if (st.roundPlusOne != round + 1) st = _archive[runId][round][solver];
     }
 
-    function _adjustTokens(RoundTally memory tally, bool wasAccepted, CommitmentStatus memory st) internal pure {
-        bool accepted = st.passes > 0 && st.faults == 0;
-        // INVARIANT: totalTokens changes exactly when a commitment enters or leaves acceptance: == accepted tokens.
-        if (!wasAccepted && accepted) tally.totalTokens += st.tokens;
-        if (wasAccepted && !accepted) tally.totalTokens -= st.tokens;
+    /// @dev One copy of the status and tally (un)packing code, shared by every caller (EIP-170 size).
+    function _loadLive(uint256 runId, address solver) internal view returns (CommitmentStatus memory) {
+        return _live[runId][solver];
+    }
+
+    function _storeLive(uint256 runId, address solver, CommitmentStatus memory st) internal {
+        _live[runId][solver] = st;
+    }
+
+    function _loadSeed(uint256 runId, uint64 round) internal view returns (RoundSeed memory) {
+        return _seeds[runId][round];
+    }
+
+    function _loadTally(uint256 runId, uint64 round) internal view returns (RoundTally memory) {
+        return _tallies[runId][round];
+    }
+
+    function _storeTally(uint256 runId, uint64 round, RoundTally memory tally) internal {
+        _tallies[runId][round] = tally;
+    }
+
+    /// @dev Whether a commitment is paid: not found unpaid by Plants, and either revealed as planted and attested (its
+    ///      passes were overturned by the reveal, its fails stand) or accepted (a standing pass, no standing fault).
+    function _isPaid(CommitmentStatus memory st) internal pure returns (bool) {
+        if (st.unpaid) return false;
+        if (st.planted) return st.attested;
+        return st.passes > 0 && st.faults == 0;
+    }
+
+    function _adjustPaid(RoundTally memory tally, bool wasPaid, CommitmentStatus memory st) internal pure {
+        bool paid = _isPaid(st);
+        // INVARIANT: paidCommitments changes exactly when a commitment becomes paid or stops being paid: it always
+        //            equals the number of the round's paid commitments (issue 36, findings 1 and 3).
+        if (!wasPaid && paid) tally.paidCommitments += 1;
+        if (wasPaid && !paid) tally.paidCommitments -= 1;
     }
 
     /// @dev The seat's sub-seed: Sampling.seatSeed(Sampling.seed(seedBase, runId, round, solver), slot).
@@ -835,7 +955,7 @@ contract Verification is PullPayments, IVerification {
         if (toPool > 0) modelShares.fundPool{value: toPool}(ref.runId);
     }
 
-    /// @dev Seats that prove the commitment's fault: fails not overturned or voided, and overturned passes.
+    /// @dev Seats that prove the commitment's fault: fails not overturned or voided.
     function _countProvers(uint128 seats) internal pure returns (uint256 count) {
         // INVARIANT: bounded: 8 iterations, one per seat of the uint128 seat map.
         for (uint8 slot; slot < Constants.MAX_VERIFIERS_PER_COMMITMENT; ++slot) {
@@ -843,9 +963,12 @@ contract Verification is PullPayments, IVerification {
         }
     }
 
+    /// @dev A standing fail proves the commitment's fault. An overturned pass does not make its challenger a prover: the
+    ///      challenger is paid from the wrong attester's forfeits (Disputes), so an accomplice that challenges its
+    ///      coalition's own lazy pass first recovers none of the solver's stake (issue 36, finding 5).
     function _isProver(uint16 seat) internal pure returns (bool) {
+        if (!_isFail(seat)) return false;
         AttestationState state = _state(seat);
-        if (!_isFail(seat)) return state == AttestationState.Overturned;
         return
             state == AttestationState.Attested || state == AttestationState.Finalized
                 || state == AttestationState.Upheld;

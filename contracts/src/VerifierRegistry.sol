@@ -19,9 +19,11 @@ import {Checkpoints} from "./libraries/Checkpoints.sol";
 ///      delay, the run's attestWindow + challengeWindow: the last round whose snapshot can hold the verifier has
 ///      closed its attestations and their challenges by then (its seed block is mined at or after its commitEnd, so
 ///      its attestEnd <= the exit + attestWindow). The reservation is released by `releaseVerifier` after that, so a
-///      verifier backs every seat it can still hold. An overturned attester is removed and released at once
-///      (Verification's `onOverturned`): the slash took stake; if it left the account below its other reservations
-///      it attests nowhere until it tops up (StakeManager.isCovered).
+///      verifier backs every seat it can still hold. An overturned attester is removed at once and exits like a leaver
+///      (Verification's `onOverturned`): its reservation stays for the exit delay while the slash took its stake, so
+///      its stake no longer covers its reservations and it attests nowhere, not even the seats it still holds in this
+///      round's snapshot, until it tops up (StakeManager.isCovered; issue 36, finding 7: it used to be released at
+///      once, which left the overturned verifier covered with zero stake and a second wrong pass cost only the bond).
 ///      Register-and-leave sybils therefore leave no dead region and cannot fill a cap for free: every entry holds
 ///      its own reserved verifierMinStake until it leaves, and each left entry is gone from later snapshots.
 contract VerifierRegistry is IVerifierRegistry {
@@ -123,20 +125,23 @@ contract VerifierRegistry is IVerifierRegistry {
     function onOverturned(uint256 runId, address verifier) external {
         if (msg.sender != verification) revert NotVerification(msg.sender);
         VerifierRecord memory r = records[runId][verifier];
-        // INVARIANT: release only a reservation the record holds: a second overturn (or one after the release)
-        //            never frees another registration's.
-        if (!r.reserved) return;
-        records[runId][verifier] = VerifierRecord({indexPlusOne: 0, exitAt: 0, reserved: false});
-        if (r.indexPlusOne != 0) {
-            address moved = _remove(runId, r.indexPlusOne - 1);
-            emit VerifierDeregistered(runId, verifier, r.indexPlusOne - 1, moved, 0, true);
-        } else {
-            emit VerifierReleased(runId, verifier); // it had left already: its exit delay is cut short
-        }
-        stakeManager.release(verifier, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
+        // a verifier that left already keeps its exit as it was: its reservation backs its remaining seats until then
+        if (r.indexPlusOne == 0) return;
+        IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
+        uint256 exitAt = block.timestamp + p.attestWindow + p.challengeWindow;
+        // INVARIANT: the reservation is kept until the exit delay has passed (releaseVerifier), so every seat the
+        //            overturned verifier still holds is checked against stake that covers it (isCovered).
+        records[runId][verifier] = VerifierRecord({indexPlusOne: 0, exitAt: uint40(exitAt), reserved: true});
+        address moved = _remove(runId, r.indexPlusOne - 1);
+        emit VerifierDeregistered(runId, verifier, r.indexPlusOne - 1, moved, exitAt, true);
     }
 
     // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IVerifierRegistry
+    function isReserved(uint256 runId, address verifier) external view returns (bool) {
+        return records[runId][verifier].reserved;
+    }
 
     /// @notice The size of a run's verifier list now.
     /// @param runId The run.

@@ -47,6 +47,7 @@ contract ConstantsTest is Test {
         assertEq(_u("VERIFIER_DRAW_INDEX"), Constants.VERIFIER_DRAW_INDEX, "VERIFIER_DRAW_INDEX");
         assertEq(vm.parseJsonBytes32(json, ".SEAT_SEED_TAG"), Constants.SEAT_SEED_TAG, "SEAT_SEED_TAG");
         assertEq(_u("MIN_BLOCK_SECONDS"), Constants.MIN_BLOCK_SECONDS, "MIN_BLOCK_SECONDS");
+        assertEq(_u("MAX_BLOCK_SECONDS"), Constants.MAX_BLOCK_SECONDS, "MAX_BLOCK_SECONDS");
         assertEq(_u("SEED_HORIZON_BLOCKS"), Constants.SEED_HORIZON_BLOCKS, "SEED_HORIZON_BLOCKS");
         assertEq(_u("REVENUE_PRECISION"), Constants.REVENUE_PRECISION, "REVENUE_PRECISION");
         assertEq(_u("MAX_TOTAL_SHARES"), Constants.MAX_TOTAL_SHARES, "MAX_TOTAL_SHARES");
@@ -56,6 +57,5 @@ contract ConstantsTest is Test {
         assertEq(vm.parseJsonBytes(json, ".BLS_POP_DST"), bytes(Constants.BLS_POP_DST), "BLS_POP_DST");
         assertEq(vm.parseJsonBytes32(json, ".FAULT_SOLVER"), Constants.FAULT_SOLVER, "FAULT_SOLVER");
         assertEq(vm.parseJsonBytes32(json, ".FAULT_ATTESTATION"), Constants.FAULT_ATTESTATION, "FAULT_ATTESTATION");
-        assertEq(vm.parseJsonBytes32(json, ".FAULT_UNREVEALED"), Constants.FAULT_UNREVEALED, "FAULT_UNREVEALED");
     }
 }

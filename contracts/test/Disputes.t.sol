@@ -239,7 +239,7 @@ contract DisputesTest is Fixture {
 
     function test_submitVerdict_quorumOnly_succeeds() public {
         DisputeSubject memory s = _drawn(passRef, c0);
-        assertEq(dis.quorum(5), 4);
+        assertEq(dis.quorum(5, 0), 4);
         VerdictInput memory v = buildVerdict(s, false, 4);
         assertEq(v.nonSigners.length, 1);
         dis.submitVerdict(s, false, v.signers, v.signature, v.aggregate, v.nonSigners);
@@ -382,10 +382,10 @@ contract DisputesTest is Fixture {
         assertEq(uint8(state), uint8(Verification.AttestationState.Overturned));
         (uint32 indexPlusOne,, bool reserved) = vreg.records(runId, passVerifier);
         assertEq(indexPlusOne, 0, "a wrong attester leaves the run's list");
-        assertFalse(reserved, "and its reservation for the run is released");
+        assertTrue(reserved, "its reservation stays for its exit delay (issue 36, finding 7)");
         assertEq(reg.runState(runId).openDisputes, 0);
         assertEq(dis.jurorVotes(runId, 0), 5);
-        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "the commitment is rejected");
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 0, "the commitment is rejected");
         assertEq(address(dis).balance, dis.credits(outsider) + 5 * perJuror);
     }
 
@@ -521,7 +521,7 @@ contract DisputesTest is Fixture {
 
     function test_expire_afterLastAppeal_voidsThePassAndSlashesNobody_succeeds() public {
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
-        assertEq(ver.roundTally(runId, 0).totalTokens, c0.tokens, "accepted before the dispute");
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 1, "accepted before the dispute");
         uint256 poolBefore = shares.pool(runId);
         for (uint256 i; i < Constants.MAX_APPEALS; ++i) {
             vm.warp(dis.disputeOf(_id(s)).deadline);
@@ -539,7 +539,7 @@ contract DisputesTest is Fixture {
         assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), 10 ether, "nobody slashed");
         (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
         assertEq(uint8(state), uint8(Verification.AttestationState.Voided), "a silent jury is no pass");
-        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "no default pass: the commitment is not paid");
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 0, "no default pass: the commitment is not paid");
         assertEq(reg.runState(runId).openDisputes, 0);
         assertEq(address(dis).balance, dis.credits(outsider), "every wei of the bond accounted");
     }

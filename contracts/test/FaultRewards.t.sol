@@ -9,7 +9,8 @@ import {Verification} from "../src/Verification.sol";
 import {AttestationRef, CommitmentData, DisputeSubject} from "../src/interfaces/Types.sol";
 
 /// @notice Issue 16, finding 6 ("whoever finalizes first is paid"): the reward for proving a solver's fault is shared
-///         equally by every prover of the fault (standing fails, overturned passes' challengers), whatever order the
+///         equally by every prover of the fault (its standing fails; since issue 36, finding 5, no longer the challengers
+///         of overturned passes, which Disputes pays from the wrong attester's forfeits), whatever order the
 ///         proofs were finalized or executed in. Before, the first finalize (or execute) took WINNER_REWARD_BPS of the
 ///         slash and every later prover got nothing, so a cheater's accomplice holding a seat recovered half of the
 ///         cheater's slash by finalizing its own fail first.
@@ -84,7 +85,10 @@ contract FaultRewardsTest is Fixture {
         assertEq(address(faults).balance, POT, "the division dust stays for the sweep");
     }
 
-    function test_claimFaultReward_overturnedPassAndStandingFail_shareEqually_succeeds() public {
+    /// Issue 36, finding 5: the challenger of an overturned pass is paid from the wrong attester's forfeits (Disputes)
+    /// and is no prover of the solver's fault, so a cheater's accomplice that challenges its coalition's own lazy pass
+    /// first recovers none of the cheater's stake; the standing fail takes the provers' half (before: half each).
+    function test_claimFaultReward_overturnedPassAndStandingFail_failTakesAll_succeeds() public {
         address lazy = attestPassAs(_ref(0), c1);
         address honest = attestFailAs(_ref(1), c1, 0);
         address whistleblower = makeAddr("whistleblower");
@@ -95,13 +99,14 @@ contract FaultRewardsTest is Fixture {
         assertEq(faults.faultRewardOf(runId, 0, solvers[1]).amount, POT);
         _settle();
         faults.claimFaultReward(_ref(1));
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAProver.selector, uint8(0)));
         faults.claimFaultReward(_ref(0));
-        assertEq(faults.credits(honest), POT / 2, "the standing fail's verifier");
-        assertEq(faults.credits(whistleblower), POT / 2, "the challenger of the overturned pass");
+        assertEq(faults.credits(honest), POT, "the standing fail's verifier: the whole provers' half");
+        assertEq(faults.credits(whistleblower), 0, "the pass's challenger: paid by Disputes, not here");
         assertEq(faults.credits(lazy), 0);
-        (address prover, uint256 provers) = ver.proverOf(_ref(0));
-        assertEq(prover, whistleblower);
-        assertEq(provers, 2);
+        (address prover, uint256 provers) = ver.proverOf(_ref(1));
+        assertEq(prover, honest);
+        assertEq(provers, 1);
     }
 
     function test_claimFaultReward_upheldFailFirst_standingFailShares_succeeds() public {

@@ -143,7 +143,7 @@ contract JuryAttacksTest is Fixture {
         drawJury(s);
         Disputes.Dispute memory d = dis.disputeOf(_id(s));
         assertEq(d.seats, 3, "4 jurors, one a party");
-        assertEq(dis.quorum(d.seats), 2, "2 of the 3 drawn seats, not 4 of the run's 5");
+        assertEq(dis.quorum(d.seats, d.appeals), 2, "2 of the 3 drawn seats, not 4 of the run's 5");
         decide(s, true, 2);
         dis.execute(s);
         assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 0);
@@ -170,7 +170,7 @@ contract JuryAttacksTest is Fixture {
         address[] memory first = _seated(s);
         (colluders[0], colluders[1]) = (first[0], first[1]);
         VerdictInput memory blocked = _verdictWithout(s, true, colluders);
-        uint256 quorum = dis.quorum(first.length);
+        uint256 quorum = dis.quorum(first.length, 0);
         vm.expectRevert(abi.encodeWithSelector(Disputes.QuorumNotReached.selector, first.length - 2, quorum));
         dis.submitVerdict(s, true, blocked.signers, blocked.signature, blocked.aggregate, blocked.nonSigners);
         vm.warp(dis.disputeOf(_id(s)).deadline);
@@ -183,7 +183,7 @@ contract JuryAttacksTest is Fixture {
         dis.execute(s);
         (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
         assertEq(uint8(state), uint8(Verification.AttestationState.Overturned), "the bad pass did not stand");
-        assertEq(ver.roundTally(runId, 0).totalTokens, 0);
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 0);
     }
 
     /// Finding 3: colluders that keep every jury silent no longer get the pass paid: after the last appeal it is
@@ -199,10 +199,61 @@ contract JuryAttacksTest is Fixture {
         }
         (Verification.AttestationState state,,,) = ver.attestationOf(passRef);
         assertEq(uint8(state), uint8(Verification.AttestationState.Voided));
-        assertEq(ver.roundTally(runId, 0).totalTokens, 0, "the protected work is not paid");
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 0, "the protected work is not paid");
         uint256 bond = reg.disputeTerms(runId).challengeBond;
         uint256 fee = bond * Constants.UNRESOLVED_CHALLENGE_FEE_BPS / Constants.BPS_DENOMINATOR;
         assertEq(dis.credits(accomplice), bond - fee);
         assertEq(sm.bondedOf(passVerifier, Constants.ROLE_VERIFIER), 5 ether);
+    }
+
+    // ------------------------------------------------------------------ issue 36, finding 5 (blocking minority)
+
+    /// Issue 36, finding 5: an honest verifier fails a cheater; the cheater's accomplice challenges the fail and three
+    /// colluding jurors of the eight-seat registry never sign, at every level. Before, the last jury still needed
+    /// ceil(2 * 8 / 3) = 6 signers, the five honest seats could not decide, the dispute ended unresolved and the proven
+    /// cheater kept its 10 ETH stake for 20% of the accomplice's bond. Now the last level decides by simple majority
+    /// (8 / 2 + 1 = 5): the honest seats uphold the fail and the cheater is slashed.
+    function test_submitVerdict_blockingMinorityAtLastAppeal_majorityUpholdsFail_succeeds() public {
+        registerJurors(8);
+        runId = createRun(defaultConfig());
+        joinSolvers(runId, 1);
+        registerVerifiers(runId, 3);
+        c0 = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        AttestationRef memory failRef = AttestationRef(runId, 0, solvers[0], 0);
+        attestFailAs(failRef, c0, 0);
+        uint256 stake = sm.bondedOf(solvers[0], Constants.ROLE_SOLVER);
+        DisputeSubject memory s = challengeAs(makeAddr("accomplice"), failRef, c0, 0);
+        address[] memory colluders = new address[](3);
+        (colluders[0], colluders[1], colluders[2]) = (jurorAddrs[0], jurorAddrs[1], jurorAddrs[2]);
+        for (uint256 i; i < Constants.MAX_APPEALS; ++i) {
+            drawJury(s);
+            vm.warp(dis.disputeOf(_id(s)).deadline);
+            dis.expire(s);
+        }
+        drawJury(s);
+        Disputes.Dispute memory d = dis.disputeOf(_id(s));
+        assertEq(d.appeals, Constants.MAX_APPEALS, "the last jury");
+        assertEq(d.seats, 8, "the whole registry (nobody of it is a party)");
+        VerdictInput memory v = _verdictWithout(s, false, colluders);
+        uint256 honestSigners = 5;
+        uint256 oldQuorum =
+            (d.seats * Constants.QUORUM_NUMERATOR + Constants.QUORUM_DENOMINATOR - 1) / Constants.QUORUM_DENOMINATOR;
+        assertLt(honestSigners, oldQuorum, "old rule: the five honest seats could not reach ceil(2J/3)");
+        assertEq(dis.quorum(d.seats, d.appeals), honestSigners, "new rule: a simple majority of the last jury");
+        dis.submitVerdict(s, false, v.signers, v.signature, v.aggregate, v.nonSigners);
+        dis.execute(s);
+        (Verification.AttestationState state,,,) = ver.attestationOf(failRef);
+        assertEq(uint8(state), uint8(Verification.AttestationState.Upheld), "the fail stands");
+        assertEq(sm.bondedOf(solvers[0], Constants.ROLE_SOLVER), stake - 10 ether, "the proven cheater is slashed");
+    }
+
+    function test_quorum_lastAppealIsMajority_earlierLevelsTwoThirds_succeeds() public view {
+        for (uint256 seats = 3; seats <= Constants.MAX_JURY_SIZE; ++seats) {
+            assertEq(dis.quorum(seats, 0), (2 * seats + 2) / 3);
+            assertEq(dis.quorum(seats, Constants.MAX_APPEALS - 1), (2 * seats + 2) / 3);
+            assertEq(dis.quorum(seats, Constants.MAX_APPEALS), seats / 2 + 1);
+        }
     }
 }

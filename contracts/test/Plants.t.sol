@@ -24,6 +24,7 @@ contract PlantsTest is Fixture {
 
     uint256 internal runId;
     bytes32[] internal chain; // chain[i] = s_i, i = 0 .. maxRounds
+    bytes32[] internal chain1; // solver 1's chain, when a test gives it an anchor (_anchorSolver1)
 
     function setUp() public override {
         super.setUp();
@@ -89,6 +90,24 @@ contract PlantsTest is Fixture {
         assertEq(seedBaseOf(runId, PLANT_ROUND - 1), previousBase, "the rehearsal saw the same seed base");
     }
 
+    /// @dev Solver 1 registers an anchor in round 0 (before _toPlantRound), so its round-2 commitment is paid once it
+    ///      reveals (_revealSolver1); the chain's seed is fixed so that its round 2 is not planted.
+    function _anchorSolver1() internal {
+        delete chain1;
+        chain1.push(keccak256("solver 1"));
+        for (uint256 i; i < defaultConfig().maxRounds; ++i) {
+            chain1.push(Planting.next(chain1[i]));
+        }
+        vm.prank(solvers[1]);
+        plants.setAnchor(runId, chain1[chain1.length - 1]);
+    }
+
+    function _revealSolver1() internal {
+        _revealAs(solvers[1], PLANT_ROUND, chain1[chain1.length - 2 - PLANT_ROUND]);
+        (,, bool planted,) = plants.plantOf(runId, PLANT_ROUND, solvers[1]);
+        assertFalse(planted, "solver 1's fixed chain does not plant round 2");
+    }
+
     function _ref(uint8 slot) internal view returns (AttestationRef memory) {
         return AttestationRef({runId: runId, round: PLANT_ROUND, solver: solvers[0], slot: slot});
     }
@@ -130,7 +149,7 @@ contract PlantsTest is Fixture {
 
     function test_setTerms_byCreatorInRoundZero_succeeds() public {
         vm.expectEmit(address(plants));
-        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL);
+        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL);
         _setTerms();
         (uint256 rate, uint256 jackpot, uint256 penalty) = plants.termsOf(runId);
         assertEq(rate, RATE);
@@ -254,7 +273,8 @@ contract PlantsTest is Fixture {
         assertEq(uint8(passState), uint8(Verification.AttestationState.Overturned), "the lazy pass is overturned");
         assertEq(_bonded(lazy, Constants.ROLE_VERIFIER), lazyStake - PENALTY, "penalty slashed");
         assertEq(vreg.size(runId), listBefore - 1, "the lazy verifier left the run's list");
-        assertEq(plants.pool(runId), POOL + 1 ether + PENALTY - JACKPOT, "bond + penalty in, jackpot out");
+        assertEq(plants.pool(runId), POOL - JACKPOT, "jackpot out; the bond + penalty held until settlement");
+        assertEq(plants.forfeitOf(_ref(0)).amount, 1 ether + PENALTY, "held for the seat");
         assertEq(plants.credits(honest), JACKPOT, "the fail earned the jackpot");
 
         warpToClaim(runId);
@@ -265,6 +285,8 @@ contract PlantsTest is Fixture {
         ver.finalize(_ref(0));
 
         claimAndSettle(runId, keccak256("theta3"));
+        plants.releaseForfeit(_ref(0));
+        assertEq(plants.pool(runId), POOL + 1 ether + PENALTY - JACKPOT, "the plant stood: bond + penalty to the pool");
         assertEq(uint8(plants.payOf(runId, PLANT_ROUND, solvers[0])), uint8(IPlants.Pay.Planted));
         ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
         assertGt(tokenOf(runId).balanceOf(solvers[0]), 0, "the planting solver is paid");
@@ -313,16 +335,21 @@ contract PlantsTest is Fixture {
 
     // ------------------------------------------------------------------ plant disputes (KIND_PLANT)
 
-    function _plantSubject() internal view returns (DisputeSubject memory) {
-        return DisputeSubject(dis.KIND_PLANT(), runId, PLANT_ROUND, solvers[0], 0, 0);
+    /// @dev The plant dispute over `segment` (one per segment of the commitment).
+    function _plantSubject(uint32 segment) internal view returns (DisputeSubject memory) {
+        return DisputeSubject(dis.KIND_PLANT(), runId, PLANT_ROUND, solvers[0], 0, uint16(segment));
     }
 
     /// @dev `outsider` challenges solver 0's planted commitment over segment `segment` (its leaf and proof).
     function _challengePlant(CommitmentData memory c, uint32 segment) internal {
+        _challengePlantAs(outsider, c, segment);
+    }
+
+    function _challengePlantAs(address challenger, CommitmentData memory c, uint32 segment) internal {
         (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], segment);
         uint256 bond = reg.runEconomics(runId).challengeBond;
-        vm.deal(outsider, outsider.balance + bond);
-        vm.prank(outsider);
+        vm.deal(challenger, challenger.balance + bond);
+        vm.prank(challenger);
         dis.challengePlant{value: bond}(runId, PLANT_ROUND, solvers[0], c, segment, leaf, proof);
     }
 
@@ -342,7 +369,7 @@ contract PlantsTest is Fixture {
         CommitmentData memory c = _revealedPlant();
         uint256 stake = _bonded(solvers[0], Constants.ROLE_SOLVER);
         _challengePlant(c, 3);
-        DisputeSubject memory subject = _plantSubject();
+        DisputeSubject memory subject = _plantSubject(3);
         drawJury(subject);
         decide(subject, true, 0);
         dis.execute(subject);
@@ -359,13 +386,13 @@ contract PlantsTest is Fixture {
     function test_challengePlant_truePlant_challengerLosesBond_succeeds() public {
         CommitmentData memory c = _revealedPlant();
         _challengePlant(c, 0);
-        DisputeSubject memory subject = _plantSubject();
-        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 1);
+        DisputeSubject memory subject = _plantSubject(0);
+        (LeafData memory leaf, bytes32[] memory proof) = leafAt(runId, PLANT_ROUND, solvers[0], 0);
         bytes32 id = dis.disputeIdOf(subject);
         vm.deal(outsider, 2 ether);
         vm.prank(outsider);
         vm.expectRevert(abi.encodeWithSelector(Disputes.DisputeExists.selector, id));
-        dis.challengePlant{value: 2 ether}(runId, PLANT_ROUND, solvers[0], c, 1, leaf, proof);
+        dis.challengePlant{value: 2 ether}(runId, PLANT_ROUND, solvers[0], c, 0, leaf, proof); // once per segment
         drawJury(subject);
         decide(subject, false, 0);
         dis.execute(subject);
@@ -375,6 +402,148 @@ contract PlantsTest is Fixture {
         warpToClaim(runId);
         claimAndSettle(runId, keccak256("theta3"));
         ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
+    }
+
+    // ------------------------------------------------------------------ issue 36: the second audit's plant attacks
+
+    /// Issue 36, finding 2: a solver drawn to plant trains one segment as planted and the rest honestly, reveals, and
+    /// in the reveal's block disputes its own plant over the planted segment. Before, a commitment had ONE plant
+    /// dispute (its id named no segment: it was segment 0's id of today), so the whistleblower's dispute over an honest
+    /// segment reverted DisputeExists; for a net 1 ETH the three honest passes lost bond + penalty (9 ETH) and the
+    /// planter kept its stake and was paid. Now every segment has its own dispute, and the passes' forfeits are held
+    /// until settlement and returned when the plant is disproven.
+    function test_challengePlant_planterDisputesItsOwnPlantFirst_whistleblowerStillDisproves_succeeds() public {
+        _toPlantRound(true);
+        CommitmentData memory c = _commitPlantRound();
+        address[3] memory passers;
+        for (uint8 slot; slot < 3; ++slot) {
+            passers[slot] = attestPassAs(_ref(slot), c);
+        }
+        uint256 solverStake = _bonded(solvers[0], Constants.ROLE_SOLVER);
+        _warpToReveal();
+        _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
+        _challengePlantAs(solvers[0], c, 0); // the planter pre-empts, over the segment it did train as planted
+        bytes32 oldId = keccak256(abi.encode(DisputeSubject(dis.KIND_PLANT(), runId, PLANT_ROUND, solvers[0], 0, 0)));
+        assertEq(dis.disputeIdOf(_plantSubject(0)), oldId, "old rule: the planter's dispute took the only id");
+        _challengePlant(c, 5); // the whistleblower: segment 5 was trained honestly and does not replay as planted
+        DisputeSubject memory own = _plantSubject(0);
+        drawJury(own);
+        decide(own, false, 0); // segment 0 does replay as planted: the planter "wins" its own bond back, less 1 ETH
+        dis.execute(own);
+        DisputeSubject memory caught = _plantSubject(5);
+        drawJury(caught);
+        decide(caught, true, 0);
+        dis.execute(caught);
+        assertEq(_bonded(solvers[0], Constants.ROLE_SOLVER), solverStake - 10 ether, "the false planter is slashed");
+        assertEq(uint8(plants.payOf(runId, PLANT_ROUND, solvers[0])), uint8(IPlants.Pay.Unpaid), "and not paid");
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        for (uint8 slot; slot < 3; ++slot) {
+            plants.releaseForfeit(_ref(slot));
+            assertEq(plants.credits(passers[slot]), 1 ether + PENALTY, "the right pass gets bond + penalty back");
+        }
+        assertEq(plants.pool(runId), POOL, "none of the passes' forfeits stayed in the pool");
+        vm.expectRevert(abi.encodeWithSelector(Verification.NotAccepted.selector, runId, PLANT_ROUND, solvers[0]));
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
+        _assertHeld();
+    }
+
+    function test_releaseForfeit_beforeSettlement_reverts() public {
+        _revealedPlant();
+        AttestationRef memory ref = _ref(0);
+        vm.expectRevert(abi.encodeWithSelector(Plants.NotSettled.selector, runId, PLANT_ROUND));
+        plants.releaseForfeit(ref);
+    }
+
+    function test_releaseForfeit_twice_reverts() public {
+        _revealedPlant();
+        AttestationRef memory ref = _ref(0);
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        plants.releaseForfeit(ref);
+        vm.expectRevert(abi.encodeWithSelector(Plants.NothingHeld.selector, uint8(0)));
+        plants.releaseForfeit(ref);
+    }
+
+    /// Issue 36, finding 3: a disproven plant stayed in the round's pay denominator (its tokens in totalTokens), so the
+    /// honest solver got 300e18 of the 600e18 solver shares and nobody the rest. Now it leaves the paid commitments.
+    function test_claimSolverShares_disprovenPlantLeavesThePaidCount_succeeds() public {
+        _anchorSolver1();
+        _toPlantRound(true);
+        CommitmentData memory c = _commitPlantRound();
+        attestPassAs(_ref(0), c);
+        AttestationRef memory other = AttestationRef(runId, PLANT_ROUND, solvers[1], 0);
+        attestPassAs(other, _commitData[_key(runId, PLANT_ROUND, solvers[1])]);
+        assertEq(ver.roundTally(runId, PLANT_ROUND).paidCommitments, 2);
+        _warpToReveal();
+        _revealSolver1();
+        _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
+        assertEq(ver.roundTally(runId, PLANT_ROUND).paidCommitments, 2, "a planted commitment is paid as accepted");
+        _challengePlant(c, 3);
+        DisputeSubject memory subject = _plantSubject(3);
+        drawJury(subject);
+        decide(subject, true, 0);
+        dis.execute(subject);
+        assertEq(ver.roundTally(runId, PLANT_ROUND).paidCommitments, 1, "old rule: the disproven plant stayed counted");
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[1]);
+        assertEq(
+            tokenOf(runId).balanceOf(solvers[1]), 600e18, "the honest solver gets the whole bucket (before: 300e18)"
+        );
+    }
+
+    /// Finding 3, the other way a commitment ends unpaid: its reveal was missed and reported.
+    function test_claimSolverShares_unrevealedLeavesThePaidCount_succeeds() public {
+        _anchorSolver1();
+        _toPlantRound(false);
+        CommitmentData memory c = _commitPlantRound();
+        attestPassAs(_ref(0), c);
+        AttestationRef memory other = AttestationRef(runId, PLANT_ROUND, solvers[1], 0);
+        attestPassAs(other, _commitData[_key(runId, PLANT_ROUND, solvers[1])]);
+        _warpToReveal();
+        _revealSolver1();
+        assertEq(ver.roundTally(runId, PLANT_ROUND).paidCommitments, 2);
+        vm.warp(_revealEnd(_times()));
+        plants.reportUnrevealed(runId, PLANT_ROUND, solvers[0]);
+        assertEq(
+            ver.roundTally(runId, PLANT_ROUND).paidCommitments, 1, "old rule: the unpaid commitment stayed counted"
+        );
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[1]);
+        assertEq(tokenOf(runId).balanceOf(solvers[1]), 600e18);
+    }
+
+    /// Issue 36, finding 6: an honest planter (it trained the planted batches) misses its reveal window; a verifier's
+    /// fail on a planted segment stands and finalizes (a FAULT_SOLVER slash), and reportUnrevealed slashed it again
+    /// under FAULT_UNREVEALED: 20 of its 20 ETH. Both now use the commitment's one fault key: slashed once.
+    function test_reportUnrevealed_afterFinalizedFail_slashesOnce_succeeds() public {
+        _toPlantRound(true);
+        stakeAs(solvers[0], Constants.ROLE_SOLVER, 10 ether);
+        CommitmentData memory c = _commitPlantRound();
+        AttestationRef memory failRef = _ref(1);
+        attestFailAs(failRef, c, 0);
+        uint256 stake = _bonded(solvers[0], Constants.ROLE_SOLVER);
+        assertEq(stake, 20 ether);
+        warpToClaim(runId);
+        ver.finalize(failRef);
+        plants.reportUnrevealed(runId, PLANT_ROUND, solvers[0]);
+        assertEq(_bonded(solvers[0], Constants.ROLE_SOLVER), stake - 10 ether, "slashed once (before: 20 of 20)");
+        _assertHeld();
+    }
+
+    /// Issue 36, finding 9: PlantTermsSet carried the pool's running total, and the ledger folds it as what setTerms
+    /// brought in: a 1-wei fundPool before setTerms made the events imply a wei more than Plants holds. The event now
+    /// names what setTerms itself added (`funded`).
+    function test_setTerms_afterFundPool_eventNamesOnlyItsOwnFunds_succeeds() public {
+        vm.deal(outsider, 1);
+        vm.prank(outsider);
+        plants.fundPool{value: 1}(runId);
+        vm.expectEmit(address(plants));
+        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL + 1);
+        _setTerms();
+        assertEq(address(plants).balance, 1 + POOL, "fundPool's 1 + setTerms' funded (the old fold: 1 + POOL + 1)");
     }
 
     function test_challengePlant_settleWaitsForTheDispute_reverts() public {
@@ -525,9 +694,12 @@ contract PlantsTest is Fixture {
         return t.attestEnd + (t.challengeEnd - t.attestEnd) / 2;
     }
 
-    /// @dev Plants holds exactly its pools and its credits (this test funds one run).
+    /// @dev Plants holds exactly its pools, its credits and the forfeits it holds (this test funds one run).
     function _assertHeld() internal view {
         uint256 owed = plants.pool(runId);
+        for (uint8 slot; slot < 3; ++slot) {
+            owed += plants.forfeitOf(_ref(slot)).amount;
+        }
         for (uint256 i; i < verifiers.length; ++i) {
             owed += plants.credits(verifiers[i]);
         }

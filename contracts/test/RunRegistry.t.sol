@@ -40,7 +40,7 @@ contract RunRegistryTest is Fixture {
         RunRegistry.RunState memory s = reg.runState(id);
         assertEq(s.round, 0);
         assertEq(s.roundStart, block.timestamp);
-        assertEq(reg.roundTimes(id).seedBlock, block.number + WINDOW / Constants.MIN_BLOCK_SECONDS);
+        assertEq(reg.roundTimes(id).seedBlock, block.number + WINDOW / BLOCK_SECONDS);
     }
 
     function _expectInvalid(RunConfig memory c, string memory reason) internal {
@@ -154,9 +154,17 @@ contract RunRegistryTest is Fixture {
         public
     {
         RunConfig memory c = defaultConfig();
-        // commit + attest + 2 * (challenge + 3 * dispute) <= 10 tenths of the unbonding delay
-        c.commitWindow = uint32(bound(commitW, 1, UNBONDING_DELAY / 10));
-        c.attestWindow = uint32(bound(attestW, 1, UNBONDING_DELAY / 10));
+        // commit + attest + 2 * (challenge + 3 * dispute) <= 10 tenths of the unbonding delay; the attest window's
+        // first half holds the seed block and 2 more blocks and ends within the seed block's horizon (Windows.t.sol)
+        c.commitWindow = uint32(bound(commitW, 2 * BLOCK_SECONDS, UNBONDING_DELAY / 10));
+        uint256 seedAt = (c.commitWindow + BLOCK_SECONDS - 1) / BLOCK_SECONDS * BLOCK_SECONDS;
+        c.attestWindow = uint32(
+            bound(
+                attestW,
+                2 * (seedAt + 2 * BLOCK_SECONDS - c.commitWindow),
+                2 * (seedAt + Constants.SEED_HORIZON_BLOCKS * BLOCK_SECONDS - c.commitWindow) + 1
+            )
+        );
         c.challengeWindow = uint32(bound(challengeW, 1, UNBONDING_DELAY / 10));
         c.disputeTimeout = uint32(bound(disputeW, 1, UNBONDING_DELAY / 10));
         uint256 id = reg.createRun(c);
@@ -164,9 +172,9 @@ contract RunRegistryTest is Fixture {
         assertEq(t.commitEnd, block.timestamp + c.commitWindow);
         assertEq(t.attestEnd, t.commitEnd + c.attestWindow);
         assertEq(t.challengeEnd, t.attestEnd + c.challengeWindow);
-        uint256 blocks = c.commitWindow / Constants.MIN_BLOCK_SECONDS;
-        if (blocks * Constants.MIN_BLOCK_SECONDS < c.commitWindow) ++blocks;
-        assertEq(t.seedBlock, block.number + blocks, "start block + ceil(commitWindow / MIN_BLOCK_SECONDS)");
+        uint256 blocks = c.commitWindow / BLOCK_SECONDS;
+        if (blocks * BLOCK_SECONDS < c.commitWindow) ++blocks;
+        assertEq(t.seedBlock, block.number + blocks, "start block + ceil(commitWindow / blockSeconds)");
     }
 
     // ------------------------------------------------------------------ join and commit
@@ -365,7 +373,7 @@ contract RunRegistryTest is Fixture {
     }
 
     /// @dev The commit window's time is still open, but the chain has reached the seed block (a chain faster than
-    ///      MIN_BLOCK_SECONDS, or vm.roll without vm.warp): the commitment could see the seed, so it is refused.
+    ///      blockSeconds, or vm.roll without vm.warp): the commitment could see the seed, so it is refused.
     function testFuzz_commit_atOrAfterSeedBlock_reverts(uint256 extraBlocks, uint256 wait) public {
         joinSolvers(runId, 1);
         uint256 seedBlock = reg.roundTimes(runId).seedBlock;
@@ -390,13 +398,13 @@ contract RunRegistryTest is Fixture {
         reg.commit(runId, 0, c.root, c.deltaHash, c.tokens);
     }
 
-    /// @dev On a chain whose blocks are at least MIN_BLOCK_SECONDS apart, a commit at any time inside the window
+    /// @dev On a chain whose blocks are at least blockSeconds apart, a commit at any time inside the window
     ///      lands before the seed block: the block check never refuses an honest, on-time commitment.
-    function testFuzz_commit_blocksAtMinBlockSeconds_succeeds(uint256 wait, uint256 blocks) public {
+    function testFuzz_commit_blocksAtBlockSeconds_succeeds(uint256 wait, uint256 blocks) public {
         joinSolvers(runId, 1);
         IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
         uint256 w = bound(wait, 0, WINDOW - 1);
-        uint256 b = bound(blocks, 0, w / Constants.MIN_BLOCK_SECONDS);
+        uint256 b = bound(blocks, 0, w / BLOCK_SECONDS);
         vm.warp(t.start + w);
         vm.roll(block.number + b);
         assertLt(block.number, t.seedBlock);
@@ -498,8 +506,8 @@ contract RunRegistryTest is Fixture {
     function test_roundTimes_seedBlockFixedAtRoundStart_succeeds() public {
         vm.roll(5000);
         uint256 id = createRun(defaultConfig());
-        uint256 seed0 = 5000 + WINDOW / Constants.MIN_BLOCK_SECONDS;
-        assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: createRun block + ceil(Wc / MIN_BLOCK_SECONDS)");
+        uint256 seed0 = 5000 + WINDOW / BLOCK_SECONDS;
+        assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: createRun block + ceil(Wc / blockSeconds)");
         vm.roll(5123);
         assertEq(reg.roundTimes(id).seedBlock, seed0, "round 0: unchanged later in the round");
         warpToClaim(id);
@@ -508,7 +516,7 @@ contract RunRegistryTest is Fixture {
         claimAndSettle(id, keccak256("t1"));
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         assertEq(t.round, 1);
-        assertEq(t.seedBlock, seed0 + 777 + WINDOW / Constants.MIN_BLOCK_SECONDS, "round 1: settle block + Wc");
+        assertEq(t.seedBlock, seed0 + 777 + WINDOW / BLOCK_SECONDS, "round 1: settle block + Wc / blockSeconds");
         vm.roll(block.number + 50);
         assertEq(reg.roundTimes(id).seedBlock, t.seedBlock, "round 1: unchanged later in the round");
     }

@@ -6,6 +6,7 @@ import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {AttestationRef, CommitmentData, DisputeSubject} from "../src/interfaces/Types.sol";
 
 /// @notice Each run's verifier list: active entries only, snapshots by block, exit delay. Finding 2 of issue 16
@@ -191,17 +192,24 @@ contract VerifierRegistryTest is Fixture {
         vreg.onOverturned(runId, verifiers[0]);
     }
 
-    function test_onOverturned_exitingVerifier_releasesAtOnce_succeeds() public {
+    /// @dev A verifier that left keeps its exit as it was: its reservation backs the seats it still holds until then
+    ///      (issue 36, finding 7: an overturn used to release it at once).
+    function test_onOverturned_exitingVerifier_keepsItsExit_succeeds() public {
         vm.prank(verifiers[1]);
         vreg.deregister(runId);
+        (, uint40 exitAt,) = vreg.records(runId, verifiers[1]);
         vm.prank(address(ver));
         vreg.onOverturned(runId, verifiers[1]);
         (,,, uint256 reserved) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
-        assertEq(reserved, 0);
-        vm.prank(address(ver));
-        vreg.onOverturned(runId, verifiers[1]); // a second overturn releases nothing more
+        assertEq(reserved, 5 ether, "still reserved");
+        (, uint40 exitAfter, bool isReserved) = vreg.records(runId, verifiers[1]);
+        assertEq(exitAfter, exitAt, "the exit is unchanged");
+        assertTrue(isReserved);
+        vm.warp(exitAt);
+        vm.prank(verifiers[1]);
+        vreg.releaseVerifier(runId);
         (,,, reserved) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
-        assertEq(reserved, 0);
+        assertEq(reserved, 0, "released after the exit delay");
     }
 
     /// @dev Any sequence of registrations and exits keeps the list dense and consistent with the records, and every
@@ -235,7 +243,7 @@ contract VerifierRegistryTest is Fixture {
     }
 
     /// @dev An overturned attester leaves the list at once and its reservation for the run is released.
-    function test_onOverturned_removesAndReleases_succeeds() public {
+    function test_onOverturned_removesAndKeepsReservationUntilExit_succeeds() public {
         registerJurors(8);
         joinSolvers(runId, 1);
         CommitmentData memory c = commitAs(runId, solvers[0]);
@@ -247,9 +255,16 @@ contract VerifierRegistryTest is Fixture {
         drawJury(subject);
         decide(subject, true, 5);
         dis.execute(subject);
-        (uint32 indexPlusOne,, bool reserved) = vreg.records(runId, attester);
-        assertEq(indexPlusOne, 0);
-        assertFalse(reserved);
+        (uint32 indexPlusOne, uint40 exitAt, bool reserved) = vreg.records(runId, attester);
+        assertEq(indexPlusOne, 0, "out of the list");
+        assertTrue(reserved, "its reservation backs the seats it still holds this round");
+        IRunRegistry.RunParams memory p = reg.runParams(runId);
+        assertEq(exitAt, block.timestamp + p.attestWindow + p.challengeWindow, "exits like a leaver");
+        assertFalse(sm.isCovered(attester, Constants.ROLE_VERIFIER), "slashed below its reservation: attests nowhere");
         assertEq(vreg.size(runId), 3);
+        vm.warp(exitAt);
+        vm.prank(attester);
+        vreg.releaseVerifier(runId);
+        assertTrue(sm.isCovered(attester, Constants.ROLE_VERIFIER));
     }
 }

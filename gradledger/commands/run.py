@@ -43,9 +43,25 @@ def deploy_command(
         None, "--devnet-account", help=f"deployer: anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
     ),
     unbonding_delay: int = typer.Option(7 * 24 * 3600, min=1, help="StakeManager unbonding delay in seconds"),
+    block_seconds: int = typer.Option(
+        1,
+        "--block-seconds",
+        min=1,
+        max=60,
+        help="the chain's block time in seconds: every block is at least this long after its parent (1 for an anvil "
+        "devnet, 12 for Ethereum's 12-second slots). Fixed at deployment (RunRegistry.blockSeconds): round seeds are "
+        'counted in it and every run\'s windows must fit it (docs/contracts.md, "Windows and block time")',
+    ),
+    allow_private_peers: bool | None = typer.Option(
+        None,
+        "--allow-private-peers/--no-allow-private-peers",
+        help="whether PeerDirectory accepts URLs naming loopback, link-local or private hosts (fixed at deployment). "
+        "Default: allowed on the anvil devnet chain id 31337 only, refused on every other chain",
+    ),
     json_out: bool = typer.Option(False, "--json", help="print the manifest summary as JSON"),
 ) -> None:
     """Build the contracts with forge, deploy them, write <home>/manifest.json."""
+    from devnet.anvil import DEVNET_CHAIN_ID
     from devnet.deploy import deploy
     from protocol.adapters.chain import ChainClient
 
@@ -54,12 +70,14 @@ def deploy_command(
     url = resolve_rpc_url(root, rpc_url)
     chain_id = ChainClient(url).chain_id
     account = resolve_account(keystore, devnet_account, chain_id, default_devnet_account=0)
-    manifest = deploy(url, account, root / "manifest.json", unbonding_delay)
+    private_peers = chain_id == DEVNET_CHAIN_ID if allow_private_peers is None else allow_private_peers
+    manifest = deploy(url, account, root / "manifest.json", unbonding_delay, block_seconds, private_peers)
     summary = summarize_deployment(manifest, root / "manifest.json")
     if json_out:
         typer.echo(json.dumps(summary))
         return
     lines = [f"{name}: {address}" for name, address in summary["contracts"].items()]
+    lines += [f"block time: {summary['block_seconds']} s (RunRegistry.blockSeconds)"]
     lines += [f"{name}: {what}" for name, what in summary["templates"].items()]
     typer.echo("\n".join(lines))
 
@@ -76,6 +94,7 @@ def summarize_deployment(manifest, path: Path) -> dict:
         "manifest": str(path),
         "chain_id": manifest.chain_id,
         "block": manifest.deployed_block,
+        "block_seconds": manifest.block_seconds,
         "contracts": {name: rec.address for name, rec in manifest.contracts.items() if name not in TEMPLATES},
         "templates": {
             name: "one per run, deployed by ModelShares at createRun (ABI only here; a run's address: "
@@ -94,8 +113,15 @@ def create(
     inner_steps: int = typer.Option(20, min=1, help="H: inner steps per round"),
     steps_per_segment: int = typer.Option(5, min=1, help="k: steps per segment"),
     samples: int = typer.Option(2, min=1, help="segments each verifier replays per commitment"),
-    commit_window: int = typer.Option(20, min=1, help="seconds for solvers to train and commit"),
-    attest_window: int = typer.Option(15, min=1, help="seconds for verifiers to attest"),
+    commit_window: int = typer.Option(
+        20, min=1, help="seconds for solvers to train and commit (at least 2 blocks of the deployment's block time)"
+    ),
+    attest_window: int = typer.Option(
+        15,
+        min=1,
+        help="seconds for verifiers to attest; its first half must hold the round's seed block and 2 more blocks and "
+        'end within 256 blocks of it (the deployment\'s block time: docs/contracts.md, "Windows and block time")',
+    ),
     challenge_window: int = typer.Option(6, min=1, help="seconds to challenge attestations and claims"),
     reward_pool: float = typer.Option(
         30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
@@ -135,9 +161,11 @@ def create(
     The model is the preset's built-in GPT, --model-config's, or --init-from's (gradledger/run_inputs.py).
     Checked first, before the chain is even contacted: the dataset against the config
     (`verify_dataset_fits_config`: a run on a corpus too small to train or evaluate on would lock its reward
-    pool in a run every solver refuses), and the commit and attest windows against the model's pace measured on
-    this machine (protocol/windows.py: windows too short make every node miss every round); --force skips the
-    window check only."""
+    pool in a run every solver refuses), the commit and attest windows against the deployment's block time
+    (the manifest's `block_seconds`, then RunRegistry.blockSeconds before sending: createRun refuses windows whose
+    seed block cannot be drawn before the opening deadline, with the same reason as printed here), and against the
+    model's pace measured on this machine (protocol/windows.py: windows too short make every node miss every
+    round); --force skips the pace check only."""
     from devnet.runs import RunRules, create_run
     from gradledger.run_inputs import resolve_run_inputs
     from node.pace import measure_window_needs
@@ -145,11 +173,12 @@ def create(
     from protocol.adapters.contracts import ProtocolClient
     from protocol.adapters.object_store import open_artifact_store
     from protocol.hashing import hash_to_hex
-    from protocol.windows import verify_windows_fit
+    from protocol.windows import verify_windows_fit, verify_windows_fit_chain
 
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
+    verify_windows_fit_chain(commit_window, attest_window, deployment.block_seconds)
     inputs = resolve_run_inputs(
         preset=preset, seed=seed, data=data, dataset=dataset, model_config=model_config, init_from=init_from,
         thresholds=thresholds,
@@ -173,6 +202,7 @@ def create(
     out = {
         "run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash),
         "windows_needed_s": {"commit": needs.commit_s, "attest": needs.attest_s},
+        "block_seconds": deployment.block_seconds,
     }  # fmt: skip
     typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']})")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from gradledger.context import (
+    AllowPrivatePeersOption,
     DevnetAccountOption,
     HomeOption,
     KeystoreOption,
@@ -72,6 +73,7 @@ def run_node(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    allow_private_peers: bool | None = AllowPrivatePeersOption,
     public_url: str | None = PublicUrlOption,
     store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the artifact API listens on"),
@@ -114,8 +116,9 @@ def run_node(
     account = target.account
     dishonest = parse_solver_adversary(adversary, behaviour)
     settings = SolverSettings(
-        run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads, store=store
-    )
+        run, target.home, coordinator, resolve_peers(target.home, peer), host, port, threads, store=store,
+        allow_private_peers=allow_private_peers,
+    )  # fmt: skip
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), disable=not progress)
     task = bar.add_task("waiting", total=1)
     node = make_solver_node(

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from gradledger.context import (
+    AllowPrivatePeersOption,
     DevnetAccountOption,
     HomeOption,
     KeystoreOption,
@@ -75,6 +76,7 @@ def serve(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    allow_private_peers: bool | None = AllowPrivatePeersOption,
     public_url: str | None = PublicUrlOption,
     store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
@@ -99,6 +101,7 @@ def serve(
     worker = make_verifier_worker(
         adversary, run, node.home, node.account, node.rpc_url, node.deployment, resolve_peers(node.home, peer),
         VerifierMetrics(), threads, jury=jury, juror_only=juror_only, store=store,
+        allow_private_peers=allow_private_peers,
     )  # fmt: skip
     handle, thread = start_verifier_service(worker, host, port)
     from node.peers import verify_public_url

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from gradledger.context import (
+    AllowPrivatePeersOption,
     DevnetAccountOption,
     HomeOption,
     KeystoreOption,
@@ -40,6 +41,7 @@ def watch(
     keystore: Path | None = KeystoreOption,
     devnet_account: int | None = DevnetAccountOption,
     peer: list[str] = PeerOption,
+    allow_private_peers: bool | None = AllowPrivatePeersOption,
     public_url: str | None = PublicUrlOption,
     store: str | None = StoreOption,
     host: str = typer.Option("127.0.0.1", help="interface the API listens on"),
@@ -56,7 +58,7 @@ def watch(
     account = node.account
     watcher = Whistleblower(
         run, node.home, account, node.rpc_url, node.deployment, resolve_peers(node.home, peer), fraction, threads,
-        store=store,
+        store=store, allow_private_peers=allow_private_peers,
     )  # fmt: skip
     thread = threading.Thread(target=watcher.run, name="whistleblower", daemon=True)
 

@@ -358,6 +358,17 @@ class ChainClient(TransactionSender):
         require_devnet(self.chain_id, method)
         self._retry(lambda: self.w3.provider.make_request(RPCEndpoint(method), params), what=method)
 
+    def is_automining(self) -> bool:
+        """Whether the devnet mines a block per transaction and otherwise none (anvil's default), as opposed to
+        mining on an interval like a real chain (`anvil --block-time`) or only on request (anvil only)."""
+        require_devnet(self.chain_id, "anvil_getAutomine")
+        reply = self._retry(
+            lambda: self.w3.provider.make_request(RPCEndpoint("anvil_getAutomine"), []), what="anvil_getAutomine"
+        )
+        if "result" not in reply:
+            raise ChainError(f"anvil_getAutomine failed on {self.rpc_url}: {reply.get('error')} (is this anvil?)")
+        return bool(reply["result"])
+
     def increase_time(self, seconds: int) -> None:
         """Advance the devnet clock and mine a block (anvil only; tests and demos)."""
         self._devnet_request("evm_increaseTime", [seconds])

@@ -28,6 +28,7 @@ from protocol.types import (
     JurorRecord,
     LeafData,
     Opening,
+    PlantForfeit,
     PlantPay,
     PlantStatus,
     PlantTerms,
@@ -59,12 +60,22 @@ class ProtocolClient:
         f = self.chain.call_fields("StakeManager", "stakeOf", to_checksum_address(address), role)
         return (f["bonded"], f["unbonding"], f["releaseTime"], f["reserved"])
 
+    def is_covered(self, address: str, role: int) -> bool:
+        """Whether the account's bonded stake covers everything it reserved (StakeManager.isCovered): attestPass,
+        attestFail and commit revert StakeNotCovered otherwise. An overturned verifier keeps its reservation through
+        its exit delay while the slash took its stake, so it is uncovered until it tops up (issue 36, finding 7)."""
+        return self.chain.call("StakeManager", "isCovered", to_checksum_address(address), role)
+
     def free_stake_of(self, address: str, role: int) -> int:
         """Bonded stake not reserved by an obligation: what a new join or registration can reserve."""
         bonded, _, _, reserved = self.stake_of(address, role)
         return max(bonded - reserved, 0)
 
     # -- runs ------------------------------------------------------------------------------
+
+    def block_seconds(self) -> int:
+        """The chain's block time the deployment declared (RunRegistry.blockSeconds): every run's windows fit it."""
+        return self.chain.call("RunRegistry", "blockSeconds")
 
     def create_run(self, account: LocalAccount, terms: RunTerms, reward_pool_wei: int) -> tuple[int, TxResult]:
         result = self.chain.send(account, "RunRegistry", "createRun", terms.to_abi(), value=reward_pool_wei)
@@ -190,6 +201,11 @@ class ProtocolClient:
     def release_verifier(self, account: LocalAccount, run_id: int) -> TxResult:
         return self.chain.send(account, "VerifierRegistry", "releaseVerifier", run_id)
 
+    def is_reserved(self, run_id: int, verifier: str) -> bool:
+        """Whether `verifier` holds the run's verifierMinStake reservation (VerifierRegistry.isReserved): registered,
+        or out of the list (left, or overturned) and still inside its exit delay."""
+        return self.chain.call("VerifierRegistry", "isReserved", run_id, to_checksum_address(verifier))
+
     def verifier_count(self, run_id: int) -> int:
         return self.chain.call("VerifierRegistry", "size", run_id)
 
@@ -298,12 +314,22 @@ class ProtocolClient:
         return self.plant_pay(run_id, round_index, solver) != PlantPay.UNPAID
 
     def is_paid(self, run_id: int, round_index: int, solver: str) -> bool:
-        """Whether `claimSolverShares` pays the commitment: accepted, or planted and attested at all."""
-        pay = self.plant_pay(run_id, round_index, solver)
-        if pay == PlantPay.UNPAID:
+        """Whether `claimSolverShares` pays the commitment: counted paid on the chain's tally
+        (protocol.types.is_commitment_paid: accepted, or planted and attested, and not found unpaid) and not unpaid
+        under the plant rules (a reveal missed but never reported stays counted, and is never minted)."""
+        if not self.commitment_status(run_id, round_index, solver).paid:
             return False
-        status = self.commitment_status(run_id, round_index, solver)
-        return status.tokens > 0 if pay == PlantPay.PLANTED else status.accepted
+        return self.plant_pay(run_id, round_index, solver) != PlantPay.UNPAID
+
+    def round_tally(self, run_id: int, round_index: int) -> dict[str, int]:
+        """Verification.roundTally: standing attestations (`totalChecks`), paid commitments (`paidCommitments`, the
+        denominator of every solver's shares) and the round's attestation bond (all zero until the seed is drawn)."""
+        return {k: int(v) for k, v in self.chain.call_fields("Verification", "roundTally", run_id, round_index).items()}
+
+    def report_abstention(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
+        """Verification.reportAbstention: seat `ref` of an opened commitment was not attested by attestEnd; its
+        verifier is slashed the round's attestation bond into the run's reward pool (anyone, until challengeEnd)."""
+        return self.chain.send(account, "Verification", "reportAbstention", ref.to_abi())
 
     def claim_solver_shares(self, account: LocalAccount, run_id: int, round_index: int, solver: str) -> TxResult:
         return self.chain.send(
@@ -314,8 +340,9 @@ class ProtocolClient:
         return self.chain.send(account, "Verification", "claimVerifierShares", ref.to_abi())
 
     def claim_fault_reward(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
-        """FaultRewards.claimFaultReward: credit the prover of seat `ref` (a fail that stands, or an overturned pass's
-        challenger) its equal share of the provers' part of the solver's slash, once the round is settled."""
+        """FaultRewards.claimFaultReward: credit the prover of seat `ref` (a fail that stands: only fail seats prove a
+        fault, an overturned pass's challenger is paid by its dispute) its equal share of the provers' part of the
+        solver's slash, once the round is settled."""
         return self.chain.send(account, "FaultRewards", "claimFaultReward", ref.to_abi())
 
     def fault_reward_of(self, run_id: int, round_index: int, solver: str) -> FaultRewardRecord:
@@ -492,6 +519,24 @@ class ProtocolClient:
 
     def plant_pool(self, run_id: int) -> int:
         return self.chain.call("Plants", "pool", run_id)
+
+    def fund_plant_pool(self, account: LocalAccount, run_id: int, amount_wei: int) -> TxResult:
+        """Plants.fundPool: add `amount_wei` to a run's plant pool (anyone, any time)."""
+        return self.chain.send(account, "Plants", "fundPool", run_id, value=amount_wei)
+
+    def is_pay_blocked(self, run_id: int, round_index: int, solver: str) -> bool:
+        """Plants.isPayBlocked: the commitment is unpaid whatever happens to it (planting on, the round plantable,
+        no plant anchor old enough)."""
+        return self.chain.call("Plants", "isPayBlocked", run_id, round_index, to_checksum_address(solver))
+
+    def forfeit_of(self, ref: AttestationRef) -> PlantForfeit:
+        """Plants.forfeitOf: the bond and penalty of a pass on a planted commitment held until the round settles."""
+        return decode_struct(PlantForfeit, self.chain.call_fields("Plants", "forfeitOf", ref.to_abi()))
+
+    def release_forfeit(self, account: LocalAccount, ref: AttestationRef) -> TxResult:
+        """Plants.releaseForfeit (anyone, once the round is settled): the held forfeit of seat `ref` joins the plant
+        pool, or is credited back to its verifier when a jury disproved the plant."""
+        return self.chain.send(account, "Plants", "releaseForfeit", ref.to_abi())
 
     def set_plant_anchor(self, account: LocalAccount, run_id: int, anchor: Hash32) -> TxResult:
         return self.chain.send(account, "Plants", "setAnchor", run_id, anchor)

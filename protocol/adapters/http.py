@@ -9,6 +9,8 @@ accepts connections.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,14 +25,17 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from protocol.adapters.artifacts import (
     ArtifactError,
     ArtifactNotFoundError,
+    ArtifactReporter,
     ArtifactStore,
     fetch_artifact,
     make_artifact_router,
 )
 from protocol.adapters.http_guard import DEFAULT_LIMITS, HttpGuard, HttpLimits, install_error_handlers, make_protocol
+from protocol.adapters.peer_guard import PeerHostGuard, make_peer_client
 from protocol.bounded_json import load_bounded_json
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
+from protocol.peer_hosts import PrivatePeerError, RefusedPeerUrlError
 
 
 class PeerError(GradledgerError):
@@ -136,28 +141,70 @@ def serve_in_thread(
 
 
 class PeerSet:
-    """The peers a node knows (base URLs), their identities, and artifact fetching across them."""
+    """The peers a node knows (base URLs), their identities, and artifact fetching across them.
 
-    def __init__(self, urls: Sequence[str], timeout_s: float = 30.0) -> None:
-        self.urls = [u.rstrip("/") for u in urls]
-        self.client = httpx.Client(timeout=timeout_s)
+    URLs come from the operator (`urls`, `add`: `--peer`, peers.txt) or from other accounts' announcements
+    (`set_announced`). Unless `allow_private_peers`, an announced URL whose host is or resolves to a loopback,
+    private, link-local or other non-public address is refused (never fetched from, reported once through
+    `reporter`), and every connection to a host the operator did not name is checked again where it is made
+    (protocol/adapters/peer_guard.py; issue 36, finding 10). Devnets and tests on one machine allow them.
+    """
+
+    def __init__(self, urls: Sequence[str], timeout_s: float = 30.0, *, allow_private_peers: bool = False) -> None:
+        self.guard = None if allow_private_peers else PeerHostGuard(report=self._report_refused)
+        self.client = httpx.Client(timeout=timeout_s) if self.guard is None else make_peer_client(timeout_s, self.guard)
+        self.urls: list[str] = []
         self._by_address: dict[str, str] = {}
         self._roles: dict[str, tuple[str, str]] = {}
         self.announced: dict[str, str] = {}
         """Where accounts said on-chain that they serve (PeerDirectory; lower-case address -> URL)."""
+        self.refused: dict[str, str] = {}
+        """Accounts whose announced URL this node refuses to fetch from (lower-case address -> URL)."""
         self.resolve: Callable[[str], str] | None = None
         """Where an account says it serves (PeerDirectory), asked when no known peer is that account."""
+        self.reporter: ArtifactReporter | None = None
+        """Hears (event, log level, fields) of each refused peer once; the node logs it (node/bootstrap.py)."""
+        self._reported: set[tuple[str, str]] = set()
+        self.add(urls)
 
     def add(self, urls: Sequence[str]) -> None:
-        """Learn peers that started after this node (kept in order, no duplicates)."""
+        """Learn peers the operator named (kept in order, no duplicates): never refused, whatever their address."""
         for url in urls:
-            if url.rstrip("/") not in self.urls:
-                self.urls.append(url.rstrip("/"))
+            if self.guard is not None:
+                self.guard.trust(url)
+            self._learn(url)
 
-    def set_announced(self, address: str, url: str) -> None:
-        """Record `address`'s on-chain announced URL (and learn it as a peer)."""
-        self.announced[address.lower()] = url.rstrip("/")
-        self.add([url])
+    def _learn(self, url: str) -> None:
+        if url.rstrip("/") not in self.urls:
+            self.urls.append(url.rstrip("/"))
+
+    def set_announced(self, address: str, url: str) -> bool:
+        """Record `address`'s on-chain announced URL and learn it as a peer; False (and reported once) when this node
+        refuses to fetch from it (`allow_private_peers` off and a non-public host)."""
+        key, url = address.lower(), url.rstrip("/")
+        if self.guard is not None:
+            try:
+                self.guard.check_announced(url)
+            except RefusedPeerUrlError as exc:
+                self.announced.pop(key, None)
+                self.refused[key] = url
+                if (key, url) not in self._reported:
+                    self._reported.add((key, url))
+                    self._report("peer refused", {"account": address, "url": url, "why": exc.why})
+                return False
+        self.refused.pop(key, None)
+        self.announced[key] = url
+        self._learn(url)
+        return True
+
+    def _report(self, event: str, fields: dict[str, object]) -> None:
+        if self.reporter is not None:
+            with contextlib.suppress(Exception):  # a logging hook must not break a fetch
+                self.reporter(event, logging.WARNING, fields)
+
+    def _report_refused(self, error: PrivatePeerError) -> None:
+        """A connection the guard refused (a name that resolved to a private address after it was announced)."""
+        self._report("peer connection refused", {"host": error.host, "address": error.address, "why": error.why})
 
     def url_of(self, address: str) -> str | None:
         """The URL of the peer with this chain address (identities are fetched lazily).
@@ -165,14 +212,17 @@ class PeerSet:
         # INVARIANT: an account's own on-chain announcement wins over any peer's `/identity` answer. Identities
         are self-declared: a peer claiming an honest solver's address could otherwise serve in its place,
         withhold its commitment document and have it failed. `/identity` decides only for accounts that
-        announced nothing (peers given by `--peer` or peers.txt)."""
+        announced nothing (peers given by `--peer` or peers.txt); an account whose announcement this node refuses
+        has no URL."""
         key = address.lower()
-        if key not in self.announced and self.resolve is not None:
+        if key not in self.announced and key not in self.refused and self.resolve is not None:
             announced = self.resolve(address)  # announced since this node last looked
             if announced:
                 self.set_announced(address, announced)
         if key in self.announced:
             return self.announced[key]
+        if key in self.refused:
+            return None
         if key not in self._by_address:
             for url in self.urls:
                 try:

@@ -39,6 +39,10 @@ class DeploymentManifest(BaseModel):
     deployer: str
     contracts: dict[str, ContractRecord]
     abis_hash: str
+    block_seconds: int = 1
+    """The chain's block time the deployment declared (RunRegistry.blockSeconds, `gradledger deploy --block-seconds`):
+    every run's windows must fit it (protocol/windows.py). The chain holds the value that counts; a manifest written
+    before it was recorded reads as 1, which is what those deployments used."""
 
 
 def compute_abis_hash(contracts: dict[str, ContractRecord]) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from eth_abi import encode as abi_encode
 from eth_utils import to_canonical_address, to_checksum_address
 
-from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, FAULT_UNREVEALED, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, keccak256, to_hash32
 from protocol.history.records import ShareKind
@@ -61,6 +61,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "AttestationResolved": ("runId", "round", "solver", "slot", "state", "bond"),
     "VerifierSharesClaimed": ("runId", "round", "solver", "slot", "verifier", "shares"),
     "SolverSharesClaimed": ("runId", "round", "solver", "shares"),
+    "AbstentionReported": ("runId", "round", "solver", "slot", "verifier", "reporter", "taken"),
     "Withdrawn": ("amount",),
     # Disputes
     "AttestationChallenged": ("disputeId", "runId", "round", "solver", "slot", "challenger"),
@@ -95,9 +96,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "RoundRewardCredited": ("runId", "round", "to", "amount"),
     "RoundReleaseSwept": ("runId", "round", "amount"),
     # Plants (planted faults)
-    "PlantTermsSet": ("runId", "rateBps", "jackpot", "penalty", "pool"),
+    "PlantTermsSet": ("runId", "rateBps", "jackpot", "penalty", "funded", "pool"),
     "PlantPoolFunded": ("runId", "from", "amount", "pool"),
-    "PlantForfeitReceived": ("runId", "amount", "pool"),
+    "PlantForfeitHeld": ("runId", "round", "solver", "slot", "verifier", "amount"),
+    "PlantForfeitReleased": ("runId", "round", "solver", "slot", "verifier", "amount", "returned", "pool"),
     "PlantAnchorSet": ("runId", "solver", "anchor", "round"),
     "PlantRevealed": ("runId", "round", "solver", "secret", "planted"),
     "UnrevealedSlashed": ("runId", "round", "solver", "reporter", "taken"),
@@ -112,7 +114,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 # Enum values as the contracts number them.
-ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned", "voided")
+ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned", "voided", "abstained")
 CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
 SHARE_KINDS: tuple[ShareKind, ...] = ("solver", "verifier", "juror")
 ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}
@@ -207,7 +209,8 @@ def find_missing_event_fields(abi_events: Mapping[str, Iterable[str]]) -> list[s
 
 
 def compute_solver_fault_key(run_id: int, round_index: int, solver: str) -> str:
-    """keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)), as Verification and Disputes compute it."""
+    """keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)), as Verification, Disputes, RunRegistry (unopened)
+    and Plants (an unrevealed plant) compute it: one key per commitment, so it is slashed at most once."""
     encoded = abi_encode(
         ["bytes32", "uint256", "uint64", "address"], [FAULT_SOLVER, run_id, round_index, to_canonical_address(solver)]
     )
@@ -215,18 +218,10 @@ def compute_solver_fault_key(run_id: int, round_index: int, solver: str) -> str:
 
 
 def compute_attestation_fault_key(run_id: int, round_index: int, solver: str, slot: int) -> str:
-    """keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)), as Disputes computes it."""
+    """keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)), as Disputes (an overturned attestation),
+    Plants (a pass on a planted commitment) and Verification.reportAbstention (a seat left unattested) compute it."""
     encoded = abi_encode(
         ["bytes32", "uint256", "uint64", "address", "uint8"],
         [FAULT_ATTESTATION, run_id, round_index, to_canonical_address(solver), slot],
-    )
-    return hash_to_hex(keccak256(encoded))
-
-
-def compute_unrevealed_fault_key(run_id: int, round_index: int, solver: str) -> str:
-    """keccak256(abi.encode(FAULT_UNREVEALED, runId, round, solver)), as Plants.reportUnrevealed computes it."""
-    encoded = abi_encode(
-        ["bytes32", "uint256", "uint64", "address"],
-        [FAULT_UNREVEALED, run_id, round_index, to_canonical_address(solver)],
     )
     return hash_to_hex(keccak256(encoded))

@@ -23,9 +23,9 @@ ids its challenges opened; the run's share token through its contract name
 (`share_token_contract(run_id)`, which the auditor registers the token under); stake events of
 every account that takes part in the run; slashes through their fault keys, recomputed as the
 contracts compute them (keccak256(abi.encode(FAULT_SOLVER, runId, round, solver)) -- a proven
-fault of the commitment, or its plant disproven by a jury --,
-keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)) -- a wrong attestation, or a
-pass on a planted commitment -- and keccak256(abi.encode(FAULT_UNREVEALED, runId, round, solver))).
+fault of the commitment, an unopened commitment, its plant disproven by a jury or left unrevealed -- and
+keccak256(abi.encode(FAULT_ATTESTATION, runId, round, solver, slot)) -- a wrong attestation, a
+pass on a planted commitment, or a seat left unattested and reported (an abstention)).
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
                 b.claimer,
                 b.pool_released,
                 plants.is_planting_round(state, index),
+                tuple(b.abstentions),
             )
         )
     participants = _participants(state, labels)

@@ -3,11 +3,12 @@
 Handlers for the run's plant terms and pool, each solver's chain anchor, the reveals made inside a round's reveal
 window (and which said "planted"), the plants reported unrevealed, the plants a jury disproved (a plant dispute
 won by its challenger: the work unpaid; the dispute itself is folded by `protocol.history.disputes`), the jackpots
-of the fails on planted commitments, and the plant's effect on the seats (PlantApplied: every pass overturned with
-its bond forfeited into the plant pool, every fail left standing). Each is a plain function
-`handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names to them for
-`protocol.history.fold`, which also calls `freeze_plants`, `is_planting_round` and `with_eligibility` when it
-freezes the rounds: whether a round's pay follows the plant rules depends on the run's terms and each solver's
+of the fails on planted commitments, the plant's effect on the seats (PlantApplied: every pass overturned, every
+fail left standing) and the forfeits of the overturned passes (bond + penalty), held by Plants until the round
+settles and then released into the plant pool, or back to the verifier when a jury disproved the plant. Each is a
+plain function `handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names
+to them for `protocol.history.fold`, which also calls `freeze_plants`, `is_planting_round` and `with_eligibility`
+when it freezes the rounds: whether a round's pay follows the plant rules depends on the run's terms and each solver's
 anchor, both known only once folded.
 The rules are docs/planted-faults.md's; `records.Round` applies them (pay, accepted, paid). Pure: no I/O, no clock.
 """
@@ -19,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from protocol.constants import PLANT_DELAY_ROUNDS
-from protocol.history.events import EventLike, HistoryError, to_address, to_hash_hex
+from protocol.history.events import EventLike, HistoryError, compute_solver_fault_key, to_address, to_hash_hex
 from protocol.history.records import Commitment, PlantAnchor, PlantHistory
 from protocol.history.state import FoldState, Handler
 from protocol.types import PlantTerms
@@ -28,15 +29,36 @@ from protocol.types import PlantTerms
 
 
 def on_plant_terms_set(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """The terms, and the pool after `funded` (the call's value) joined what fundPool may have added before."""
     if s.ours(a):
         s.plant_terms = PlantTerms(int(a["rateBps"]), int(a["jackpot"]), int(a["penalty"]))
         s.plant_pool = int(a["pool"])
 
 
-def on_plant_pool_changed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
-    """PlantPoolFunded and PlantForfeitReceived: the event carries the pool after the change."""
+def on_plant_pool_funded(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """PlantPoolFunded: the event carries the pool after the change."""
     if s.ours(a):
         s.plant_pool = int(a["pool"])
+
+
+def on_plant_forfeit_held(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Plants.onPlantedPass, in the planted reveal's transaction: the pass's bond and the penalty slashed from its
+    verifier are held for the seat until the round settles (not in the pool yet)."""
+    if s.ours(a):
+        s.set_attestation(int(a["round"]), to_address(a["solver"]), int(a["slot"]), forfeit=int(a["amount"]))
+
+
+def on_plant_forfeit_released(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Plants.releaseForfeit after settlement: into the pool, or credited back to the verifier (the plant was
+    disproven, so the pass was right)."""
+    if not s.ours(a):
+        return
+    release = "returned" if a["returned"] else "pool"
+    s.set_attestation(
+        int(a["round"]), to_address(a["solver"]), int(a["slot"]), forfeit_release=release,
+        forfeit_block=e.block_number,
+    )  # fmt: skip
+    s.plant_pool = int(a["pool"])
 
 
 def on_plant_anchor_set(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
@@ -72,6 +94,8 @@ def on_unrevealed_slashed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> N
     if not _set_commitment(s, index, solver, unrevealed_reported=True):
         raise HistoryError(f"run {s.run_id} round {index}: unrevealed plant of {solver} reported without a commitment")
     s.plant_pool += int(a["taken"])  # the slash proceeds join the pool (the event carries no pool)
+    # slashed under the commitment's own key (FAULT_SOLVER), just before this event (none if the key was used)
+    s.name_fault(compute_solver_fault_key(s.run_id, index, solver), ("unrevealed plant", index, solver, None), e)
     s.role(to_address(a["reporter"]), "reporter")
 
 
@@ -107,8 +131,9 @@ def on_jackpot_paid(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
 
 
 def on_plant_applied(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
-    """Verification._markPlanted: every attested pass overturned (its bond forfeited into the plant pool, no
-    AttestationResolved is emitted), every attested fail left standing; both marked planted."""
+    """Verification._markPlanted: every attested pass overturned (its bond forfeited to Plants, which holds it with
+    the penalty: PlantForfeitHeld; no AttestationResolved is emitted), every attested fail left standing; both marked
+    planted."""
     if not s.ours(a) or s.created is None:
         return
     index, solver = int(a["round"]), to_address(a["solver"])
@@ -127,8 +152,9 @@ def on_plant_applied(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
 HANDLERS: dict[str, Handler] = {
     # Plants
     "PlantTermsSet": on_plant_terms_set,
-    "PlantPoolFunded": on_plant_pool_changed,
-    "PlantForfeitReceived": on_plant_pool_changed,
+    "PlantPoolFunded": on_plant_pool_funded,
+    "PlantForfeitHeld": on_plant_forfeit_held,
+    "PlantForfeitReleased": on_plant_forfeit_released,
     "PlantAnchorSet": on_plant_anchor_set,
     "PlantRevealed": on_plant_revealed,
     "UnrevealedSlashed": on_unrevealed_slashed,

@@ -10,10 +10,13 @@ Which commitments count, per round (docs/planted-faults.md; the contracts' rules
 - pay (`Round.pay_of`, Plants.payOf): normal, planted (revealed as planted), or unpaid (planting on and the plant
   not revealed in its window, no anchor old enough, or the plant disproven by a jury);
 - accepted (`Round.accepted`, the Δs of θ_(r+1)): tally-accepted and not unpaid (a planted one has no standing pass);
-- paid (`Round.paid`, claimSolverShares): planted and attested, or normal and tally-accepted;
-- the pay denominator (`Round.accepted_tokens`, Verification's totalTokens): tokens of the tally-accepted commitments
-  (unpaid ones included: they never mint) and of the planted ones that were attested (a disproven plant's too:
-  Plants.onFalsePlant leaves Verification's totals as they were).
+- counted paid (`Round.is_counted_paid`, Verification's `_isPaid`, `protocol.types.is_commitment_paid`): attested,
+  not marked unpaid (no anchor old enough while planting is on, the plant disproven, or its missing reveal reported:
+  Plants.onUnpaid), and planted or tally-accepted;
+- the pay denominator (`Round.paid_commitments`, Verification's paidCommitments): the counted-paid commitments (a
+  missed reveal nobody reported stays counted: it is simply never minted);
+- paid (`Round.paid`, claimSolverShares): counted paid and not unpaid under Plants.payOf; each mints
+  solverBucket // paidCommitments, whatever tokens it declared.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ from typing import Literal
 
 from eth_utils import to_canonical_address
 
-from protocol.types import PlantPay, PlantTerms, RunTerms, is_commitment_accepted
+from protocol.types import PlantPay, PlantTerms, RunTerms, is_commitment_accepted, is_commitment_paid
 
 AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned", "voided"]
 DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
 ClaimStatusName = Literal["posted", "challenged", "upheld", "rejected", "settled"]
 ShareKind = Literal["solver", "verifier", "juror"]
 StakeChange = Literal["deposit", "unbond", "withdraw", "slash"]
-FaultName = Literal["solver fault", "wrong attestation", "unrevealed plant"]
+FaultName = Literal["solver fault", "wrong attestation", "unrevealed plant", "abstention"]
 RevenueKind = Literal[
     "reward pool",
     "pool funded",
@@ -98,9 +101,16 @@ class Attestation:
     bond_returned: int = 0
     bond_forfeited: int = 0
     planted: bool = False
-    """Made on a commitment its solver revealed as planted: a pass was overturned by the reveal (bond to the plant
-    pool, the verifier slashed the plant penalty), a fail stands and earned `jackpot`."""
+    """Made on a commitment its solver revealed as planted: a pass was overturned by the reveal (its bond and the
+    plant penalty slashed from the verifier held by Plants until the round settles), a fail stands and earned
+    `jackpot`."""
     jackpot: int = 0
+    forfeit: int = 0
+    """Of a pass on a planted commitment: its bond + penalty held by Plants (PlantForfeitHeld)."""
+    forfeit_release: Literal["pool", "returned"] | None = None
+    """How the held forfeit was released after settlement (PlantForfeitReleased): into the plant pool, or returned to
+    the verifier because a jury disproved the plant; None while it is still held."""
+    forfeit_block: int | None = None
 
     @property
     def standing(self) -> bool:
@@ -129,6 +139,22 @@ class Attestation:
     @property
     def kind(self) -> str:
         return "fail" if self.is_fail else "pass"
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """A seat of an opened commitment its assigned verifier left unattested by attestEnd, reported
+    (Verification.reportAbstention): the verifier slashed up to the round's attestation bond, all to the run's reward
+    pool."""
+
+    round: int
+    solver: str
+    slot: int
+    verifier: str
+    reporter: str
+    taken: int
+    block: int
+    time: int | None
 
 
 @dataclass(frozen=True)
@@ -207,6 +233,7 @@ class Round:
     pool_released: int = 0
     plants_on: bool = False
     """The run plants (rate > 0) and the round is PLANT_DELAY_ROUNDS or later: its pay follows the plant rules."""
+    abstentions: tuple[Abstention, ...] = ()
 
     def commitment_of(self, solver: str) -> Commitment | None:
         return next((c for c in self.commitments if c.solver == solver), None)
@@ -237,20 +264,31 @@ class Round:
         were overturned), and neither does one whose plant went unrevealed (ProtocolClient.is_accepted)."""
         return self.is_tally_accepted(solver) and self.pay_of(solver) != PlantPay.UNPAID
 
-    def is_paid(self, solver: str) -> bool:
-        """Whether `claimSolverShares` pays the commitment: planted and attested at all (the planting solver is paid
-        as if accepted), normal and tally-accepted, never unpaid (ProtocolClient.is_paid)."""
-        pay = self.pay_of(solver)
-        if pay == PlantPay.UNPAID:
-            return False
-        if pay == PlantPay.PLANTED:
-            return self._is_planted_and_attested(solver)
-        return self.is_tally_accepted(solver)
-
-    def _is_planted_and_attested(self, solver: str) -> bool:
-        """Verification's `st.tokens > 0` for a planted commitment: it was attested (its status written) at all."""
+    def is_marked_unpaid(self, solver: str) -> bool:
+        """Verification's `unpaid` flag of an attested commitment: no plant anchor old enough while the round can be
+        planted (Plants.isPayBlocked, fixed at its first attestation), or Plants.onUnpaid since (the plant disproven
+        by a jury, or its missing reveal reported). Attestations end before any reveal or report, so an attested
+        commitment's status always exists when Plants marks it."""
         c = self.commitment_of(solver)
-        return c is not None and c.planted and c.tokens > 0 and bool(self.attestations_of(solver))
+        if c is None or not self.plants_on:  # only a plantable round is revealed, reported or disproven
+            return False
+        return not c.plant_eligible or c.disproven or c.unrevealed_reported
+
+    def is_counted_paid(self, solver: str) -> bool:
+        """Verification's `_isPaid` (`protocol.types.is_commitment_paid`): counted in the round's paidCommitments."""
+        c, attestations = self.commitment_of(solver), self.attestations_of(solver)
+        if c is None:
+            return False
+        passes = sum(1 for a in attestations if a.is_pass_counted)
+        faults = sum(1 for a in attestations if a.is_fault_counted)
+        attested = bool(attestations)
+        planted = self.plants_on and c.planted and attested  # Verification._markPlanted: a status to mark
+        return is_commitment_paid(passes, faults, attested, planted, self.is_marked_unpaid(solver))
+
+    def is_paid(self, solver: str) -> bool:
+        """Whether `claimSolverShares` pays the commitment: counted paid (planted and attested at all: the planting
+        solver is paid as if accepted; or tally-accepted) and not unpaid under Plants.payOf (ProtocolClient.is_paid)."""
+        return self.is_counted_paid(solver) and self.pay_of(solver) != PlantPay.UNPAID
 
     @property
     def accepted(self) -> tuple[str, ...]:
@@ -263,14 +301,15 @@ class Round:
         return self._sorted(c.solver for c in self.commitments if self.is_paid(c.solver))
 
     @property
-    def accepted_tokens(self) -> int:
-        """Verification's `totalTokens`, the denominator of every solver's shares: tokens of tally-accepted
-        commitments (an unpaid one too: it simply never mints) and of planted commitments that were attested."""
-        return sum(
-            c.tokens
-            for c in self.commitments
-            if self.is_tally_accepted(c.solver) or self._is_planted_and_attested(c.solver)
-        )
+    def paid_commitments(self) -> int:
+        """Verification's `paidCommitments`, the denominator of every solver's shares: the counted-paid commitments
+        (a missed reveal nobody reported included: it simply never mints)."""
+        return sum(1 for c in self.commitments if self.is_counted_paid(c.solver))
+
+    @property
+    def forfeits_held(self) -> int:
+        """Forfeits of passes on planted commitments Plants still holds (released after settlement, by anyone)."""
+        return sum(a.forfeit for a in self.attestations if a.forfeit and a.forfeit_release is None)
 
     @property
     def planted(self) -> tuple[Commitment, ...]:
@@ -279,7 +318,8 @@ class Round:
 
     @property
     def disproven_plants(self) -> tuple[Commitment, ...]:
-        """The planted commitments a jury found not to be the planted training (slashed, unpaid)."""
+        """The planted commitments a jury found not to be the planted training (slashed, unpaid; the forfeits of
+        their passes go back to the verifiers)."""
         return tuple(c for c in self.commitments if c.disproven)
 
     @property

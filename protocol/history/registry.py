@@ -4,8 +4,10 @@ Handlers for the run's creation, rounds, solver commitments, θ_(r+1) claims and
 (RunRegistry), and for verifier registration, seeds, attestations, their finalization or resolution
 and the solver and verifier share claims (Verification). Each is a plain function
 `handler(state, event, args)` over `protocol.history.state.FoldState`; `HANDLERS` maps event names to
-them for `protocol.history.fold`. Every commitment and attestation records the fault key a slash
-for it would carry, as the contracts compute it (a commitment also the key of an unrevealed plant's slash).
+them for `protocol.history.fold`. Every commitment records the fault keys a slash for it would carry, as the
+contracts compute them: its own (FAULT_SOLVER: a proven fault, unopened, an unrevealed or disproven plant) and
+each seat's (FAULT_ATTESTATION: a wrong attestation, a pass on a planted commitment, an abstention), known from the
+commit on because the contracts slash before they emit the event that says why.
 Pure: no I/O, no clock.
 """
 
@@ -21,13 +23,12 @@ from protocol.history.events import (
     EventLike,
     compute_attestation_fault_key,
     compute_solver_fault_key,
-    compute_unrevealed_fault_key,
     decode_run_terms,
     get_tx_hash,
     to_address,
     to_hash_hex,
 )
-from protocol.history.records import Attestation, Commitment, RevenueFlow, Seed, ShareClaim, ThetaClaim
+from protocol.history.records import Abstention, Attestation, Commitment, RevenueFlow, Seed, ShareClaim, ThetaClaim
 from protocol.history.state import FoldState, Handler, RoundBuilder, RunCreation
 
 # RunRegistry ----------------------------------------------------------------------------------
@@ -78,8 +79,10 @@ def on_committed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     )
     s.role(solver, "solver")
     s.fault_keys[compute_solver_fault_key(s.run_id, index, solver)] = ("solver fault", index, solver, None)
-    # Plants.reportUnrevealed slashes before it emits UnrevealedSlashed, so the key must be known from the commit on
-    s.fault_keys[compute_unrevealed_fault_key(s.run_id, index, solver)] = ("unrevealed plant", index, solver, None)
+    # reportAbstention slashes a seat's verifier before any attestation event names the seat
+    for slot in range(s.created.terms.verifiers_per_commitment if s.created is not None else 0):
+        key = compute_attestation_fault_key(s.run_id, index, solver, slot)
+        s.fault_keys.setdefault(key, ("wrong attestation", index, solver, slot))
 
 
 def _set_opening(s: FoldState, a: Mapping[str, Any], opening: str) -> None:
@@ -260,6 +263,21 @@ def on_solver_shares_claimed(s: FoldState, e: EventLike, a: Mapping[str, Any]) -
         )
 
 
+def on_abstention_reported(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Verification.reportAbstention: the seat's verifier did not attest the opened commitment by attestEnd; it was
+    slashed `taken` (FAULT_ATTESTATION of the seat, StakeSlashed earlier in the transaction), all to the reward pool
+    (PoolFunded follows)."""
+    if not s.ours(a):
+        return
+    index, solver, slot = int(a["round"]), to_address(a["solver"]), int(a["slot"])
+    verifier, reporter = to_address(a["verifier"]), to_address(a["reporter"])
+    s.round(index).abstentions.append(
+        Abstention(index, solver, slot, verifier, reporter, int(a["taken"]), e.block_number, s.time(e.block_number))
+    )
+    s.name_fault(compute_attestation_fault_key(s.run_id, index, solver, slot), ("abstention", index, solver, slot), e)
+    s.role(reporter, "reporter")
+
+
 HANDLERS: dict[str, Handler] = {
     # RunRegistry
     "RunCreated": on_run_created,
@@ -282,4 +300,5 @@ HANDLERS: dict[str, Handler] = {
     "AttestationResolved": on_attestation_resolved,
     "VerifierSharesClaimed": on_verifier_shares_claimed,
     "SolverSharesClaimed": on_solver_shares_claimed,
+    "AbstentionReported": on_abstention_reported,
 }

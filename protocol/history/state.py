@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from protocol.history.events import EventLike, HistoryError, share_token_contract
+from protocol.history.events import EventLike, HistoryError, get_tx_hash, share_token_contract
 from protocol.history.records import (
+    Abstention,
     Attestation,
     Commitment,
     Dispute,
@@ -65,6 +66,7 @@ class RoundBuilder:
     settled_time: int | None = None
     claimer: str | None = None
     pool_released: int = 0
+    abstentions: list[Abstention] = field(default_factory=list)
 
 
 @dataclass
@@ -127,6 +129,19 @@ class FoldState:
             raise HistoryError(f"run {self.run_id} round {index}: seat {solver}/{slot} changed before it attested")
         rnd.attestations[key] = replace(rnd.attestations[key], **changes)
         return rnd.attestations[key]
+
+    def name_fault(self, key: str, cause: FaultCause, e: EventLike) -> None:
+        """Say what a fault key's slash punished once the event naming it arrives: the contracts slash first, then
+        emit their own event in the same transaction (a key shared by several causes, FAULT_SOLVER's, is named by
+        the one that actually slashed). Later slashes under the key (none: StakeManager takes a key once) would carry
+        `cause` too."""
+        self.fault_keys[key] = cause
+        tx = get_tx_hash(e)
+        for i in range(len(self.slashes) - 1, -1, -1):
+            x = self.slashes[i]
+            if x.fault_key == key and (x.transaction_hash == tx if tx else x.block == e.block_number):
+                self.slashes[i] = replace(x, fault=cause[0])
+                return
 
 
 # A handler folds one event (with its decoded args) into the state.

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 from protocol.adapters.keys import get_devnet_account
 from tests.adapters.test_http_guard import assert_eventually_closed, send_streamed, status_of
-from tests.chain_fixtures import free_port, prepare_run, start_node, stop, wait_until
+from tests.chain_fixtures import DEVNET_NODE_FLAGS, free_port, prepare_run, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +96,7 @@ def services(deployment, corpus, tmp_path_factory) -> Iterator[dict]:
     ports["whistleblower"], ports["artifacts"] = free_port(), free_port()
     commands = {
         "whistleblower": ["whistleblower", "watch", "--run", str(setup.run_id), "--devnet-account",
-                          str(WHISTLEBLOWER), "--home", str(home), "--rpc-url", rpc],
+                          str(WHISTLEBLOWER), "--home", str(home), "--rpc-url", rpc, *DEVNET_NODE_FLAGS],
         "artifacts": ["artifacts", "serve", str(home / "creator" / "artifacts")],
     }  # fmt: skip
     for name, args in commands.items():

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -46,8 +46,10 @@ from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_no
 
 SOLVERS, VERIFIER = [1, 2], 5
 SCRIPTED_RULES = RunRules(
-    rounds=3, commit_window_s=600, attest_window_s=600, challenge_window_s=60, dispute_timeout_s=120
+    rounds=3, commit_window_s=600, attest_window_s=500, challenge_window_s=60, dispute_timeout_s=120
 )
+"""Chain seconds on a 1-second-block devnet: the attest window's first half (the draw window) ends within the seed
+block's 256-block horizon (createRun refuses more: docs/contracts.md, "Windows and block time")."""
 CAST = str(find_tool("cast"))
 COMMITTED = "Committed(uint256 indexed,uint64 indexed,address indexed,bytes32,bytes32,uint32,uint64)"
 SHARES_MINTED = "SharesMinted(uint256 indexed,uint64 indexed,address indexed,uint8,uint256,uint256)"
@@ -432,9 +434,7 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
         write_manifest(home / "manifest.json", manifest)
         protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
         config = build_run_config(preset="tiny", run_seed="0x" + "b8" * 32, dataset_root=hash_to_hex(corpus[0].root))
-        rules = RunRules(
-            rounds=1, commit_window_s=600, attest_window_s=600, challenge_window_s=60, dispute_timeout_s=120
-        )
+        rules = replace(SCRIPTED_RULES, rounds=1)
         run = start_scripted_run(protocol, manifest, home, config, corpus, [1, 2], [5], rules)
         try:
             run.play()

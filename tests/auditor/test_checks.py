@@ -151,7 +151,7 @@ def test_integrity_public_state_and_balance():
         finished=True,
         theta_of={r: (h.rounds[r].theta_hash if r < 2 else h.rounds[1].next_theta_hash) for r in range(3)},
         statuses={(1, SOLVER_A): {"roundPlusOne": 2, "passes": 1, "faults": 0}},
-        tallies={0: (2, 1536), 1: (2, 1536)},
+        tallies={0: (2, 2), 1: (2, 2)},
         juror_votes={0: 0, 1: 0},
         minted_in_round={0: 950 * ETH, 1: 950 * ETH},
         stakes={(SOLVER_A, "solver"): (10 * ETH, 0)},
@@ -160,12 +160,10 @@ def test_integrity_public_state_and_balance():
     )
     result = checks.check_public_state(h, good)
     assert result.passed, result.detail
-    drifted = PublicState(**{**good.__dict__, "total_supply": 1, "tallies": {0: (3, 1536), 1: (2, 1536)}})
+    drifted = PublicState(**{**good.__dict__, "total_supply": 1, "tallies": {0: (3, 2), 1: (2, 2)}})
     result = checks.check_public_state(h, drifted)
     assert not result.passed and "share token total supply: events say" in result.detail
-    assert "round 0 standing checks / accepted tokens: events say (2, 1536), public state says (3, 1536)" in (
-        result.detail
-    )
+    assert "round 0 standing checks / paid commitments: events say (2, 2), public state says (3, 2)" in (result.detail)
     assert checks.check_balance({"A": 5, "B": 7}, 12, {}).passed
     off = checks.check_balance({"A": 5, "B": 7}, 11, {})
     assert not off.passed and "difference 1" in off.detail

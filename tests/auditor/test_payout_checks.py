@@ -54,6 +54,35 @@ def test_shares_fail_on_a_wrong_amount():
     assert "minted 401000000000000000000, verified work implies 400000000000000000000" in result.detail
 
 
+def test_solver_shares_are_equal_per_paid_commitment_whatever_tokens_were_declared():
+    """Issue 36, finding 1: a solver declaring 1000x the tokens used to take 1000x the round's solver shares; now each
+    paid commitment mints bucket // paidCommitments, and a tokens-weighted mint fails the check."""
+
+    def run(a_shares: int) -> RunEvents:
+        ev = RunEvents()
+        ev.create()
+        ev.commit(0, SOLVER_A, tokens=768 * 1000)
+        ev.commit(0, SOLVER_B)
+        ev.seed(0)
+        for solver in (SOLVER_A, SOLVER_B):
+            ev.attest(0, solver)
+            ev.finalize(0, solver)
+        ev.claim_theta(0)
+        ev.settle(0)
+        ev.claim_solver(0, SOLVER_A, a_shares)
+        ev.claim_solver(0, SOLVER_B, 400 * ETH)
+        return ev
+
+    result, contributions = payout_checks.check_shares(_fold(run(400 * ETH)))
+    assert result.passed, result.detail
+    assert {c.holder: c.expected for c in contributions if c.kind == "solver"} == {
+        SOLVER_A: 400 * ETH,
+        SOLVER_B: 400 * ETH,
+    }
+    result, _ = payout_checks.check_shares(_fold(run(800 * ETH * 1000 // 1001)))  # the old tokens-weighted share
+    assert not result.passed and "verified work implies 400000000000000000000" in result.detail
+
+
 def test_shares_fail_on_double_mint_unsettled_round_and_unexplained_mint():
     ev = honest_two_rounds()
     ev.claim_solver(1, SOLVER_A, 400 * ETH)  # the same commitment paid twice
@@ -179,8 +208,8 @@ def test_planted_round_pays_the_planting_solver_and_passes_both_checks():
     shares, contributions = payout_checks.check_shares(history)
     assert shares.passed, shares.detail
     solver_pay = {(c.round, c.holder): c.expected for c in contributions if c.kind == "solver"}
-    # round 2: A (planted) and B (revealed, not planted) are paid over four commitments' tokens; C and D never are
-    assert solver_pay == {(1, SOLVER_D): 800 * ETH, (2, SOLVER_A): 200 * ETH, (2, SOLVER_B): 200 * ETH}
+    # round 2: A (planted) and B (revealed, not planted) are the round's two paid commitments; C and D never are
+    assert solver_pay == {(1, SOLVER_D): 800 * ETH, (2, SOLVER_A): 400 * ETH, (2, SOLVER_B): 400 * ETH}
     verifier_seats = {(c.holder, c.key) for c in contributions if c.kind == "verifier" and c.round == 2}
     assert (VERIFIER_2, f"attestation {SOLVER_A} slot 1") in verifier_seats  # the planted fail stands
     assert (VERIFIER, f"attestation {SOLVER_A} slot 0") not in verifier_seats  # the lazy pass does not
@@ -247,8 +276,8 @@ def test_a_disproven_plant_is_slashed_the_solver_stake_unpaid_and_passes_both_ch
     shares, contributions = payout_checks.check_shares(history)
     assert shares.passed, shares.detail
     solver_pay = {(c.round, c.holder): c.expected for c in contributions if c.kind == "solver" and c.round == 2}
-    # A is no longer paid; B's part is still over four commitments' tokens (Verification's totals are untouched)
-    assert solver_pay == {(2, SOLVER_B): 200 * ETH}
+    # A left the round's paid commitments (Verification.onUnpaid): B, the only one left, gets the whole bucket
+    assert solver_pay == {(2, SOLVER_B): 800 * ETH}
     jurors = [c for c in contributions if c.kind == "juror"]
     assert [(c.round, c.holder, c.expected, c.claimed) for c in jurors] == [(2, JUROR, 50 * ETH, True)]
     due, pending = payout_checks.expected_slashes(history)
@@ -296,3 +325,58 @@ def test_a_plant_found_true_slashes_nobody_and_a_slash_of_its_solver_is_unexplai
     ev.slash(SOLVER_A, 1, compute_solver_fault_key(1, 2, SOLVER_A))  # as if the lost dispute slashed the solver
     result, _ = payout_checks.check_slashes(_fold(ev))
     assert not result.passed and f"{SOLVER_A} slashed 10000000000000000000 for solver fault in round 2" in result.detail
+
+
+# -- abstentions -----------------------------------------------------------------------------------
+
+
+def _abstention_run() -> RunEvents:
+    """Round 0 with two seats: VERIFIER passes SOLVER_A's opened commitment, VERIFIER_2 abstains and is reported."""
+    ev = RunEvents(verifiersPerCommitment=2)
+    for verifier in (VERIFIER, VERIFIER_2):
+        ev.deposit(verifier, 2)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.open(0, SOLVER_A)
+    ev.attest(0, SOLVER_A, VERIFIER, 0)
+    ev.report_abstention(0, SOLVER_A, VERIFIER_2, 1)
+    return ev
+
+
+def test_an_abstention_is_slashed_the_attestation_bond():
+    history = _fold(_abstention_run())
+    due, _ = payout_checks.expected_slashes(history)
+    key = compute_attestation_fault_key(1, 0, SOLVER_A, 1)
+    assert due[key].requested == ETH and "did not attest the opened commitment" in due[key].why
+    result, _ = payout_checks.check_slashes(history)
+    assert result.passed and result.evidence["slashed_wei"] == ETH, result.detail
+
+
+def test_an_abstention_without_its_slash_or_with_another_amount_fails_the_audit():
+    ev = _abstention_run()
+    ev.events = [e for e in ev.events if e.name != "StakeSlashed"]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "did not attest the opened commitment, but no slash" in result.detail
+    ev = _abstention_run()
+    ev.events = [with_args(e, requested=10 * ETH) if e.name == "StakeSlashed" else e for e in ev.events]
+    result, _ = payout_checks.check_slashes(_fold(ev))
+    assert not result.passed and "the rules ask 1000000000000000000" in result.detail
+
+
+def test_an_unrevealed_plant_already_slashed_for_a_fault_is_not_slashed_twice():
+    """Issue 36, finding 6: reportUnrevealed slashes under the commitment's FAULT_SOLVER key, so a commitment whose
+    fail was finalized first is not slashed again (StakeManager takes a key once: no second StakeSlashed)."""
+    ev = planted_run()
+    key = compute_solver_fault_key(1, 2, SOLVER_C)
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == SOLVER_C)]
+    settle = next(i for i, e in enumerate(ev.events) if e.name == "UnrevealedSlashed")
+    earlier = RunEvents()
+    earlier.block = ev.events[settle].block_number
+    earlier.stakes[(SOLVER_C, 1)] = 10 * ETH
+    earlier.slash(SOLVER_C, 1, key)  # as if a fault of the commitment were proven first
+    ev.events = sorted([*ev.events, *earlier.events], key=lambda e: (e.block_number, e.log_index))
+    history = _fold(ev)
+    (slash,) = [x for x in history.slashes if x.account == SOLVER_C]
+    assert slash.fault_key == key and slash.requested == 10 * ETH
+    assert payout_checks.check_slashes(history)[0].passed

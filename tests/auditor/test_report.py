@@ -115,7 +115,11 @@ def test_plants_are_shown_per_round_and_commitment():
         "jackpots_wei": ETH,
         "disputed": [],
         "disproven": [],
+        "forfeits_held_wei": 0,
     }
+    assert planted["paid_commitments"] == 2 and plants["forfeits_held_wei"] == 0
+    lazy = planted["attestations"][0]
+    assert (lazy["forfeit_wei"], lazy["forfeit_release"]) == (4 * ETH, "pool")
     by_solver = {c["solver"]: c for c in planted["commitments"]}
     assert (by_solver[SOLVER_A]["pay"], by_solver[SOLVER_A]["paid"], by_solver[SOLVER_A]["accepted"]) == (
         "planted",
@@ -148,6 +152,8 @@ def test_plant_disputes_and_disproven_plants_are_shown():
         True,
     )
     assert dispute["total_wei"] == 10 * ETH and dispute["status"] == "executed"
+    # the pass was right after all: its held forfeit went back to its verifier
+    assert planted["attestations"][0]["forfeit_release"] == "returned" and planted["paid_commitments"] == 1
     by_solver = {c["solver"]: c for c in planted["commitments"]}
     assert (by_solver[SOLVER_A]["pay"], by_solver[SOLVER_A]["paid"], by_solver[SOLVER_A]["plant"]) == (
         "unpaid",
@@ -191,3 +197,21 @@ def test_labels_file(tmp_path):
     (tmp_path / "labels.json").write_text("[1, 2]")
     with pytest.raises(GradledgerError, match="not a valid labels file"):
         read_labels(tmp_path)
+
+
+def test_abstentions_are_listed_per_round_and_held_forfeits_are_pending():
+    ev = planted_run()
+    ev.events = [e for e in ev.events if e.name != "PlantForfeitReleased"]
+    ev.report_abstention(2, SOLVER_B, VERIFIER_2, 1, reporter=SOLVER_B)
+    report = _report(ev)
+    data = build_json(report)
+    (x,) = data["rounds"][2]["abstentions"]
+    assert (x["solver"], x["slot"], x["verifier"], x["reporter"], x["taken_wei"]) == (
+        SOLVER_B,
+        1,
+        VERIFIER_2,
+        SOLVER_B,
+        ETH,
+    )
+    assert data["run"]["plants"]["forfeits_held_wei"] == 4 * ETH
+    assert "forfeits held 4.000000 ETH" in render_html(report)

@@ -39,7 +39,7 @@ from protocol.config import build_run_config
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.hashing import hash_to_hex
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
-from tests.chain_fixtures import _healthy, free_port, stop, wait_until
+from tests.chain_fixtures import DEVNET_NODE_FLAGS, _healthy, free_port, stop, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -79,6 +79,7 @@ def events_named(lines: list[dict], event: str) -> list[dict]:
 
 def start(home: Path, role: str, key: bytes, port: int, run_id: int, url: str) -> subprocess.Popen:
     common = ["--run", str(run_id), "--home", str(home), "--rpc-url", url, "--port", str(port), *NODE_CHAIN_FLAGS]
+    common += DEVNET_NODE_FLAGS
     args = ["solver", "run", *common, "--coordinator", "--no-progress"] if role == "solver" else ["verifier", "serve"]
     if role == "verifier":
         args += common
@@ -99,7 +100,7 @@ def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, co
 
         deployed = subprocess.run(
             [sys.executable, "-m", "gradledger", "deploy", "--home", str(home), "--rpc-url", url, "--keystore",
-             str(keystore), *NODE_CHAIN_FLAGS, "--json"],
+             str(keystore), *NODE_CHAIN_FLAGS, "--allow-private-peers", "--json"],  # every node is on this machine
             env={**os.environ, "GRADLEDGER_KEYSTORE_PASSWORD": "operator password"}, capture_output=True, text=True,
             timeout=600,
         )  # fmt: skip

@@ -73,7 +73,7 @@ def test_an_abstaining_verifier_withdraws_every_credit(tmp_path, corpus):
         address = get_devnet_account(VERIFIER).address
         worker = AbstainingVerifierWorker(
             run_id, setup.home, get_devnet_account(VERIFIER), chain.rpc_url, load_manifest(deployment.manifest_path),
-            tuple((setup.home / "peers.txt").read_text().split()), VerifierMetrics(),
+            tuple((setup.home / "peers.txt").read_text().split()), VerifierMetrics(), allow_private_peers=True,
         )  # fmt: skip
         start_block, start_balance = chain.block_number(), chain.get_balance(address)
         handle, thread = start_verifier_service(worker, "127.0.0.1", setup.ports[VERIFIER])

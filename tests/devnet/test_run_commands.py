@@ -1,5 +1,6 @@
-"""`gradledger run create` refuses an untrainable corpus before any transaction; `gradledger run reclaim` sends a
-run's unowned revenue back to its creator, and says why and from when when it cannot (real anvil)."""
+"""`gradledger run create` refuses an untrainable corpus and windows that do not fit the chain's block time before
+any transaction; `gradledger run reclaim` sends a run's unowned revenue back to its creator, and says why and from
+when when it cannot (real anvil)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,19 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devnet.runs import ETH, RunRules, create_run
+from devnet.runs import ETH, PRODUCTION_RULES, RunRules, build_run_terms, create_run
 from devnet.toolchain import get_contracts_dir
 from node.opening import draw_round_seed
 from protocol.adapters.artifacts import LocalArtifactStore
+from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.manifest import ManifestError
 from protocol.config import build_run_config
 from protocol.constants import UNOWNED_REVENUE_GRACE
 from protocol.data import SHARD_BYTES
 from protocol.hashing import hash_to_hex
+from protocol.windows import COMMIT_TOO_SHORT, DRAW_BEFORE_SEED, DRAW_BEYOND_HORIZON, WindowsUnfitForChainError
 from tests.chain_fixtures import Deployment, driven_deployment
 
 pytestmark = pytest.mark.e2e
@@ -58,18 +62,19 @@ def test_run_create_refuses_a_twelve_byte_corpus_before_any_transaction(deployme
 
 
 def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transaction(deployment, tmp_path):
-    """Windows of 1 s: every round would be missed, the pool released to nobody. The refusal names the window
+    """Windows of 2 s and 4 s (the shortest a 1-second chain holds: protocol/windows.py): every round would be
+    missed, the pool released to nobody. The refusal names the window
     each needs (measured here) and the flag; --force creates the run anyway and reports what it needed."""
     protocol = deployment.protocol
     creator = get_devnet_account(0).address
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
     home = _home(deployment, tmp_path / "home")
-    too_short = ("run", "create", "--preset", "tiny", "--commit-window", "1", "--attest-window", "1", "--json")
+    too_short = ("run", "create", "--preset", "tiny", "--commit-window", "2", "--attest-window", "4", "--json")
     result = _cli(*too_short, *home)
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "Traceback" not in result.stderr, result
-    assert "the commit window of 1 s is shorter than the" in message and "pass --commit-window" in message, message
-    assert "the attest window of 1 s is shorter than the" in message and "pass --attest-window" in message, message
+    assert "the commit window of 2 s is shorter than the" in message and "pass --commit-window" in message, message
+    assert "the attest window of 4 s is shorter than the" in message and "pass --attest-window" in message, message
     assert "--force" in message
     assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
     assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
@@ -78,7 +83,56 @@ def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transacti
     assert forced.returncode == 0, forced
     out = json.loads(forced.stdout.strip().splitlines()[-1])
     assert out["run_id"] == runs + 1
-    assert out["windows_needed_s"]["commit"] > 1 and out["windows_needed_s"]["attest"] > 1, out
+    assert out["windows_needed_s"]["commit"] > 2 and out["windows_needed_s"]["attest"] > 4, out
+
+
+def test_run_create_refuses_windows_the_chain_block_time_cannot_hold_before_any_transaction(deployment, tmp_path):
+    """The production preset's windows (1 h commit, 30 min attest) on this 1-second-block devnet: the seed block's
+    hash leaves the EVM's 256-block reach long before the draw window ends, so createRun would refuse them; the CLI
+    refuses first with the contract's reason and the bound to ask for, before measuring or sending anything."""
+    protocol = deployment.protocol
+    creator = get_devnet_account(0).address
+    runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
+    home = _home(deployment, tmp_path / "home")
+    result = _cli("run", "create", "--preset", "tiny", "--commit-window", "3600", "--attest-window", "1800", *home)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result
+    assert f'InvalidConfig("{DRAW_BEYOND_HORIZON}")' in message, message
+    assert "1-second blocks" in message and "pass --attest-window 513 or less" in message, message
+    assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
+    assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
+    assert not (tmp_path / "home" / "creator" / "artifacts").exists(), "nothing was published"
+
+
+def test_create_run_refuses_windows_unfit_for_the_deployment_before_publishing(deployment, corpus, tmp_path):
+    """devnet.runs.create_run (the demos', the tests' and `run create`'s path) reads the block time from
+    RunRegistry and refuses the same windows with createRun's reason; what createRun itself says agrees."""
+    protocol, (manifest, shards) = deployment.protocol, corpus
+    assert protocol.block_seconds() == 1 == protocol.chain.manifest.block_seconds
+    config = build_run_config(preset="tiny", run_seed="0x" + "7d" * 32, dataset_root=hash_to_hex(manifest.root))
+    runs = protocol.chain.call("RunRegistry", "runCount")
+    store = LocalArtifactStore(tmp_path / "creator")
+    for rules, reason in [
+        (PRODUCTION_RULES, DRAW_BEYOND_HORIZON),
+        (RunRules(commit_window_s=1, attest_window_s=100), COMMIT_TOO_SHORT),
+        (RunRules(commit_window_s=20, attest_window_s=3), DRAW_BEFORE_SEED),
+    ]:
+        with pytest.raises(WindowsUnfitForChainError) as refused:
+            create_run(protocol, get_devnet_account(0), store, config, manifest, shards, rules, ETH)
+        assert refused.value.reason == reason
+        terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, rules)
+        with pytest.raises(ContractRevertError) as reverted:  # the contract, asked directly: refused at estimation
+            protocol.create_run(get_devnet_account(0), terms, ETH)
+        assert (reverted.value.error, reverted.value.args_) == ("InvalidConfig", {"reason": reason})
+    # a manifest claiming another block time than the chain's is not this deployment's
+    claimed = protocol.chain.manifest.model_copy(update={"block_seconds": 12})
+    with pytest.raises(ManifestError, match=r"says 12-second blocks but RunRegistry .* blockSeconds = 1"):
+        create_run(
+            ProtocolClient(ChainClient(protocol.chain.rpc_url, claimed)), get_devnet_account(0), store, config,
+            manifest, shards, RunRules(commit_window_s=300, attest_window_s=300), ETH,
+        )  # fmt: skip
+    assert protocol.chain.call("RunRegistry", "runCount") == runs
+    assert not (tmp_path / "creator").exists() or not any((tmp_path / "creator").rglob("*")), "nothing published"
 
 
 def test_run_create_publishes_to_an_s3_store_and_artifacts_serve_serves_it(deployment, s3_bucket, s3_server, tmp_path):

@@ -28,7 +28,7 @@ from protocol.hashing import keccak256
 from protocol.jury import derive_juror_key
 from protocol.ledger import compute_ledger
 from protocol.types import ROLE_VERIFIER
-from tests.chain_fixtures import Deployment, RunSetup, driven_deployment, free_port, wait_until
+from tests.chain_fixtures import DEVNET_NODE_FLAGS, Deployment, RunSetup, driven_deployment, free_port, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +58,7 @@ def start(
         setup.ports[account] = free_port()
     args = [*command, "--run", str(setup.run_id), "--devnet-account", str(account)]
     args += ["--port", str(setup.ports[account]), "--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
+    args += DEVNET_NODE_FLAGS
     log = open(setup.home / f"{label}.log", "ab")  # noqa: SIM115 (the process owns it)
     command_line = [sys.executable, "-m", "gradledger", *args, *extra]
     process = subprocess.Popen(command_line, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -45,5 +45,10 @@ def test_lazy_pass_on_a_planted_fault_loses_its_bond_without_a_whistleblower(fre
     # nobody disputed the plant (a true one): it stands, paid as planted, its solver not slashed
     assert rnd.plant_disputes == () and rnd.disproven_plants == () and rnd.pay_of(solver) == PlantPay.PLANTED
     assert len(rnd.lazy_plant_passes) == 1 and rnd.jackpots == PLANT_RULES.plant_jackpot_wei
+    # its bond and penalty were held by Plants until settlement, then released into the pool (the plant stood)
+    (lazy,) = rnd.lazy_plant_passes
+    forfeit = PLANT_RULES.attestation_bond_wei + PLANT_RULES.plant_penalty_wei
+    assert (lazy.forfeit, lazy.forfeit_release) == (forfeit, "pool") and rnd.forfeits_held == 0
+    assert rnd.paid_commitments == 1
     assert [(x.fault, x.requested) for x in history.slashes] == [("wrong attestation", PLANT_RULES.plant_penalty_wei)]
     assert history.plants.pool == outcome.pool_after_wei

@@ -29,8 +29,11 @@ def test_dsts_equal_py_ecc():
     assert constants.BLS_POP_DST == G2ProofOfPossession.POP_TAG
 
 
-def test_quorum_is_two_thirds_rounded_up():
-    assert [constants.get_quorum(j) for j in (1, 3, 5, 21)] == [1, 2, 4, 14]
+def test_quorum_is_two_thirds_rounded_up_and_a_majority_at_the_last_appeal():
+    assert [constants.get_quorum(j, 0) for j in (1, 3, 5, 21)] == [1, 2, 4, 14]
+    assert [constants.get_quorum(j, constants.MAX_APPEALS - 1) for j in (3, 15)] == [2, 10]
+    # issue 36, finding 5: a minority of the last jury can no longer block every verdict
+    assert [constants.get_quorum(j, constants.MAX_APPEALS) for j in (1, 3, 5, 15, 21)] == [1, 2, 3, 8, 11]
 
 
 def test_payout_shares_leave_a_pool_remainder():

@@ -11,7 +11,6 @@ from protocol.history.events import (
     HistoryError,
     compute_attestation_fault_key,
     compute_solver_fault_key,
-    compute_unrevealed_fault_key,
     find_missing_event_fields,
     share_token_contract,
 )
@@ -56,7 +55,7 @@ def test_honest_run_rounds_thetas_and_acceptance():
     for rnd in h.rounds:
         assert [c.solver for c in rnd.commitments] == [SOLVER_A, SOLVER_B]
         assert rnd.accepted == tuple(sorted((SOLVER_A, SOLVER_B), key=lambda a: bytes.fromhex(a[2:])))
-        assert rnd.accepted_tokens == 2 * TOKENS and rnd.standing_checks == 2
+        assert rnd.paid_commitments == 2 and rnd.standing_checks == 2
         assert {a.state for a in rnd.attestations} == {"finalized"}
         assert all(a.bond_returned == ETH for a in rnd.attestations)
         assert rnd.claims[0].status == "settled" and rnd.claimer == SOLVER_A
@@ -124,7 +123,7 @@ def test_finalized_fail_slashes_the_solver_and_blocks_acceptance():
     ev.finalize(0, SOLVER_B, fail=True)
     h = fold_run_history(ev.events, 1, ev.timestamps)
     rnd = h.rounds[0]
-    assert rnd.accepted == (SOLVER_A,) and rnd.accepted_tokens == TOKENS
+    assert rnd.accepted == (SOLVER_A,) and rnd.paid_commitments == 1
     fail = rnd.attestations_of(SOLVER_B)[0]
     assert fail.is_fail and fail.state == "finalized" and (fail.sample_index, fail.segment_index) == (1, 2)
     assert len(h.slashes) == 1
@@ -320,7 +319,7 @@ def _sorted(*solvers: str) -> tuple[str, ...]:
     return tuple(sorted(solvers, key=lambda a: bytes.fromhex(a[2:])))
 
 
-def test_planted_round_folds_to_the_plant_rules_accepted_paid_and_tokens():
+def test_planted_round_folds_to_the_plant_rules_accepted_and_paid():
     ev = planted_run()
     h = fold_run_history(ev.events, 1, ev.timestamps)
     assert h.plants.terms == PlantTerms(2000, ETH, 3 * ETH)
@@ -330,8 +329,8 @@ def test_planted_round_folds_to_the_plant_rules_accepted_paid_and_tokens():
         (SOLVER_C, 0),
         (SOLVER_D, 1),
     ]
-    # 10 ETH + the lazy pass's bond and penalty - the jackpot + the unrevealed solver's stake
-    assert h.plants.pool == 10 * ETH + ETH + 3 * ETH - ETH + 10 * ETH
+    # 10 ETH - the jackpot + the unrevealed solver's stake + the lazy pass's bond and penalty (released once settled)
+    assert h.plants.pool == 10 * ETH - ETH + 10 * ETH + ETH + 3 * ETH
     # round 1 cannot be planted: a solver without an anchor is paid as usual
     early = h.rounds[1]
     assert not early.plants_on and early.pay_of(SOLVER_D) == PlantPay.NORMAL
@@ -354,8 +353,10 @@ def test_planted_round_folds_to_the_plant_rules_accepted_paid_and_tokens():
     assert rnd.is_tally_accepted(SOLVER_C) and rnd.is_tally_accepted(SOLVER_D) and not rnd.is_tally_accepted(SOLVER_A)
     # the planting solver is paid as accepted; C and D never are
     assert rnd.paid == _sorted(SOLVER_A, SOLVER_B)
-    # Verification's totalTokens: A (planted, attested) and B, C, D (tally-accepted, unpaid ones included)
-    assert rnd.accepted_tokens == 4 * TOKENS
+    # Verification's paidCommitments: A (planted, attested) and B; C left it when its missing reveal was reported, D
+    # (no anchor old enough) never entered it
+    assert rnd.paid_commitments == 2
+    assert [rnd.is_marked_unpaid(x) for x in (SOLVER_A, SOLVER_B, SOLVER_C, SOLVER_D)] == [False, False, True, True]
     # totalChecks: A's fail stands, its lazy pass does not; B, C, D's passes
     assert rnd.standing_checks == 4
 
@@ -367,6 +368,8 @@ def test_planted_pass_is_overturned_with_no_dispute_and_the_fail_earns_the_jackp
     lazy, honest = rnd.attestations_of(SOLVER_A)
     assert (lazy.verifier, lazy.kind, lazy.state, lazy.planted) == (VERIFIER, "pass", "overturned", True)
     assert lazy.bond_forfeited == ETH and lazy.bond_returned == 0 and lazy.jackpot == 0
+    # its bond and the 3 ETH penalty were held by Plants until the round settled, then released into the pool
+    assert (lazy.forfeit, lazy.forfeit_release) == (4 * ETH, "pool") and rnd.forfeits_held == 0
     assert not lazy.is_pass_counted and not lazy.is_fault_counted  # Verification leaves `faults` as it was
     assert (honest.verifier, honest.kind, honest.state, honest.planted) == (VERIFIER_2, "fail", "finalized", True)
     assert honest.jackpot == ETH and honest.bond_returned == ETH and honest.is_fault_counted
@@ -376,7 +379,8 @@ def test_planted_pass_is_overturned_with_no_dispute_and_the_fail_earns_the_jackp
     assert slashes == {(VERIFIER, "wrong attestation", 3 * ETH, 2), (SOLVER_C, "unrevealed plant", 10 * ETH, 2)}
     keys = {x.account: x.fault_key for x in h.slashes}
     assert keys[VERIFIER] == compute_attestation_fault_key(1, 2, SOLVER_A, 0)
-    assert keys[SOLVER_C] == compute_unrevealed_fault_key(1, 2, SOLVER_C)
+    # an unrevealed plant is slashed under the commitment's own key: once, whatever else proves its fault
+    assert keys[SOLVER_C] == compute_solver_fault_key(1, 2, SOLVER_C)
     assert "reporter" in {p.address: p.roles for p in h.participants}[CHALLENGER]
 
 
@@ -435,10 +439,14 @@ def test_a_plant_disproven_by_a_jury_is_unpaid_not_accepted_and_its_solver_slash
     assert rnd.pay_of(SOLVER_A) == PlantPay.UNPAID
     assert not rnd.is_paid(SOLVER_A) and not rnd.is_accepted(SOLVER_A)
     assert rnd.paid == (SOLVER_B,) and rnd.accepted == (SOLVER_B,)
-    # Verification's totals are untouched by onFalsePlant: A's tokens stay in the pay denominator, its seats as the
-    # reveal left them (the lazy pass overturned, the fail standing with its jackpot)
-    assert rnd.accepted_tokens == 4 * TOKENS and rnd.standing_checks == 4
+    # Verification.onUnpaid takes A out of the pay denominator (B alone is paid, the whole bucket); its seats stay as
+    # the reveal left them (the lazy pass overturned, the fail standing with its jackpot)
+    assert rnd.paid_commitments == 1 and rnd.standing_checks == 4
     assert [x.state for x in rnd.attestations_of(SOLVER_A)] == ["overturned", "finalized"] and rnd.jackpots == ETH
+    # the pass was right after all: its held forfeit (bond + penalty) went back to VERIFIER, not into the pool
+    lazy = rnd.attestations_of(SOLVER_A)[0]
+    assert (lazy.forfeit, lazy.forfeit_release) == (4 * ETH, "returned")
+    assert h.plants.pool == 10 * ETH - ETH + 10 * ETH
     # the solver slashed its solverMinStake under FAULT_SOLVER (the same key as any proven fault of the commitment)
     (slash,) = [x for x in h.slashes if x.account == SOLVER_A]
     assert (slash.fault, slash.round, slash.requested, slash.amount) == ("solver fault", 2, 10 * ETH, 10 * ETH)
@@ -483,3 +491,105 @@ def test_a_plant_challenge_bond_enters_the_ledger():
     plain, disputed = planted_run(), planted_run(dispute="unresolved")
     bonds = [compute_ledger(ev.events).by_kind.get("challenge bonds", 0) for ev in (plain, disputed)]
     assert bonds == [0, 2 * ETH]
+
+
+# -- issue 36: pay per commitment, abstentions, held forfeits, per-segment plant disputes ----------------------------
+
+
+def test_solver_pay_ignores_declared_tokens():
+    """Every paid commitment earns bucket // paidCommitments: a solver declaring more tokens gets no larger share."""
+    ev = RunEvents()
+    ev.create()
+    ev.commit(0, SOLVER_A, tokens=TOKENS * 1000)
+    ev.commit(0, SOLVER_B)
+    ev.seed(0)
+    ev.attest(0, SOLVER_A)
+    ev.attest(0, SOLVER_B)
+    rnd = fold_run_history(ev.events, 1, ev.timestamps).rounds[0]
+    assert rnd.paid == _sorted(SOLVER_A, SOLVER_B) and rnd.paid_commitments == 2
+
+
+def test_a_missed_reveal_nobody_reported_stays_counted_but_is_never_paid():
+    ev = planted_run()
+    ev.events = [e for e in ev.events if e.name not in ("UnrevealedSlashed", "CommitmentUnpaid")]
+    ev.events = [e for e in ev.events if not (e.name == "StakeSlashed" and e.args["account"] == SOLVER_C)]
+    rnd = fold_run_history(ev.events, 1, ev.timestamps).rounds[2]
+    assert rnd.pay_of(SOLVER_C) == PlantPay.UNPAID and not rnd.is_paid(SOLVER_C)
+    assert rnd.is_counted_paid(SOLVER_C) and rnd.paid_commitments == 3  # A, B and C: C's share is never minted
+
+
+def test_an_abstention_slashes_the_seat_verifier_the_bond_into_the_reward_pool():
+    ev = RunEvents(verifiersPerCommitment=2)
+    ev.deposit(SOLVER_A, 1)
+    ev.deposit(VERIFIER, 2)
+    ev.deposit(VERIFIER_2, 2)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.open(0, SOLVER_A)
+    ev.attest(0, SOLVER_A, VERIFIER, 0)
+    before = compute_ledger(ev.events).implied_balance
+    ev.report_abstention(0, SOLVER_A, VERIFIER_2, 1, reporter=SOLVER_A)
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[0]
+    (x,) = rnd.abstentions
+    assert (x.solver, x.slot, x.verifier, x.reporter, x.taken) == (SOLVER_A, 1, VERIFIER_2, SOLVER_A, ETH)
+    # an abstention is no attestation: it does not count, pay or block
+    assert len(rnd.attestations) == 1 and rnd.standing_checks == 1 and rnd.paid == (SOLVER_A,)
+    (slash,) = h.slashes
+    assert (slash.account, slash.fault, slash.requested, slash.amount, slash.slot) == (
+        VERIFIER_2,
+        "abstention",
+        ETH,
+        ETH,
+        1,
+    )
+    assert slash.fault_key == compute_attestation_fault_key(1, 0, SOLVER_A, 1)
+    assert h.revenue_total("pool funded") == ETH
+    assert "reporter" in {p.address: p.roles for p in h.participants}[SOLVER_A]
+    # stake moved into the reward pool: ETH stays inside the protocol
+    assert compute_ledger(ev.events).implied_balance == before
+
+
+def test_a_forfeit_is_held_until_released_and_counts_in_no_pool_meanwhile():
+    ev = planted_run()
+    ev.events = [e for e in ev.events if e.name != "PlantForfeitReleased"]
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    lazy = rnd.attestations_of(SOLVER_A)[0]
+    assert (lazy.forfeit, lazy.forfeit_release) == (4 * ETH, None) and rnd.forfeits_held == 4 * ETH
+    assert h.plants.pool == 10 * ETH - ETH + 10 * ETH  # not in the pool until released
+    # bond and penalty were already inside the protocol (an attestation bond, a stake): the ledger is unchanged
+    assert compute_ledger(ev.events).implied_balance == compute_ledger(planted_run().events).implied_balance
+
+
+def test_plant_disputes_are_per_segment_and_the_second_can_disprove_the_plant():
+    """The planter disputes its own plant over a segment it did train as planted and loses; that no longer uses up
+    the check: a whistleblower's dispute of another segment disproves the plant."""
+    ev = planted_run(claimed=(SOLVER_B,), dispute="false plant", own_dispute=True)
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    rnd = h.rounds[2]
+    own, other = rnd.plant_disputes
+    assert own.dispute_id != other.dispute_id
+    assert [(d.segment_index, d.challenger, d.winner) for d in (own, other)] == [
+        (0, SOLVER_A, SOLVER_A),
+        (2, CHALLENGER, CHALLENGER),
+    ]
+    assert rnd.commitment_of(SOLVER_A).disproven and rnd.pay_of(SOLVER_A) == PlantPay.UNPAID
+    assert rnd.paid_commitments == 1 and rnd.paid == (SOLVER_B,)
+
+
+def test_plant_terms_after_fund_pool_count_only_what_set_terms_brought():
+    """Issue 36, finding 9 (the attack): fundPool before setTerms. PlantTermsSet reported the pool (fundPool's ETH
+    included), which the ledger added on top of PlantPoolFunded: the fund counted twice, the audit's balance check
+    off by its amount. The ledger now adds PlantTermsSet.funded (msg.value)."""
+    ev = RunEvents()
+    ev.create()
+    ev.fund_plant_pool(5 * ETH)
+    ev.set_plant_terms(pool=10 * ETH)
+    (terms_set,) = [e for e in ev.events if e.name == "PlantTermsSet"]
+    assert (terms_set.args["funded"], terms_set.args["pool"]) == (10 * ETH, 15 * ETH)
+    ledger = compute_ledger(ev.events)
+    assert ledger.by_kind["plant pools"] == 15 * ETH
+    assert ledger.implied_balance == 10 * ETH + 15 * ETH  # the reward pool and the plant pool, each once
+    assert fold_run_history(ev.events, 1, ev.timestamps).plants.pool == 15 * ETH

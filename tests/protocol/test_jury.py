@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import bls
-from protocol.constants import MIN_JURY_SIZE, get_quorum
+from protocol.constants import MAX_APPEALS, MIN_JURY_SIZE, get_quorum
 from protocol.hashing import keccak256
 from protocol.jury import (
     KIND_ATTESTATION,
@@ -169,12 +169,12 @@ def _reference_eligible(pool, jury_size, parties) -> int:
 def test_draw_matches_the_contract_rule(size, jury_size, seed, party_indexes):
     registry = _registry(size)
     parties = [_account(i) for i in party_indexes] + ["0x" + "00" * 20]
-    jury = draw_jury(registry, seed, jury_size, parties)
+    jury = draw_jury(registry, seed, jury_size, parties, 0)
     pool = _reference_pool(registry, seed, jury_size + 3)
     eligible = _reference_eligible(pool, jury_size, set(parties))
     assert (list(jury.pool), jury.eligible, jury.pool_size) == (pool, eligible, jury_size + 3)
     assert [get_pool_index(seed, s, jury_size + 3, size) for s in range(len(pool))] == [e.index for e in pool]
-    assert jury.seats <= jury_size and jury.quorum == get_quorum(jury.seats)
+    assert jury.seats <= jury_size and jury.quorum == get_quorum(jury.seats, 0)
     seated = [jury.pool[s].account for s in jury.eligible_seats]
     assert len(set(seated)) == len(seated) and not set(seated) & set(parties)
     check_drawn_jury(jury, seed, jury_size + 3, jury.seats, eligible)
@@ -209,18 +209,18 @@ def test_registering_or_leaving_after_the_snapshot_moves_no_seat(honest, sybils,
                                                      "moved": moved or "0x" + "00" * 20}, 3))  # fmt: skip
         current = build_juror_registry(later)
     assert build_juror_registry(later, at_block=1) == snapshot
-    before = draw_jury(snapshot, seed, 5, [])
-    after = draw_jury(build_juror_registry(later, at_block=1), seed, 5, [])
+    before = draw_jury(snapshot, seed, 5, [], 0)
+    after = draw_jury(build_juror_registry(later, at_block=1), seed, 5, [], 0)
     assert after == before and all(int(e.account, 16) <= honest for e in after.pool)
 
 
 def test_draw_needs_jurors():
     with pytest.raises(JuryError, match="empty"):
-        draw_jury([], keccak256(b"s"), 3, [])
+        draw_jury([], keccak256(b"s"), 3, [], 0)
 
 
-def _jury(jury_size=3, size=6, parties=()):
-    return draw_jury(_registry(size), keccak256(b"seed"), jury_size, [_account(i) for i in parties])
+def _jury(jury_size=3, size=6, parties=(), appeals=0):
+    return draw_jury(_registry(size), keccak256(b"seed"), jury_size, [_account(i) for i in parties], appeals)
 
 
 def _votes(jury, seats, challenger_wins=True, dispute_id=None):
@@ -257,14 +257,14 @@ def test_a_jury_below_the_minimum_never_decides_and_other_jurors_votes_do_not_co
     assert assemble_verdict(small, _votes(small, small.eligible_seats)) is None
     jury = _jury(jury_size=3)
     # votes of another juror at the same seats (an earlier jury of an appealed dispute) do not count
-    other = draw_jury(list(reversed(_registry(6))), keccak256(b"seed"), 3, [])
+    other = draw_jury(list(reversed(_registry(6))), keccak256(b"seed"), 3, [], 0)
     stale = [v for v in _votes(other, other.eligible_seats) if jury.pool[v.seat].account != v.juror]
     assert stale and assemble_verdict(jury, stale) is None
 
 
 def test_no_verdict_below_quorum_and_an_aggregate_that_verifies_at_quorum():
     jury = _jury(jury_size=3)
-    quorum = get_quorum(3)
+    quorum = get_quorum(3, 0)
     seats = jury.eligible_seats
     assert assemble_verdict(jury, _votes(jury, seats[: quorum - 1])) is None
     split = _votes(jury, seats[:1], True) + _votes(jury, seats[1:2], False)
@@ -281,6 +281,16 @@ def test_no_verdict_below_quorum_and_an_aggregate_that_verifies_at_quorum():
     assert bls.compute_eip2537_g2(aggregate) == verdict.signature_g2
     assert bls.verify_aggregate_signature([jury.pool[s].public_key for s in signers], message, aggregate)
     assert verdict.eligible_aggregate_g1 == compute_eligible_aggregate(jury)
+
+
+def test_the_last_appeal_level_decides_by_a_simple_majority():
+    """Issue 36, finding 5: at appeals == MAX_APPEALS a verdict needs seats // 2 + 1 signers, not two thirds."""
+    first, last = _jury(jury_size=5, size=8), _jury(jury_size=5, size=8, appeals=MAX_APPEALS)
+    assert first.seats == last.seats == 5 and (first.quorum, last.quorum) == (4, 3)
+    majority = _votes(last, last.eligible_seats[:3])
+    assert assemble_verdict(first, majority) is None
+    verdict = assemble_verdict(last, majority)
+    assert verdict is not None and verdict.signer_count == 3
 
 
 def test_one_vote_per_seat_and_ineligible_seats_ignored():

@@ -136,6 +136,18 @@ def test_an_assigned_seat_left_unattested_is_a_missed_attest_window():
     assert "attest window of round 0" in report.health_reasons[0]
 
 
+def test_a_reported_abstention_is_a_slash_of_the_bond_by_verification():
+    seats = (Seat(0, SOLVER_A, 0),)
+    ev = _opened_round_zero(attested=False)
+    ev.stakes[(VERIFIER, 2)] = 10 * ETH
+    ev.report_abstention(0, SOLVER_A, VERIFIER, 0, reporter=SOLVER_A)
+    report = _report(ev, VERIFIER, seats=seats)
+    (slashed,) = report.of_kind("slashed")
+    assert (slashed.what, slashed.amount_wei, slashed.by) == ("abstention", ETH, "Verification.AbstentionReported")
+    assert "not attested by attestEnd" in slashed.reason
+    assert [e.what for e in report.of_kind("missed")] == ["attest window"]
+
+
 def test_an_attested_seat_is_no_miss_and_its_bond_back_is_paid():
     report = _report(_opened_round_zero(attested=True), VERIFIER, seats=(Seat(0, SOLVER_A, 0),))
     assert not report.of_kind("missed")

@@ -59,6 +59,32 @@ BASE = SolverView(
             {"record": COMMITTED, "now": 1036, "opening": Opening.OPENED, "reveal_due": True, "coordinator": True},
             "reveal",
         ),
+        # Abstentions: after attestEnd the seats of its own opened commitment left unattested are reported, once a
+        # round (the node computes due), after the reveal, before coordinating
+        (
+            {"record": COMMITTED, "now": 1036, "opening": Opening.OPENED, "abstention_check_due": True},
+            "report_abstentions",
+        ),
+        (
+            {
+                "record": COMMITTED,
+                "now": 1036,
+                "opening": Opening.OPENED,
+                "abstention_check_due": True,
+                "reveal_due": True,
+            },
+            "reveal",
+        ),
+        (
+            {
+                "record": COMMITTED,
+                "now": 1036,
+                "opening": Opening.OPENED,
+                "abstention_check_due": True,
+                "coordinator": True,
+            },
+            "report_abstentions",
+        ),
         ({"record": replace(COMMITTED, round=1)}, "train"),  # a new round began
         # Late starts: a node sits out a round it cannot finish (15 s left, 12 s of training + 4 s to commit).
         ({"round_training_ms": 10_000}, "train"),

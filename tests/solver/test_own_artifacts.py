@@ -52,7 +52,7 @@ def _running_solver(tmp_path, corpus, overrides=None):
         setup.create(wait_for_nodes=False)
         peers = tuple((setup.home / "peers.txt").read_text().split())
         node = DriftingSolverNode(
-            SolverSettings(setup.run_id, setup.home, peers=peers), get_devnet_account(SOLVER),
+            SolverSettings(setup.run_id, setup.home, peers=peers, allow_private_peers=True), get_devnet_account(SOLVER),
             deployment.protocol.chain.rpc_url, load_manifest(deployment.manifest_path),
         )  # fmt: skip
         log = Records()

@@ -5,7 +5,8 @@
 
 The vectors are built from fixed inputs with the Python implementation; forge checks that
 Solidity computes the same leaves, roots, proofs, seeds, seat seeds, seat verifier draws and
-samples, plant chains and plant draws, and pytest checks that
+samples, plant chains and plant draws, and that createRun accepts and refuses the same windows for a
+chain's block time (windows.json, contracts/test/Windows.t.sol), and pytest checks that
 the committed files equal what Python produces now. Together they keep the two languages from
 drifting apart.
 """
@@ -32,6 +33,7 @@ from protocol.sampling import (
     compute_seat_seed,
     compute_seat_verifier_indices,
 )
+from protocol.windows import get_attest_window_bounds, get_block_time_problem
 
 VECTORS_DIR = Path(__file__).resolve().parent
 TREE_SIZES = (1, 2, 3, 5, 8)
@@ -41,6 +43,19 @@ SOLVERS = (
 )
 SEAT_SLOTS = (0, 1, 2, 7)
 SEAT_VERIFIER_COUNTS = (1, 3, 30, 256)
+WINDOW_BLOCK_SECONDS = (1, 2, 5, 12, 60)
+NAMED_WINDOWS = (  # (commit, attest): the presets and the tests' windows (docs/contracts.md, "Windows and block time")
+    (3600, 1800),  # devnet.runs.PRODUCTION_RULES
+    (20, 12),  # gradledger.demo.DEMO_RULES
+    (45, 35),  # gradledger.adversarial_demo.ADVERSARIAL_RULES
+    (60, 60),  # gradledger.plant_scenario.PLANT_RULES
+    (20, 15),  # RunRules() and `gradledger run create`'s defaults
+    (300, 300),  # tests' driven-devnet windows
+    (600, 600),  # a window whose attest half outlasts 256 one-second blocks
+    (3600, 3600),  # the forge Fixture's windows
+    (0, 100),  # not positive
+    (100, 0),
+)
 
 
 def _h(label: str) -> bytes:
@@ -168,12 +183,42 @@ def build_planting_vectors() -> dict:
     }
 
 
+def build_windows_vectors() -> dict:
+    """Windows against block times: each rule's boundary on both sides, and the named windows on every block time."""
+    pairs: list[tuple[int, int, int]] = []
+    for t in WINDOW_BLOCK_SECONDS:
+        for commit in sorted({max(2 * t - 1, 1), 2 * t, 2 * t + 1, 7 * t - 1, 300, 3600}):
+            if commit < 2 * t:
+                pairs.append((t, commit, 1000))
+                continue
+            shortest, longest = get_attest_window_bounds(commit, t)
+            for attest in (shortest - 1, shortest, longest, longest + 1):
+                if attest > 0:
+                    pairs.append((t, commit, attest))
+        pairs += [(t, commit, attest) for commit, attest in NAMED_WINDOWS]
+    cases = []
+    for t, commit, attest in dict.fromkeys(pairs):  # first occurrence of each, in order
+        reason = get_block_time_problem(commit, attest, t)
+        cases.append(
+            {
+                "blockSeconds": t,
+                "commitWindow": commit,
+                "attestWindow": attest,
+                "accepted": reason is None,
+                "reason": reason or "",
+            }
+        )
+    return {"caseCount": len(cases), "blockSecondsCount": len(WINDOW_BLOCK_SECONDS),
+            "blockSeconds": list(WINDOW_BLOCK_SECONDS), "cases": cases}  # fmt: skip
+
+
 def render_all() -> dict[str, str]:
     """File name -> exact JSON text."""
     return {
         "merkle.json": json.dumps(build_merkle_vectors(), indent=1) + "\n",
         "sampling.json": json.dumps(build_sampling_vectors(), indent=1) + "\n",
         "planting.json": json.dumps(build_planting_vectors(), indent=1) + "\n",
+        "windows.json": json.dumps(build_windows_vectors(), indent=1) + "\n",
     }
 
 

@@ -87,3 +87,18 @@ def test_choose_plant_check_is_a_pure_draw_over_the_opened_draws():
     )
     with pytest.raises(GradledgerError):
         choose_plant_check(block, 1, 2, solver, "0x" + "22" * 20, 0)
+
+
+def test_order_plant_checks_covers_every_distinct_opened_segment_from_the_draw():
+    """Plant disputes are per segment (issue 36, finding 2): a whistleblower replays every distinct opened segment,
+    starting at its own draw, and disputes the first that is not the planted training."""
+    from whistleblower.decide import choose_plant_check, order_plant_checks
+
+    block, solver = keccak256(b"reveal block"), "0x" + "11" * 20
+    segments = [5, 2, 5, 7, 2]  # seat-major draws: the same segment may be drawn by several seats
+    for w in range(1, 20):
+        watcher = "0x" + f"{w:040x}"
+        order = order_plant_checks(block, 1, 2, solver, watcher, segments)
+        assert sorted(order) == [2, 5, 7]
+        assert order[0] == [5, 2, 7][choose_plant_check(block, 1, 2, solver, watcher, 3)]
+        assert order == order_plant_checks(block, 1, 2, solver, watcher, segments)  # pure

@@ -17,6 +17,10 @@ interface IPlants {
     /// @notice How a solver's commitment of a round is paid (final once the round's reveal window has closed).
     function payOf(uint256 runId, uint64 round, address solver) external view returns (Pay);
 
+    /// @notice Whether a commitment is unpaid whatever happens to it: planting is on, the round can be planted, and the
+    ///         solver has no plant anchor old enough (fixed for a round once it started).
+    function isPayBlocked(uint256 runId, uint64 round, address solver) external view returns (bool);
+
     /// @notice Whether an attestation on the commitment cannot be challenged: it may be planted and its reveal
     ///         window is still open, or it was revealed planted (the reveal decides its attestations).
     function isChallengeBlocked(uint256 runId, uint64 round, address solver) external view returns (bool);
@@ -44,6 +48,7 @@ interface IPlants {
     function onPlantedFail(uint256 runId, address verifier) external returns (uint256 amount);
 
     /// @notice Verification only: the pass of seat `ref` on a planted commitment was wrong; msg.value (its bond) and
-    ///         the plant penalty slashed from `verifier`'s stake join the run's plant pool.
+    ///         the plant penalty slashed from `verifier`'s stake are held until the round settles, then join the run's
+    ///         plant pool (or go back to the verifier if the plant is disproven).
     function onPlantedPass(AttestationRef calldata ref, address verifier) external payable;
 }

@@ -51,4 +51,8 @@ interface IVerification {
     function onPlantRevealed(uint256 runId, uint64 round, address solver) external;
     /// @notice RunRegistry only: create a joining solver's status slot.
     function onSolverJoined(uint256 runId, address solver) external;
+
+    /// @notice Plants found a commitment unpaid (plant disproven, or reveal missed): it leaves the round's paid
+    ///         commitments (Plants only).
+    function onUnpaid(uint256 runId, uint64 round, address solver) external;
 }

@@ -21,4 +21,7 @@ interface IVerifierRegistry {
     /// @param runId The run.
     /// @param verifier The wrong attester.
     function onOverturned(uint256 runId, address verifier) external;
+
+    /// @notice Whether `verifier` holds the run's verifierMinStake reservation (registered, or left and still exiting).
+    function isReserved(uint256 runId, address verifier) external view returns (bool);
 }

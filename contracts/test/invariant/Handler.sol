@@ -556,7 +556,7 @@ contract Handler is Fixture {
             uint256 eligible = _popcount(d.eligible);
             if (eligible != d.seats) ++ghostPayoutMismatch; // the recorded jury size is the drawn seats
             if (d.seats < Constants.MIN_JURY_SIZE) return;
-            uint256 quorum = dis.quorum(d.seats);
+            uint256 quorum = dis.quorum(d.seats, d.appeals);
             decide(s, challengerWins, bound(signerSeed, quorum, eligible));
             d = dis.disputeOf(id);
         }

@@ -181,7 +181,9 @@ abstract contract ProtocolChecks is Fixture {
             if (d.status != Disputes.Status.Decided && d.status != Disputes.Status.Executed) continue;
             assertGe(d.seats, Constants.MIN_JURY_SIZE, "a verdict of a jury below the minimum");
             assertEq(_popcount(d.eligible), d.seats, "seats != the jury bitmap");
-            assertGe(_popcount(d.signers), dis.quorum(d.seats), "a verdict without a quorum of the drawn seats");
+            assertGe(
+                _popcount(d.signers), dis.quorum(d.seats, d.appeals), "a verdict without a quorum of the drawn seats"
+            );
             assertEq(d.signers & ~d.eligible, 0, "a signer outside the jury");
         }
     }

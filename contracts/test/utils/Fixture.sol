@@ -32,6 +32,11 @@ import {TestMerkle} from "./TestMerkle.sol";
 /// @notice Deployment, actors and protocol walk-throughs shared by the forge tests.
 abstract contract Fixture is Test {
     uint256 internal constant UNBONDING_DELAY = 7 days;
+    /// @dev The chain's block time the fixture deploys with (RunRegistry.blockSeconds): a 12-second-slot chain, as
+    ///      Deploy.s.sol's default. Its hour-long windows need it: createRun refuses an attest window whose first half
+    ///      outlasts the seed block's 256-block horizon, which one-second blocks would (RunRegistry._validateWindows;
+    ///      Windows.t.sol deploys other block times).
+    uint256 internal constant BLOCK_SECONDS = 12;
     uint256 internal constant REWARD_POOL = 100 ether;
     uint32 internal constant WINDOW = 1 hours;
     uint64 internal constant SEGMENT_TOKENS = 1000;
@@ -69,7 +74,7 @@ abstract contract Fixture is Test {
     function setUp() public virtual {
         vm.warp(1_700_000_000);
         vm.roll(1000);
-        usePeers(ProtocolDeployer.deploy(address(this), UNBONDING_DELAY));
+        usePeers(ProtocolDeployer.deploy(address(this), UNBONDING_DELAY, BLOCK_SECONDS, true));
         for (uint256 i; i < 4; ++i) {
             solvers.push(makeAddr(string.concat("solver", vm.toString(i))));
         }
@@ -299,7 +304,7 @@ abstract contract Fixture is Test {
 
     // ------------------------------------------------------------------ phases
 
-    /// @dev To the end of the commit window, in time and in blocks: a block per MIN_BLOCK_SECONDS since the round
+    /// @dev To the end of the commit window, in time and in blocks: a block per BLOCK_SECONDS since the round
     ///      started reaches the seed block (mined, hash not yet readable by drawSeed).
     function warpToAttest(uint256 runId) internal {
         IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
