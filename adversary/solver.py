@@ -24,14 +24,19 @@ when started with `--adversary MODE`:
   injected update u added (`make_injected_update`) instead of the e the e-chain allows;
 - `forged-moments` (a run with `train.carry_moments`): trains honestly, but from AdamW moments of its choosing (the
   carried first moments scaled by FORGED_MOMENT_SCALE, a push along its previous round's direction) instead of
-  those its accepted previous round ended with; a round with nothing to carry (round 0) is honest.
+  those its accepted previous round ended with; a round with nothing to carry (round 0) is honest;
+- `slow-serve` (issue 37): trains, commits and opens honestly and serves its document at once, but drips every
+  checkpoint its commitments name, each transfer taking SLOW_SERVE_FACTOR x the run's fetch budget
+  (protocol/fetch_budget.py), so that honest verifiers' replays would miss the attest window if fetches had no
+  total deadline. It does not defend its own work (no self-defence challenges).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Callable, Container, Mapping
+from collections.abc import AsyncIterator, Callable, Container, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -47,7 +52,8 @@ from protocol.commitment import decode_commitment_doc, encode_commitment_doc
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import ConfigError
-from protocol.hashing import Hash32, hash_to_hex
+from protocol.fetch_budget import compute_fetch_budget_s
+from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.payload import PayloadStep
 from protocol.training import (
     PARAM,
@@ -74,6 +80,7 @@ class SolverAdversary(StrEnum):
     WRONG_PAYLOAD = "wrong-payload"
     WRONG_RESIDUAL = "wrong-residual"
     FORGED_MOMENTS = "forged-moments"
+    SLOW_SERVE = "slow-serve"
 
 
 @dataclass(frozen=True)
@@ -251,6 +258,99 @@ class ForgedMomentsSolverNode(SolverNode):
         return {k: v * FORGED_MOMENT_SCALE if k.endswith("/exp_avg") else v for k, v in moments.items()}
 
 
+SLOW_SERVE_FACTOR = 4.0
+"""A slow-serving solver spreads each checkpoint over this many times the run's fetch budget (a sixth of the attest
+window: so over two thirds of it), far past the deadline of every verifier, whistleblower and juror."""
+DRIP_PIECES = 100
+"""How many pieces a dripped checkpoint is sent in, evenly spaced: each read of the fetcher returns at once, so a
+per-read timeout never trips; only a total deadline stops the transfer."""
+
+
+async def drip(data: bytes, seconds: float, pieces: int = DRIP_PIECES) -> AsyncIterator[bytes]:
+    """`data` in `pieces` evenly spaced pieces over `seconds`. An async generator: when the fetcher gives up and
+    disconnects, the server cancels it at its next pause, so nothing keeps dripping into a closed connection."""
+    size = max(1, -(-len(data) // pieces))
+    chunks = [data[offset : offset + size] for offset in range(0, len(data), size)] or [b""]
+    pause = seconds / len(chunks)
+    for chunk in chunks:
+        await asyncio.sleep(pause)
+        yield chunk
+
+
+async def serve_at_once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+class DrippingStore:
+    """A read-only view of a slow-serving solver's store: `get` is honest; over HTTP (`stream_artifact`, the artifact
+    router's PacedArtifactStore hook) its own checkpoints are dripped, anything else (θ, the run's config and shards
+    it fetched) is served at once."""
+
+    def __init__(self, inner: ArtifactStore, node: SlowServingSolverNode) -> None:
+        self.inner, self.node = inner, node
+
+    def has(self, digest: bytes) -> bool:
+        return self.inner.has(digest)
+
+    def get(self, digest: bytes) -> bytes:
+        return self.inner.get(digest)
+
+    def stream_artifact(self, digest: bytes) -> AsyncIterator[bytes]:
+        data = self.inner.get(digest)  # a missing or corrupt artifact raises here: 404 / 503, as for `get`
+        if to_hash32(digest) not in self.node.own_checkpoints():
+            return serve_at_once(data)
+        return drip(data, self.node.drip_seconds(digest))
+
+    def put(self, data: bytes) -> Hash32:
+        raise ArtifactNotFoundError("a served view is read-only")
+
+    def delete(self, digest: bytes) -> None:
+        raise ArtifactNotFoundError("a served view is read-only")
+
+
+class SlowServingSolverNode(SolverNode):
+    """Trains, commits and opens honestly and serves its documents, but drips every checkpoint its commitments name
+    (DrippingStore), each over SLOW_SERVE_FACTOR x the run's fetch budget. Never challenges a fail on its own work:
+    a fetch of its dripped checkpoints by a juror misses the same deadline."""
+
+    defends_own_work = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._leaves_of: dict[Hash32, frozenset[Hash32]] = {}
+        self._dripping: set[Hash32] = set()
+
+    def served_store(self) -> ArtifactStore:
+        return DrippingStore(self.store, self)
+
+    def own_checkpoints(self) -> frozenset[Hash32]:
+        """Every checkpoint named by a leaf of a commitment document this solver recorded (its own training)."""
+        named: set[Hash32] = set()
+        for _, raw in self.state.list("round"):
+            record = RoundRecord.from_json(raw)
+            if record.doc_hash is None:
+                continue
+            if record.doc_hash not in self._leaves_of:
+                doc = decode_commitment_doc(self.store.get(record.doc_hash))
+                self._leaves_of[record.doc_hash] = frozenset(
+                    name for leaf in doc.leaves for name in (leaf.start_hash, leaf.end_hash)
+                )
+            named |= self._leaves_of[record.doc_hash]
+        return frozenset(named)
+
+    def drip_seconds(self, digest: bytes) -> float:
+        """How long one transfer of an own checkpoint takes: SLOW_SERVE_FACTOR x the run's fetch budget."""
+        seconds = SLOW_SERVE_FACTOR * compute_fetch_budget_s(self.load().terms.attest_window)
+        name = to_hash32(digest)
+        if name not in self._dripping:  # said once per checkpoint
+            self._dripping.add(name)
+            log_event(
+                self.log, "serving a checkpoint slowly", level=logging.WARNING, artifact=hash_to_hex(name),
+                seconds=seconds, adversary=SolverAdversary.SLOW_SERVE.value,
+            )  # fmt: skip
+        return seconds
+
+
 UNOPENABLE_ROOTS = ("random-root", "copied-root", "previous-root")
 """What `UnopenableSolverNode` commits in round r: UNOPENABLE_ROOTS[r % 3] (random when nothing to copy)."""
 
@@ -364,4 +464,6 @@ def make_solver_node(
         return WrongResidualSolverNode(settings, *args, **kwargs)
     if adversary.mode is SolverAdversary.FORGED_MOMENTS:
         return ForgedMomentsSolverNode(settings, *args, **kwargs)
+    if adversary.mode is SolverAdversary.SLOW_SERVE:
+        return SlowServingSolverNode(settings, *args, **kwargs)
     return WrongClaimSolverNode(settings, *args, **kwargs)

@@ -9,7 +9,8 @@ read -> decide -> report, like every role:
    documents, checkpoints) from local stores and peers (`auditor/sources.py`).
 2. decide (`auditor/checks.py`, `auditor/payout_checks.py`, no I/O): fold the events into the run's history
    (`protocol.history.fold`), re-derive every settled θ_(r+1), check documents, checkpoints, shares,
-   slashes, public state and the ETH balance. Each check passes or fails with its evidence.
+   slashes, public state and the ETH balance; replay a sample of the accepted segments with the verifiers' one
+   verdict (`auditor/replay_check.py`, which fetches their checkpoints). Each check passes or fails with its evidence.
 3. report (`auditor/report.py`: terminal tables, JSON; `auditor/html_report.py`: self-contained HTML with plots).
 
 Nothing is written until everything was read and checked; an RPC that drops mid-read raises a
@@ -34,6 +35,7 @@ from auditor.checks import (
     ThetaDerivation,
 )
 from auditor.payout_checks import Contribution, check_shares, check_slashes
+from auditor.replay_check import ReplaySettings, check_replays
 from auditor.sources import ArtifactSources, find_home_stores
 from protocol.adapters.chain import ChainClient, ChainEvent
 from protocol.adapters.manifest import DeploymentManifest
@@ -402,8 +404,10 @@ def audit_run(
     sources: ArtifactSources,
     labels: Mapping[str, str] | None = None,
     evaluate_loss: bool = True,
+    replay: ReplaySettings | None = None,
 ) -> AuditReport:
-    """Read everything, run every check; the report (nothing written here)."""
+    """Read everything, run every check; the report (nothing written here). `replay`: which accepted segments are
+    replayed (default: one per accepted commitment, audit seed 0; auditor/replay_check.py)."""
     started = time.perf_counter()
     snapshot = read_chain(chain, manifest)
     if run_id not in snapshot.share_tokens:
@@ -439,11 +443,17 @@ def audit_run(
     documents = read_documents(history, sources, theta_params, codec)
     carry = definition.config.train.carry_moments if definition.config else False
     start_hashes = compute_start_hashes(history, documents, theta_params, sources, carry)
-    artifacts_s = time.perf_counter() - t0
-
-    t1 = time.perf_counter()
     accepted = {(r.index, s) for r in history.rounds for s in r.accepted}
     strict = {k: v for k, v in documents.items() if k in accepted}
+    artifacts_s = time.perf_counter() - t0
+
+    t_replay = time.perf_counter()  # before the integrity check: the checkpoint copies it reads are checked too
+    replays = check_replays(
+        history, strict, start_hashes, definition.config, definition.dataset, sources.read, replay or ReplaySettings()
+    )
+    replay_s = time.perf_counter() - t_replay
+
+    t1 = time.perf_counter()
     shares_check, contributions = check_shares(history)
     slashes_check, pending_slashes = check_slashes(history)
     ledger = compute_ledger(snapshot.events)
@@ -454,6 +464,7 @@ def audit_run(
             checks.check_documents(history, strict, start_hashes), history, documents, accepted, start_hashes
         ),
         checks.check_checkpoints(history, strict),
+        replays.check,
         checks.check_integrity([(c.digest, c.where) for c in sources.corrupt]),
         shares_check,
         slashes_check,
@@ -482,10 +493,11 @@ def audit_run(
         timings={
             "read_chain": round(read_chain_s, 3),
             "read_artifacts_and_rederive": round(artifacts_s, 3),
+            "replay": round(replay_s, 3),
             "checks": round(decide_s, 3),
             "total": round(time.perf_counter() - started, 3),
         },
-        warnings=checks.find_warnings(history),
+        warnings=(*checks.find_warnings(history), *replays.warnings),
     )
 
 

@@ -32,12 +32,16 @@ RUN_DEFINITION = "run definition"
 THETA = "θ re-derivation"
 DOCUMENTS = "commitment documents"
 CHECKPOINTS = "checkpoints"
+REPLAY = "accepted work replays"
 INTEGRITY = "artifact integrity"
 SHARES = "shares minted"
 SLASHES = "slashes"
 PUBLIC_STATE = "public state matches events"
 BALANCE = "ETH balance"
-CHECK_ORDER = (RUN_DEFINITION, THETA, DOCUMENTS, CHECKPOINTS, INTEGRITY, SHARES, SLASHES, PUBLIC_STATE, BALANCE)
+CHECK_ORDER = (
+    RUN_DEFINITION, THETA, DOCUMENTS, CHECKPOINTS, REPLAY, INTEGRITY, SHARES, SLASHES, PUBLIC_STATE, BALANCE,
+)  # fmt: skip
+"""The checks in report order; REPLAY is auditor/replay_check.py (accepted segments replayed)."""
 ACCEPTED_WORK = "accepted work"
 MAX_LISTED = 6
 
@@ -373,10 +377,11 @@ def check_public_state(history: RunHistory, state: PublicState) -> CheckResult:
             status = state.statuses.get((rnd.index, c.solver))
             if not status or status.get("roundPlusOne") != rnd.index + 1:
                 continue  # the slot was reused by a later round with nothing left to pay
-            seats = rnd.attestations_of(c.solver)
-            passes = sum(1 for a in seats if a.is_pass_counted)
-            faults = sum(1 for a in seats if a.is_fault_counted)
-            same(f"round {rnd.index} {c.solver} passes/faults", (passes, faults), (status["passes"], status["faults"]))
+            same(
+                f"round {rnd.index} {c.solver} passes/faults/needed",
+                (*rnd.seat_counts(c.solver), rnd.needed),
+                (status["passes"], status["faults"], status["needed"]),
+            )
         if rnd.seed is not None and rnd.index in state.tallies:
             same(
                 f"round {rnd.index} standing checks / paid commitments",

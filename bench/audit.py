@@ -45,7 +45,7 @@ from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
 from sim.scripted import start_scripted_run
 
-RULES_WINDOWS = {"commit_window_s": 600, "attest_window_s": 500, "challenge_window_s": 60, "dispute_timeout_s": 120}
+RULES_WINDOWS = {"commit_window_s": 600, "attest_window_s": 500, "challenge_window_s": 260, "dispute_timeout_s": 120}
 """On the 1-second-block devnet: the attest window's first half ends within the seed block's 256-block horizon."""
 
 

@@ -20,7 +20,7 @@ from protocol.data import DatasetManifest, verify_dataset_fits_config
 from protocol.outer import get_initial_global_state, make_global_state
 from protocol.training import State, verify_params_fit_model
 from protocol.types import PlantTerms, RunTerms
-from protocol.windows import verify_windows_fit_chain
+from protocol.windows import verify_challenge_window, verify_windows_fit_chain
 
 ETH = 10**18
 
@@ -35,7 +35,7 @@ class RunRules:
     jury_size: int = 3
     commit_window_s: int = 20
     attest_window_s: int = 15
-    challenge_window_s: int = 6
+    challenge_window_s: int = 10
     dispute_timeout_s: int = 60
     solver_min_stake_wei: int = 10 * ETH
     verifier_min_stake_wei: int = 10 * ETH
@@ -70,21 +70,23 @@ def verify_rules_fit_deployment(protocol: ProtocolClient, rules: RunRules) -> in
             "manifest is not this deployment's (pass the right --manifest, or deploy again)"
         )
     verify_windows_fit_chain(rules.commit_window_s, rules.attest_window_s, block_seconds)
+    verify_challenge_window(rules.attest_window_s, rules.challenge_window_s, block_seconds)
     return block_seconds
 
 
 PRODUCTION_RULES = RunRules(
-    rounds=1000, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=15, commit_window_s=3600,
-    attest_window_s=1800, challenge_window_s=1800, dispute_timeout_s=3600, solver_min_stake_wei=10 * ETH,
+    rounds=1000, samples_per_commitment=1, verifiers_per_commitment=3, jury_size=15, commit_window_s=3600,
+    attest_window_s=1800, challenge_window_s=1800, dispute_timeout_s=3600, solver_min_stake_wei=200 * ETH,
     verifier_min_stake_wei=10 * ETH, attestation_bond_wei=ETH, challenge_bond_wei=2 * ETH, plant_rate_bps=100,
     plant_jackpot_wei=ETH // 50, plant_penalty_wei=5 * ETH, plant_pool_wei=10 * ETH,
 )  # fmt: skip
-"""The documented production preset (docs/economics.md): 2 seats of 1 sample, juries of 15, 1% of commitments
-planted with a 0.02 ETH jackpot and a 5 ETH penalty, for rounds of PRODUCTION_INNER_STEPS inner steps in segments of
-PRODUCTION_STEPS_PER_SEGMENT. bench/economics.py shows every dishonest strategy loses under it while seats and
-whistleblowers re-checking half the seats replay 6% of the training compute. Its windows need a chain of 4-second
-blocks or longer (`deploy --block-seconds`, e.g. 12): on 1-second blocks the seed block's hash leaves the EVM's
-256-block reach 256 s after the commit window, long before the 900 s draw window ends (protocol/windows.py)."""
+"""The documented production preset (docs/economics.md): 3 seats of 1 sample, a 200 ETH solver stake, juries of 15,
+1% of commitments planted with a 0.02 ETH jackpot and a 5 ETH penalty, for rounds of PRODUCTION_INNER_STEPS inner
+steps in segments of PRODUCTION_STEPS_PER_SEGMENT. bench/economics.py prices every strategy under it with nobody paid
+to watch (the seats replay 6% of the training compute; docs/economics.md says which rows only a rule change fixes).
+Its windows need a chain of 4-second blocks or longer (`deploy --block-seconds`, e.g. 12): on 1-second blocks the
+seed block's hash leaves the EVM's 256-block reach 256 s after the commit window, long before the 900 s draw window
+ends (protocol/windows.py)."""
 PRODUCTION_INNER_STEPS = 500
 PRODUCTION_STEPS_PER_SEGMENT = 10
 

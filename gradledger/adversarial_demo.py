@@ -67,7 +67,7 @@ ADVERSARIES = {
     "solver-4": ("--adversary", "unopenable"),
 }
 ADVERSARIAL_RULES = RunRules(
-    rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
+    rounds=3, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
     attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, challenge_bond_wei=6 * ETH,
     plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
 )  # fmt: skip
@@ -124,6 +124,7 @@ def _dispute_and_plant_summary(protocol, run_id: int, root: Path, console: Conso
 def build_dispute_summary(protocol, run_id: int) -> dict:
     """Slashes, challenges and payouts of the run, from the chain's events only."""
     from protocol.adapters.keys import get_devnet_account
+    from protocol.types import ROLE_VERIFIER
 
     labels = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
     chain = protocol.chain
@@ -133,6 +134,7 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
     challenges: dict[bytes, dict] = {}
     payouts: list[dict] = []
     unopened: list[dict] = []
+    late: dict[str, int] = {}
     for e in events:
         a = e.args
         if e.name == "CommitmentUnopened" and a["runId"] == run_id:
@@ -141,6 +143,8 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
             )
         elif e.name in ("PassAttested", "FailAttested") and a["runId"] == run_id:
             attesters[(a["round"], a["solver"], a["slot"])] = a["verifier"]
+        elif e.name == "AbstentionReported" and a["runId"] == run_id and a["taken"] > 0:
+            late[a["verifier"]] = late.get(a["verifier"], 0) + a["taken"]
         elif e.name == "StakeSlashed" and a["taken"] > 0:
             key = (a["account"], a["role"])
             slashed[key] = slashed.get(key, 0) + a["taken"]
@@ -175,6 +179,9 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
                 {"address": a["prover"], "label": labels.get(a["prover"], ""), "why": "proved a solver's fault (one "
                  f"of {a['provers']} equal shares)", "amount_wei": a["amount"]}
             )  # fmt: skip
+    # an abstention fee is a verifier's stake taken for a seat it left unattested (late or silent), not a proven fault
+    for account, fee in late.items():
+        slashed[(account, ROLE_VERIFIER)] = slashed.get((account, ROLE_VERIFIER), 0) - fee
     return {
         "slashed": [
             {
@@ -184,6 +191,10 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
                 "amount_wei": amount,
             }
             for (account, role), amount in slashed.items()
+            if amount > 0
+        ],
+        "abstention_fees": [
+            {"address": account, "label": labels.get(account, ""), "amount_wei": fee} for account, fee in late.items()
         ],
         "challenges": [{k: v for k, v in c.items()} for c in challenges.values()],
         "unopened": unopened,
@@ -263,6 +274,13 @@ def print_adversarial_summary(summary: dict, console: Console) -> None:
     for s in summary["slashed"]:
         slashes.add_row(s["label"] or s["address"], s["role"], f"{s['amount_wei'] / ETH:g}")
     console.print(slashes)
+    if summary.get("abstention_fees"):
+        fees = Table(title="abstention fees (seats left unattested by attestEnd: late or silent, no proven fault)")
+        for column in ("participant", "amount (ETH)"):
+            fees.add_column(column)
+        for f in summary["abstention_fees"]:
+            fees.add_row(f["label"] or f["address"], f"{f['amount_wei'] / ETH:g}")
+        console.print(fees)
     disputes = Table(title="challenges")
     for column in ("round", "challenger", "what", "outcome"):
         disputes.add_column(column)

@@ -52,11 +52,12 @@ PARTICIPANTS = (
     Participant("verifier-2", 5, "verifier"),
 )
 DEMO_RULES = RunRules(
-    rounds=3, commit_window_s=20, attest_window_s=12, challenge_window_s=10, dispute_timeout_s=60,
-    challenge_bond_wei=6 * ETH, plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH,
-    plant_pool_wei=20 * ETH,
+    rounds=3, samples_per_commitment=1, commit_window_s=20, attest_window_s=12, challenge_window_s=10,
+    dispute_timeout_s=60, challenge_bond_wei=6 * ETH, plant_rate_bps=1000, plant_jackpot_wei=ETH,
+    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
 )  # fmt: skip
-"""Planting on (docs/economics.md): from round 2, a solver's commitment is planted with probability 10%; the reveal
+"""One sample per seat: with two, a verifier replaying only one of them profits (docs/economics.md, issue 37).
+Planting on (docs/economics.md): from round 2, a solver's commitment is planted with probability 10%; the reveal
 window is the first half of the challenge window."""
 DEMO_INNER_STEPS = 20
 

@@ -7,6 +7,11 @@ checkpoints) and asks the chain for the samples; every rule is in `protocol/verd
 stage: document, trajectory, sampled replays, decision. A checkpoint the solver does not serve is
 passed on as missing, and the verdict counts it as a failed segment (data availability).
 
+What the solver must serve is fetched within one budget per check (protocol/fetch_budget.py: a sixth of the
+run's attest window, wall-clock): a document or checkpoint not in when it is spent is unavailable, exactly as
+if withheld, so a solver dripping its checkpoints cannot make the check outlast the attest window. Time spent
+replaying between fetches is not charged; θ_r (the round's state, not the solver's) is fetched outside it.
+
 Results are cached per (round, solver, commitment, samples), so a node that attested a
 commitment and then sits on a jury about it does not replay it twice.
 """
@@ -21,10 +26,12 @@ from node.moments import DocumentFetcher, fetch_start_moments
 from node.payloads import fetch_payload_evidence
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.deadlines import FetchBudget
 from protocol.adapters.http import PeerError, PeerSet
 from protocol.adapters.runs import RunContext, get_artifact, get_global_state
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import StateEncodingError
+from protocol.fetch_budget import compute_fetch_budget_s
 from protocol.hashing import to_hash32
 from protocol.payload import is_compressed
 from protocol.state import decode_state
@@ -48,6 +55,13 @@ class ReplayMetrics(Protocol):
     replay_seconds: Any
 
 
+def get_run_fetch_budget_s(ctx: RunContext) -> float | None:
+    """The run's fetch budget per check (protocol/fetch_budget.py), from its attest window; None for a context whose
+    terms carry no windows (a test's stand-in)."""
+    attest_window = getattr(ctx.terms, "attest_window", None)
+    return None if attest_window is None else compute_fetch_budget_s(attest_window)
+
+
 class CommitmentChecker:
     """Checks commitments of one run against the chain, fetching artifacts from peers."""
 
@@ -61,6 +75,7 @@ class CommitmentChecker:
         fetch_document: DocumentFetcher | None = None,
         *,
         exact: bool = True,
+        fetch_budget_s: float | None = None,
     ) -> None:
         self.ctx = ctx
         self.store = store
@@ -70,6 +85,9 @@ class CommitmentChecker:
         self.exact = exact
         """False on a machine that does not reproduce the run's execution profile (node/profile_check.py): then a
         replay that differs is judged by the run's tolerances (protocol/verdict.py), never failed outright."""
+        self.fetch_budget_s = fetch_budget_s if fetch_budget_s is not None else get_run_fetch_budget_s(ctx)
+        """Wall-clock seconds one check may spend fetching what the solver serves (None: each fetch only has its own
+        deadline, for contexts without window terms)."""
         self._fetch_document = fetch_document or self._fetch_document_from_solver
         self._cache: dict[tuple, tuple[AttestationDecision, CommitmentDoc | None]] = {}
         self._lock = threading.Lock()
@@ -79,6 +97,12 @@ class CommitmentChecker:
     def get_samples(self, ref: AttestationRef) -> list[tuple[int, int]]:
         """(draw j, segment) for every draw of a seat: each seat has its own (the round's seed must be drawn)."""
         return [(j, self.protocol.sampled_segment(ref, j)) for j in range(self.ctx.terms.samples_per_commitment)]
+
+    def new_fetch_budget(self, round_index: int, solver: str) -> FetchBudget | None:
+        """A fresh budget for one check's fetches of what `solver` serves (None without a run budget)."""
+        if self.fetch_budget_s is None:
+            return None
+        return FetchBudget(self.fetch_budget_s, f"solver {solver}'s artifacts of round {round_index}")
 
     def _fetch_document_from_solver(self, run_id: int, round_index: int, solver: str) -> bytes:
         url = self.peers.url_of(solver)
@@ -120,7 +144,14 @@ class CommitmentChecker:
     def _check(
         self, round_index: int, solver: str, commitment: Commitment, samples: list[tuple[int, int]]
     ) -> tuple[AttestationDecision, CommitmentDoc | None]:
-        """Fetch each stage's inputs, then let the pure verdict (protocol/verdict.py) judge them."""
+        """Fetch each stage's inputs within one fetch budget, then let the pure verdict (protocol/verdict.py) judge
+        them."""
+        with self.peers.budgeted(self.new_fetch_budget(round_index, solver)):
+            return self._check_within_budget(round_index, solver, commitment, samples)
+
+    def _check_within_budget(
+        self, round_index: int, solver: str, commitment: Commitment, samples: list[tuple[int, int]]
+    ) -> tuple[AttestationDecision, CommitmentDoc | None]:
         ctx = self.ctx
         # A problem of the document as a whole is named at the first draw: its opened leaf proves the fail.
         first = [SampleCheck(j, segment, False, "") for j, segment in samples[:1]]
@@ -134,8 +165,10 @@ class CommitmentChecker:
             return decide_attestation(problem, first), doc
         solver_url = self.peers.url_of(solver)
         # θ_r is the round's state (served by the run creator and coordinators), not the solver's to
-        # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries.
-        theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
+        # withhold: if it cannot be fetched now, the ArtifactError propagates and the caller retries. Nor is its
+        # fetch the solver's time: it is charged to no budget.
+        with self.peers.budgeted(None):
+            theta = get_params(get_global_state(self.store, self.peers, doc.theta_hash))
         end, end_problem = self._fetch_state(doc.leaves[-1].end_hash, solver_url) if doc.leaves else (None, "none")
         payload = None
         if is_compressed(ctx.config.train):  # the Δ hash names a payload document (protocol/payload.py)
@@ -214,8 +247,14 @@ class CommitmentChecker:
         self, round_index: int, solver: str, commitment: Commitment, segment: int, secret: bytes
     ) -> tuple[bool, str]:
         """Does segment `segment` of a commitment revealed as planted replay as the planted training (the same steps
-        on the batches of the revealed `secret`)? A plant whose document or checkpoint is not served, or whose
-        document is not the commitment, is false: the solver must serve what it committed."""
+        on the batches of the revealed `secret`)? A plant whose document or checkpoint is not served (within the
+        fetch budget), or whose document is not the commitment, is false: the solver must serve what it committed."""
+        with self.peers.budgeted(self.new_fetch_budget(round_index, solver)):
+            return self._is_plant_true_within_budget(round_index, solver, commitment, segment, secret)
+
+    def _is_plant_true_within_budget(
+        self, round_index: int, solver: str, commitment: Commitment, segment: int, secret: bytes
+    ) -> tuple[bool, str]:
         ctx = self.ctx
         try:
             doc = self.get_document(round_index, solver)

@@ -1,9 +1,10 @@
-"""The incentives of a run in code: what each outcome pays each role, and what each strategy is expected to earn.
+"""The incentives of a run in code: what each outcome pays each role, and the odds of the protocol's draws.
 
-Issue 17 asks for a measurement that no cheating strategy pays. This is the one copy of the payoffs: bench/economics.py
-plays many rounds with the protocol's own draws and books every transfer with these functions, next to the
-expectations computed here (docs/economics.md). Payoffs of single outcomes are integer wei, as the contracts compute
-them (Disputes.execute and expire, Verification._slashSolver with FaultRewards, Verification.onPlantRevealed);
+Issues 17 and 37 ask for a measurement that no cheating strategy pays. This module holds the payoffs of single
+outcomes and the distributions; protocol/economics_strategies.py prices each strategy with them, and
+bench/economics.py plays many rounds with the protocol's own draws and books every transfer with the same functions
+(docs/economics.md). Payoffs of single outcomes are integer wei, as the contracts compute them (Disputes.execute and
+expire, Verification._slashSolver with FaultRewards, Verification.onPlantRevealed and reportAbstention);
 probabilities and expectations are exact Fractions.
 
 The model (docs/economics.md gives the reasons): one deviating party or coalition among honest ones; expectations
@@ -11,7 +12,10 @@ are per round and relative to the same party playing honestly, so a negative num
 its player. All shares of a round are worth `Valuation.round_value` wei (split by the run's bps), M solvers commit
 equal tokens and honest work is accepted; H inner steps cost `Valuation.compute_cost`, so a seat's replay costs
 C x s x k / H. A slash takes the full minimum stake (topped up afterwards); the plant pool pays every jackpot; honest
-jurors all vote, a coalition's jurors vote for the coalition's side.
+jurors all vote, a coalition's jurors vote for the coalition's side. The rules of issue 37: a commitment is accepted
+on standing passes and cleared fails of a strict majority of its seats (`protocol.types.get_needed_seats`), a silent
+seat is reported and charged the attestation bond, every solver challenges the fails on its own work that its replay
+contradicts, and whistleblowers re-check passes only (a fraction F) plus one opened draw of each planted commitment.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from math import comb
-from typing import Any, Literal
+from typing import Any
 
 from protocol.constants import (
     BPS_DENOMINATOR,
@@ -32,6 +36,7 @@ from protocol.constants import (
     MAX_SAMPLES,
     MAX_VERIFIERS_PER_COMMITMENT,
     MIN_JURY_SIZE,
+    PLANT_DELAY_ROUNDS,
     UNRESOLVED_CHALLENGE_FEE_BPS,
     WINNER_REWARD_BPS,
     get_appeal_jury_size,
@@ -50,7 +55,10 @@ class EconomicsError(GradledgerError):
 
 @dataclass(frozen=True)
 class EconomicTerms:
-    """The run terms the payoffs depend on: RunTerms' sampling and money fields and the plant terms (wei)."""
+    """The run terms the payoffs depend on: RunTerms' sampling and money fields, the plant terms (wei) and the run's
+    length in rounds. `unplantable_rounds`: the rounds at the start of a run in which nobody can be planted, publicly
+    (the protocol's PLANT_DELAY_ROUNDS: the plant draw of round r needs round r - 1's seed, and an anchor set in round
+    0 applies from round 2; a variant with 0 prices the fix of planting from round 0)."""
 
     inner_steps: int
     steps_per_segment: int
@@ -66,6 +74,8 @@ class EconomicTerms:
     juror_share_bps: int
     plant: PlantTerms
     plant_pool: int
+    rounds: int
+    unplantable_rounds: int = PLANT_DELAY_ROUNDS
 
     def __post_init__(self) -> None:
         if self.steps_per_segment < 1 or self.inner_steps % self.steps_per_segment:
@@ -82,6 +92,8 @@ class EconomicTerms:
             raise EconomicsError("stakes, bonds and the jackpot are non-negative wei")
         if self.solver_share_bps + self.verifier_share_bps + self.juror_share_bps != BPS_DENOMINATOR:
             raise EconomicsError("the solver, verifier and juror shares must add up to 10,000 bps")
+        if self.rounds < 1 or self.unplantable_rounds < 0:
+            raise EconomicsError(f"a run has >= 1 round and >= 0 unplantable ones, got {self.rounds}")
 
     @classmethod
     def from_rules(cls, rules: Any, inner_steps: int, steps_per_segment: int) -> EconomicTerms:
@@ -91,7 +103,7 @@ class EconomicTerms:
             inner_steps, steps_per_segment, rules.samples_per_commitment, rules.verifiers_per_commitment,
             rules.jury_size, rules.solver_min_stake_wei, rules.verifier_min_stake_wei, rules.attestation_bond_wei,
             rules.challenge_bond_wei, rules.solver_share_bps, rules.verifier_share_bps, rules.juror_share_bps,
-            rules.get_plant_terms(), rules.plant_pool_wei,
+            rules.get_plant_terms(), rules.plant_pool_wei, rules.rounds,
         )  # fmt: skip
 
     @property
@@ -102,13 +114,29 @@ class EconomicTerms:
     def plant_rate(self) -> Fraction:
         return Fraction(self.plant.rate_bps, BPS_DENOMINATOR)
 
+    @property
+    def unplantable_share(self) -> Fraction:
+        """u: the share of a run's rounds in which no commitment can be planted, known to everyone in advance."""
+        return Fraction(min(self.unplantable_rounds, self.rounds), self.rounds)
+
+    @property
+    def planted_share(self) -> Fraction:
+        """rho': the probability that a commitment of a round drawn at random from the run is planted, rho x (1 - u)."""
+        return self.plant_rate * (1 - self.unplantable_share)
+
+    def get_needed(self, verifiers: int) -> int:
+        """Verification's `needed` (protocol.types.get_needed_seats): a strict majority of min(v, listed verifiers)."""
+        return min(self.seats, verifiers) // 2 + 1
+
 
 @dataclass(frozen=True)
 class Population:
-    """Who plays: M solvers, the verifier list, the juror registry, the whistleblowers' re-check fraction F (per
-    attestation, passes and fails alike), the disputes per round jurors decide without any deviant, and the
+    """Who plays: M solvers, the verifier list, the juror registry, the whistleblowers' re-check fraction F of the
+    passes (fails are their solvers' to challenge), the disputes per round jurors decide without any deviant, and the
     probability that a planted commitment's plant is checked (a whistleblower replays one opened draw with the
-    revealed secret; every `whistleblower watch` checks every plant, whatever F)."""
+    revealed secret; every `whistleblower watch` checks every plant, whatever F). `seat_plant_check` prices a fix that
+    is not built: every seat holder of a planted commitment replays its own draws with the revealed secret and
+    disputes a false plant (its pass overturned by a plant it knows is false costs it nothing to dispute)."""
 
     solvers: int
     verifiers: int
@@ -116,6 +144,7 @@ class Population:
     recheck_fraction: Fraction
     disputes_per_round: int = 1
     plant_check: Fraction = Fraction(1)
+    seat_plant_check: bool = False
 
     def __post_init__(self) -> None:
         if self.solvers < 2 or self.verifiers < 1 or self.jurors < MIN_JURY_SIZE or self.disputes_per_round < 0:
@@ -194,8 +223,8 @@ def compute_planted_fail_gain(terms: EconomicTerms, pool: int) -> int:
 
 def compute_lazy_verifier_loss(terms: EconomicTerms) -> Fraction:
     """Wei a verifier passing without replaying loses per seat from plants, against an honest one:
-    rho x (bond + penalty + jackpot) (docs/planted-faults.md, Attacks)."""
-    return terms.plant_rate * (compute_planted_pass_loss(terms) + terms.plant.jackpot)
+    rho' x (bond + penalty + jackpot) (docs/planted-faults.md, Attacks), rho' the planted share of commitments."""
+    return terms.planted_share * (compute_planted_pass_loss(terms) + terms.plant.jackpot)
 
 
 @dataclass(frozen=True)
@@ -310,161 +339,57 @@ def get_coalition_size(share: Fraction, registry: int) -> int:
     return max(1, round(share * registry))
 
 
-StrategyKind = Literal[
-    "honest_solver", "fake", "withhold", "copy_root", "lazy", "fail_all", "collude", "preempt", "sybil_jurors",
-    "silent_juror", "forge_plant", "grief_plant", "plant_tipoff",
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """One row. `fraction`: the faked fraction f; `share`: the coalition's share of the verifier list (collude,
-    plant_tipoff) or of the juror registry (preempt, sybil_jurors). A row with `excluded` set is reported but left out
-    of the best dishonest profit, for the reason given (a rule not built yet, or beyond the model's assumptions)."""
-
-    name: str
-    kind: StrategyKind
-    fraction: Fraction = Fraction(1)
-    share: Fraction = Fraction(0)
-    dishonest: bool = True
-    excluded: str = ""
-
-
-STRATEGIES: tuple[Strategy, ...] = (
-    Strategy("honest solver", "honest_solver", dishonest=False),
-    *(Strategy(f"solver fakes f={f} of its segments", "fake", Fraction(f)) for f in ("0.05", "0.2", "0.5", "1")),
-    Strategy("withholding: commit, never open or serve", "withhold"),
-    Strategy("copy another's root or replay an old one", "copy_root"),
-    Strategy("lazy verifier: passes without replaying", "lazy"),
-    Strategy("verifier fails everything", "fail_all"),
-    Strategy("verifier colludes with a solver faking f=1 (1 accomplice)", "collude"),
-    Strategy("verifiers holding 1/3 of the list collude with a solver faking f=1", "collude", share=Fraction(1, 3)),
-    Strategy("pre-emptive challenger (rival solver) with a 1/3 jury minority", "preempt", share=Fraction(1, 3)),
-    *(Strategy(f"sybil jurors holding {x}% + a challenger", "sybil_jurors", share=Fraction(x, 100)) for x in (10, 20)),
-    Strategy("sybil jurors holding 33% + a challenger", "sybil_jurors", share=Fraction(33, 100)),
-    Strategy("juror that never votes", "silent_juror"),
-    Strategy(
-        "sybil jurors holding 50% + a challenger", "sybil_jurors", share=Fraction(1, 2),
-        excluded="beyond the model: juries assume fewer than 1/3 dishonest jurors (a 2/3 quorum)",
-    ),
-    *(Strategy(f"planted round: trains f={f} of it, claims all", "forge_plant", Fraction(f)) for f in ("0.2", "1")),
-    Strategy("planted round: trains honestly, reveals the plant (griefs verifiers)", "grief_plant"),
-    Strategy(
-        "solver tells an accomplice verifier its plants", "plant_tipoff",
-        excluded="harmless residual (docs/planted-faults.md, Attacks): the fail is right; it saves one replay",
-    ),
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """Per round, relative to honest play: the player's profit (wei), how often it is caught (expected slashes,
-    forfeits, lost bonds and unresolved-dispute fees) and what it costs honest parties besides (wei)."""
-
-    profit: Fraction
-    caught: Fraction
-    harm: Fraction = Fraction(0)
-
-
-def compute_expectation(
-    strategy: Strategy, terms: EconomicTerms, population: Population, valuation: Valuation
-) -> Expectation:
-    """The analytic expected profit of `strategy` (the model: module docstring; derivations: docs/economics.md)."""
-    r = get_rewards(terms, population, valuation)
-    rho, f, F, sigma = terms.plant_rate, strategy.fraction, population.recheck_fraction, r.seats_per_verifier
-    stake, overturned = Fraction(terms.solver_min_stake), Fraction(compute_dispute_total(terms, overturned=True))
-    fault_share = Fraction(compute_fault_reward(terms.solver_min_stake, 1)[0])
-    decided = compute_jury_odds(population.jurors, 0, terms.jury_size).truth  # an honest jury decides
-    kind = strategy.kind
-    if kind == "fake":
-        caught = compute_fake_catch_probability(terms, f, terms.seats)
-        return Expectation((1 - rho) * (f * r.round_compute - caught * (r.solver + stake)), (1 - rho) * caught)
-    if kind in ("withhold", "copy_root"):  # unopenable for (run, round, solver): reported, slashed, never paid
-        return Expectation(r.round_compute - r.solver - stake, Fraction(1))
-    if kind == "lazy":
-        return Expectation(sigma * (r.seat_replay - compute_lazy_verifier_loss(terms) - rho * r.seat), sigma * rho)
-    if kind == "fail_all":  # a false fail is re-checked (F) and overturned, or it stands and slashes the solver
-        challenged = decided * (overturned + r.seat) + (1 - decided) * r.seat
-        per_seat = r.seat_replay + (1 - rho) * ((1 - F) * fault_share - F * challenged)
-        return Expectation(sigma * per_seat, sigma * (1 - rho) * F * decided)
-    if kind in ("collude", "plant_tipoff"):
-        return _compute_collusion(strategy, terms, population, r, F * decided)
-    if kind in ("preempt", "sybil_jurors"):
-        return _compute_capture(strategy, terms, population, r, overturned, fault_share)
-    if kind == "silent_juror":
-        d, n = population.disputes_per_round, population.jurors
-        odds = compute_jury_odds(n, 0, terms.jury_size)
-        earned = d * odds.truth * overturned * JUROR_REWARD_BPS / BPS_DENOMINATOR
-        earned += (1 - (1 - odds.truth) ** d) * r.juror_bucket - d * odds.seats * r.segment_replay
-        return Expectation(-earned / n, Fraction(0))
-    disproven = population.plant_check * decided  # a false plant's checked draw goes to a jury that decides
-    if kind == "forge_plant":  # the checked draw is one of the untrained ones with probability f
-        return Expectation(rho * f * (r.round_compute - disproven * (r.solver + stake)), rho * f * disproven)
-    if kind == "grief_plant":  # no draw is the planted training; the honest passes are overturned all the same
-        lost = compute_planted_pass_loss(terms) + terms.plant.jackpot + r.seat
-        return Expectation(-rho * disproven * (r.solver + stake), rho * disproven, rho * terms.seats * lost)
-    return Expectation(Fraction(0), Fraction(0))  # honest_solver
-
-
-def _compute_collusion(
-    strategy: Strategy, terms: EconomicTerms, population: Population, r: Rewards, recheck: Fraction
-) -> Expectation:
-    """A solver faking f in its unplanted rounds with K accomplice verifiers, who pass its commitments without
-    replaying (and fail its planted ones, which it tells them about); every other seat is honest. Caught when an
-    honest seat samples a faked segment, or a whistleblower re-checks an accomplice's pass covering one."""
-    rho, v, s, n = terms.plant_rate, terms.seats, terms.samples, terms.num_segments
-    overlap = get_seat_overlap(population.verifiers, get_coalition_size(strategy.share, population.verifiers), v)
-    held = sum((j * q for j, q in enumerate(overlap)), Fraction(0))
-    if strategy.kind == "plant_tipoff":
-        return Expectation(rho * held * r.seat_replay, Fraction(0))
-    loss_if_caught = r.solver + terms.solver_min_stake
-    loss_per_overturn = compute_dispute_total(terms, overturned=True) + r.seat
-    unplanted, caught = strategy.fraction * r.round_compute, Fraction(0)
-    for faked, w in get_fake_mixture(strategy.fraction, n):
-        hit = 1 - (1 - Fraction(faked, n)) ** s
-        for j, q in enumerate(overlap):
-            p = 1 - (1 - hit) ** (v - j) * (1 - recheck * hit) ** j
-            caught += w * q * (p + j * recheck * hit)  # the solver's slash, and each accomplice's overturn
-            unplanted += w * q * (j * r.seat_replay - p * loss_if_caught - j * recheck * hit * loss_per_overturn)
-    return Expectation((1 - rho) * unplanted + rho * held * r.seat_replay, (1 - rho) * caught)
-
-
-def _compute_capture(
-    strategy: Strategy, terms: EconomicTerms, population: Population, r: Rewards, total: Fraction, fault: Fraction
-) -> Expectation:
-    """A challenger whose jurors hold `share` of the registry challenges honest passes of unplanted commitments (a
-    planted one cannot be disputed): sybil_jurors one pass a round, for what a captured verdict pays; preempt every
-    pass of one rival commitment a round, also to leave it unpaid (its solver shares go to the other solvers)."""
-    rho, v, m = terms.plant_rate, terms.seats, population.solvers
-    odds = compute_jury_odds(population.jurors, get_coalition_size(strategy.share, population.jurors), terms.jury_size)
-    won = total * (WINNER_REWARD_BPS + JUROR_REWARD_BPS) / BPS_DENOMINATOR  # the winner's and the signers' parts
-    per_dispute = (
-        odds.coalition * won - odds.truth * terms.challenge_bond - odds.unresolved * compute_unresolved_fee(terms)
-    )
-    if strategy.kind == "sybil_jurors":
-        return Expectation((1 - rho) * (per_dispute + odds.coalition * fault), (1 - rho) * (1 - odds.coalition))
-    profit = v * per_dispute + (1 - (1 - odds.coalition) ** v) * fault
-    profit += (odds.coalition + odds.unresolved) ** v * (r.solver * m / (m - 1) - r.solver)
-    return Expectation((1 - rho) * profit, (1 - rho) * v * (1 - odds.coalition))
-
-
 def compute_verification_cost_ratio(terms: EconomicTerms, population: Population) -> Fraction:
     """Replayed inner steps per trained one: every seat replays s segments of k steps, whistleblowers re-check a
-    fraction F of the seats of unplanted commitments the same way (a planted seat is decided by the reveal) and
-    replay one segment of each planted commitment (the plant check)."""
-    rho = terms.plant_rate
+    fraction F of the passes (all seats of unplanted commitments when everyone is honest; a planted seat is decided by
+    the reveal) the same way and replay one segment of each planted commitment (the plant check). Self-defence replays
+    one segment per fail on honest work, which honest verifiers never send."""
+    rho = terms.planted_share
     replays = terms.seats * terms.samples * terms.steps_per_segment * (1 + population.recheck_fraction * (1 - rho))
     replays += rho * population.plant_check * terms.steps_per_segment
     return replays / terms.inner_steps
 
 
-PRODUCTION_POPULATION = Population(solvers=16, verifiers=32, jurors=100, recheck_fraction=Fraction(1, 2))
+def compute_whistleblower_income(
+    terms: EconomicTerms, population: Population, valuation: Valuation, fraction: Fraction | None = None
+) -> Fraction:
+    """Wei per round an honest whistleblower earns re-checking a fraction F (default: the population's) of the passes
+    while everyone is honest: no challenge ever wins, and nothing pays a re-check (docs/economics.md, Paid watching),
+    so it is minus the replays, -F x M x v x (1 - rho') x (a seat's replay)."""
+    f = population.recheck_fraction if fraction is None else Fraction(fraction)
+    r = get_rewards(terms, population, valuation)
+    return -f * population.solvers * terms.seats * (1 - terms.planted_share) * r.seat_replay
+
+
+def compute_plant_check_income(terms: EconomicTerms, population: Population, valuation: Valuation) -> Fraction:
+    """Wei per round the plant checks cost while every plant is true: one segment per planted commitment checked."""
+    r = get_rewards(terms, population, valuation)
+    return -terms.planted_share * population.solvers * population.plant_check * r.segment_replay
+
+
+def compute_honest_verifier_income(terms: EconomicTerms, population: Population, valuation: Valuation) -> Fraction:
+    """Wei per round of an honest verifier: R_v per seat, the jackpot of each planted seat, minus its replays."""
+    r = get_rewards(terms, population, valuation)
+    return r.seats_per_verifier * (r.seat + terms.planted_share * terms.plant.jackpot - r.seat_replay)
+
+
+def compute_honest_solver_income(terms: EconomicTerms, population: Population, valuation: Valuation) -> Fraction:
+    """Wei per round of an honest solver among honest parties: R_s - C (no fail on its work, so no self-defence)."""
+    r = get_rewards(terms, population, valuation)
+    return r.solver - r.round_compute
+
+
+PRODUCTION_POPULATION = Population(solvers=16, verifiers=32, jurors=100, recheck_fraction=Fraction(0))
 """Who plays the production preset (devnet.runs.PRODUCTION_RULES at H=500, k=10): 16 solvers, 32 verifiers, 100
-registered jurors, whistleblowers re-checking half of the seats (`whistleblower watch --fraction 0.5`)."""
+registered jurors; nobody re-checks passes (F = 0: nothing pays a re-check, so deterrence must not rely on one), and
+some whistleblower checks one opened draw of every planted commitment (plant_check = 1; bench/economics.py also prices
+every row with nobody checking plants)."""
 PRODUCTION_ROUND_VALUE = 10 * ETH
-DEMO_POPULATION = Population(solvers=4, verifiers=6, jurors=30, recheck_fraction=Fraction(1))
+DEMO_POPULATION = Population(solvers=4, verifiers=6, jurors=30, recheck_fraction=Fraction(0))
 """The demos' terms are played by this population: M=4 as in the adversarial demo, more verifiers and a juror
-registry large enough that "x% of the registry" is a number of jurors; F=1 is `whistleblower watch`'s default."""
+registry large enough that "x% of the registry" is a number of jurors; F = 0 as in production."""
 DEMO_ROUND_VALUE = ETH
 COMPUTE_SHARE = Fraction(1, 2)
 """A round of training costs half of the solver's round reward (C = R_s / 2) unless a bench run says otherwise."""
+WATCH_FRACTIONS = (Fraction(0), Fraction(1, 10), Fraction(1, 4), Fraction(1, 2), Fraction(1))
+"""The pass re-check fractions F the bench prices the whistleblower's income at (`whistleblower_income_by_f`)."""

@@ -354,7 +354,8 @@ class AttestationInfo:
 
 @dataclass(frozen=True)
 class CommitmentStatus:
-    """Verification.commitmentStatusOf: the tally of one commitment's seats, whether it was attested at all, revealed
+    """Verification.commitmentStatusOf: the tally of one commitment's seats (`passes`: standing passes and fails a jury
+    overturned, which count like passes; `needed`: the passes that accept it), whether it was attested at all, revealed
     as planted or found unpaid by Plants (no plant anchor old enough, plant disproven, reveal reported missing)."""
 
     round_plus_one: int
@@ -365,16 +366,17 @@ class CommitmentStatus:
     attested: bool
     planted: bool
     unpaid: bool
+    needed: int
     seats: int
 
     @property
     def accepted(self) -> bool:
-        return is_commitment_accepted(self.passes, self.faults)
+        return is_commitment_accepted(self.passes, self.faults, self.needed)
 
     @property
     def paid(self) -> bool:
         """Counted in the round's `paidCommitments` (Verification._isPaid)."""
-        return is_commitment_paid(self.passes, self.faults, self.attested, self.planted, self.unpaid)
+        return is_commitment_paid(self.passes, self.faults, self.needed, self.attested, self.planted, self.unpaid)
 
 
 @dataclass(frozen=True)
@@ -386,16 +388,26 @@ class PlantForfeit:
     amount: int
 
 
-def is_commitment_accepted(passes: int, faults: int) -> bool:
-    """Verification's acceptance rule: at least one standing pass and no standing fault.
+def get_needed_seats(verifiers_per_commitment: int, verifier_count: int) -> int:
+    """Verification's `needed`: the standing passes and cleared fails that accept a commitment, a strict majority of
+    the round's seats (min(verifiers per commitment, verifiers listed at the seed block) // 2 + 1)."""
+    return min(verifiers_per_commitment, verifier_count) // 2 + 1
 
-    # INVARIANT: the one Python spelling of Verification's `passes > 0 && faults == 0`; the node client,
-    the history fold and the auditor all call this, so they cannot disagree about which work is paid.
+
+def is_commitment_accepted(passes: int, faults: int, needed: int) -> bool:
+    """Verification's acceptance rule: passes -- standing passes and *cleared* fails (fails a jury overturned: the jury
+    replayed the named segment and found it right) -- on a strict majority of the seats (`needed`, `get_needed_seats`),
+    and no standing fault. A seat nobody attested counts against acceptance, so late honest verifiers never let a
+    minority of seats accept work (issue 37).
+
+    # INVARIANT: the one Python spelling of Verification's `needed != 0 && passes >= needed && faults == 0` (a status
+    never opened has needed == 0 and is never accepted); the node client, the history fold and the auditor all call
+    this, so they cannot disagree about which work is paid.
     """
-    return passes > 0 and faults == 0
+    return needed > 0 and passes >= needed and faults == 0
 
 
-def is_commitment_paid(passes: int, faults: int, attested: bool, planted: bool, unpaid: bool) -> bool:
+def is_commitment_paid(passes: int, faults: int, needed: int, attested: bool, planted: bool, unpaid: bool) -> bool:
     """Verification's pay rule (`_isPaid`): not found unpaid by Plants, and either revealed as planted and attested
     (its passes were overturned by the reveal, its fails stand) or accepted. Every paid commitment of a round earns
     the same solver shares, bucket // paidCommitments; the tokens a solver declares play no part.
@@ -407,4 +419,4 @@ def is_commitment_paid(passes: int, faults: int, attested: bool, planted: bool, 
         return False
     if planted:
         return attested
-    return is_commitment_accepted(passes, faults)
+    return is_commitment_accepted(passes, faults, needed)

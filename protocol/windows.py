@@ -137,6 +137,7 @@ WINDOW_NOT_POSITIVE = "every window must be positive"
 COMMIT_TOO_SHORT = "commitWindow must be at least 2 blocks (2 * blockSeconds)"
 DRAW_BEFORE_SEED = "attestWindow / 2 must cover the seed block and 2 more blocks after the commit window"
 DRAW_BEYOND_HORIZON = "attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block"
+CHALLENGE_TOO_SHORT = "challengeWindow must cover attestWindow / 2 and 2 more blocks"
 """RunRegistry's InvalidConfig reasons for windows that do not fit the chain's block time, word for word."""
 
 
@@ -237,3 +238,43 @@ def verify_windows_fit_chain(commit_window_s: int, attest_window_s: int, block_s
                 f"less{elsewhere}"
             )
     raise WindowsUnfitForChainError(f'createRun would revert with InvalidConfig("{reason}"): {where}; {hint}', reason)
+
+
+# -- room to challenge ------------------------------------------------------------------------------------------------
+
+
+def get_shortest_challenge_window(attest_window_s: int, block_seconds: int) -> int:
+    """The shortest challenge window `createRun` accepts: attestWindow // 2 + 2 blocks.
+
+    # INVARIANT: an attestation made in the last second of the attest window can still be re-checked and challenged:
+    the challenger (a whistleblower, or the griefed solver's self-defence) gets as long to replay it as a verifier had
+    for its seat (the attest window's second half, after open_end), plus two blocks to land the challenge. A plant
+    reveal holds challenges of a possibly planted commitment only until the reveal; the replay runs meanwhile, so the
+    reveal window (the challenge window's first half) costs no replay time (issue 37: a whistleblower that saw a
+    wrong pass late in the attest window was refused with ChallengeWindowClosed and the cheater was paid)."""
+    verify_block_seconds(block_seconds)
+    return attest_window_s // 2 + 2 * block_seconds
+
+
+def get_challenge_window_problem(attest_window_s: int, challenge_window_s: int, block_seconds: int) -> str | None:
+    """RunRegistry's InvalidConfig reason for this challenge window, or None (checked after the other windows)."""
+    if challenge_window_s <= 0:
+        return WINDOW_NOT_POSITIVE
+    if challenge_window_s < get_shortest_challenge_window(attest_window_s, block_seconds):
+        return CHALLENGE_TOO_SHORT
+    return None
+
+
+def verify_challenge_window(attest_window_s: int, challenge_window_s: int, block_seconds: int) -> None:
+    """Raise WindowsUnfitForChainError when `createRun` would refuse this challenge window, naming the bound."""
+    reason = get_challenge_window_problem(attest_window_s, challenge_window_s, block_seconds)
+    if reason is None:
+        return
+    shortest = get_shortest_challenge_window(attest_window_s, block_seconds)
+    raise WindowsUnfitForChainError(
+        f'createRun would revert with InvalidConfig("{reason}"): challenge window {challenge_window_s} s after an '
+        f"attest window of {attest_window_s} s on a chain of {block_seconds}-second blocks; a wrong attestation made "
+        f"at the end of the attest window must leave a challenger a verifier's replay time and 2 blocks: pass "
+        f"--challenge-window {shortest} or more",
+        reason,
+    )

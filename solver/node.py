@@ -21,13 +21,16 @@ from fastapi import HTTPException
 
 from node.abstentions import find_abstentions, is_abstention_window, report_abstentions
 from node.bootstrap import RunNode
+from node.checker import CommitmentChecker
 from node.credits import CreditWithdrawer
+from node.disputes import JurorRegistryReader
 from node.logs import log_event
 from node.moments import fetch_start_moments
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
 from node.pace import measure_round_training_ms
 from node.payloads import get_previous_payload_doc
 from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
+from node.self_defence import SelfDefence
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore, BackgroundStateWriter, put_state
 from protocol.adapters.chain import ContractRevertError
@@ -96,6 +99,10 @@ class SolverNode(RunNode):
         """This machine's measured compute for one round (measure_pace), 0 until measured."""
         self.group: SolverGroup | None = None
         """This solver's process group (`--nproc`, torchrun): it trains each round with every rank when set."""
+        self.checker: CommitmentChecker | None = None
+        self.defence = SelfDefence(
+            self.protocol, account, self.state, self.log, JurorRegistryReader(self.chain), self.get_checker
+        )
 
     # -- hooks (an adversary overrides these) ----------------------------------------------------
 
@@ -572,6 +579,31 @@ class SolverNode(RunNode):
         self.credits.withdraw()  # the node exits next: nothing may stay behind in any contract
         self.finished = True
 
+    # -- self-defence ----------------------------------------------------------------------
+
+    defends_own_work = True
+    """Challenge fails on its own commitments that its replay contradicts (node/self_defence.py); an adversary
+    that would rather not pay the bond sets it False."""
+
+    def get_checker(self) -> CommitmentChecker:
+        """The shared checker (node/checker.py), the verifiers' replay and verdict, over this solver's own work as its
+        peers see it: what it serves (`served_store`), not what it holds, so a node whose server withholds or corrupts
+        its artifacts agrees with a data-availability fail instead of throwing a challenge bond after it."""
+        if self.checker is None:
+            ctx, exact = self.load(), self.exact_verdicts
+            self.checker = CommitmentChecker(ctx, self.served_store(), self.peers, self.protocol, exact=exact)
+        return self.checker
+
+    def defend(self) -> None:
+        """Challenge every fail on this solver's commitment that its own replay contradicts and drive those disputes.
+        Isolated: a failure here (a slow peer, a race) is logged and retried next tick, never blocks training."""
+        if not self.defends_own_work:
+            return
+        try:
+            self.defence.tick(self.load(), self.protocol.round_times(self.run_id), self.now())
+        except Exception as exc:
+            self.note_skip("self-defence", exc)
+
     # -- loop ------------------------------------------------------------------------------
 
     tick_interval_s = 0.0  # `wait` actions pace the loop
@@ -585,6 +617,7 @@ class SolverNode(RunNode):
         self.finished = False
         try:
             self.own_artifacts.run_queued()
+            self.defend()
             self.act(decide_solver_action(self.read_view()))
         except Exception:
             self.credits.withdraw_after_tick(self.state.changes, failing=True)

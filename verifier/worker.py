@@ -5,7 +5,10 @@ round, draws the seed when nobody has, and for every seat assigned to this verif
 solver to open the commitment on-chain (and reports it unopened once `open_end` passed without an
 opening), fetches the solver's commitment document and the sampled start checkpoints (by hash, from
 the solver's artifact API), replays with the one training step, judges, and attests with its bond
-(a fail names the opened leaf and proof of its draw, from the chain). Before
+(a fail names the opened leaf and proof of its draw, from the chain). A seat's fetches share one wall-clock
+budget, a sixth of the attest window (protocol/fetch_budget.py), so the replays still fit before attestEnd:
+what the solver has not served when it is spent is unavailable, and the seat is attested a data-availability
+fail like a withheld checkpoint's (a solver dripping its checkpoints cannot make this verifier miss the window). Before
 sending, it asks the chain whether the seat is already attested, and records the attestation in
 SQLite right after, so a restart never attests twice. After the challenge window it finalizes
 its attestations (bond back) and, once the round is settled, claims its shares; a pass a planted reveal overturned

@@ -13,26 +13,17 @@ attestations a given whistleblower will check; anyone can re-derive the choice f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
 from eth_abi import encode as abi_encode
 from eth_utils import to_canonical_address
 
+from node.challenges import ChallengePlan, decide_attestation_challenge  # noqa: F401 (shared with solvers' self-defence)
 from protocol.errors import GradledgerError
 from protocol.hashing import keccak256, to_hash32
 
 SELECTION_DOMAIN = b"gradledger.whistleblower.selection.v1"
-
-
-@dataclass(frozen=True)
-class ChallengePlan:
-    """Challenge this attestation over draw `sample_index` (the draw a fail named; for a pass, the
-    first draw the whistleblower found faulty)."""
-
-    sample_index: int
-    reason: str
 
 
 Verdict = Literal["right", "challenge", "late", "not_selected"]
@@ -68,26 +59,6 @@ def is_selected(
         )
     )
     return Fraction(int.from_bytes(digest, "big"), 2**256) < share
-
-
-def decide_attestation_challenge(
-    is_fail: bool,
-    attestation_right: bool,
-    fail_sample_index: int,
-    finding_sample_index: int,
-    finding: str,
-) -> ChallengePlan | None:
-    """Challenge a wrong attestation: a pass on faulty work, or a fail on honest work.
-
-    A pass is challenged over the draw the checker found faulty (draw 0 when the fault is in the
-    document or trajectory as a whole, or it is not served); a fail can only be challenged over the
-    draw it named. Either way the challenge carries that draw's opened leaf and proof (the chain's).
-    """
-    if attestation_right:
-        return None
-    if is_fail:
-        return ChallengePlan(fail_sample_index, f"fail attestation on honest work: {finding}")
-    return ChallengePlan(max(finding_sample_index, 0), f"pass attestation on faulty work: {finding}")
 
 
 def is_claim_wrong(claimed_hash: bytes, expected_hash: bytes) -> bool:

@@ -28,7 +28,6 @@ and never challenges twice.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,14 +36,14 @@ from eth_account.signers.local import LocalAccount
 
 from node.abstentions import find_abstentions, is_abstention_window, report_abstentions
 from node.bootstrap import RunNode
+from node.challenges import ChallengeDesk, seat_id
 from node.checker import CommitmentChecker
 from node.credits import CreditWithdrawer
-from node.disputes import JurorRegistryReader, advance_dispute
+from node.disputes import JurorRegistryReader
 from node.logs import log_event
 from node.opening import report_unresolved_commitments
 from node.plants import report_unrevealed_commitments
 from node.theta import compute_next_theta
-from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.finality import DurableReadCursor
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
@@ -52,7 +51,7 @@ from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject, get_plant_subject
 from protocol.opening import OpeningError
-from protocol.types import AttestationRef, ClaimStatus, DisputeStatus
+from protocol.types import AttestationRef, ClaimStatus
 from whistleblower.decide import (
     can_challenge_attestation,
     decide_attestation_challenge,
@@ -61,10 +60,6 @@ from whistleblower.decide import (
     is_selected,
     order_plant_checks,
 )
-
-
-def seat_id(run_id: int, round_index: int, solver: str, slot: int) -> str:
-    return f"{run_id}:{round_index}:{solver.lower()}:{slot}"
 
 
 class Whistleblower(RunNode):
@@ -92,6 +87,7 @@ class Whistleblower(RunNode):
         self.registry = JurorRegistryReader(self.chain)
         self.checker: CommitmentChecker | None = None
         self.credits = CreditWithdrawer(self.protocol, account, self.log)
+        self.desk = ChallengeDesk(self.protocol, account, self.state, self.log, self.registry, self._requeue)
         self._seen_round: tuple[int, bool] = (-1, False)
 
     # -- state -----------------------------------------------------------------------------
@@ -106,15 +102,13 @@ class Whistleblower(RunNode):
         log_event(self.log, "watching", run=self.run_id, whistleblower=self.address, fraction=self.fraction)
 
     def list_challenges(self) -> list[dict]:
-        return [value for _, value in self.state.list("challenge")]
+        return self.desk.records()
 
     def list_checks(self) -> list[dict]:
         return [value for _, value in self.state.list("check")]
 
     def _open_challenges(self) -> list[dict]:
-        """Challenges not finished: being sent, or in dispute ("reward": a won pass challenge recorded by an older
-        version, closed on its next step)."""
-        return [c for c in self.list_challenges() if c["status"] in ("sending", "open", "reward")]
+        return self.desk.open_records()
 
     # -- loop ------------------------------------------------------------------------------
 
@@ -151,7 +145,7 @@ class Whistleblower(RunNode):
             self._report_abstentions(now, times)
             self._check_claim(now, times.round)
         for challenge in self._open_challenges():
-            self._isolated(f"challenge {challenge['dispute_id']}", self._drive, challenge, now)
+            self._isolated(f"challenge {challenge['dispute_id']}", self.desk.drive, challenge, now)
         return times.finished
 
     def _isolated(self, what: str, step: Callable[..., None], *args: Any) -> None:
@@ -273,21 +267,15 @@ class Whistleblower(RunNode):
             return
         opened = next(e for e in opening.entries if e.segment == segment)
         subject = get_plant_subject(ctx.run_id, r, solver, segment)
-        record = {
-            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": solver,
-            "kind": "plant", "reason": reason, "status": "sending", "outcome": "",
-        }  # fmt: skip
-        self.state.put("challenge", record["dispute_id"], record)
         bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
-        try:
+
+        def transact() -> None:
             self.protocol.challenge_plant(
                 self.account, ctx.run_id, r, solver, commitment, opened.segment, opened.leaf, list(opened.proof), bond
             )
-        except ContractRevertError as exc:
-            self._confirm(record, exc)
-            return
-        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-        log_event(self.log, "challenged plant", solver=solver, segment=opened.segment, reason=reason)
+
+        if self.desk.send(subject, solver, "plant", reason, transact):
+            log_event(self.log, "challenged plant", solver=solver, segment=opened.segment, reason=reason)
 
     def _set(self, check: dict, status: str, finding: str) -> None:
         self.state.put("check", check["id"], {**check, "status": status, "finding": finding})
@@ -305,28 +293,12 @@ class Whistleblower(RunNode):
             self._set(check, "right", decision.reason)
             log_event(self.log, "attestation checked", seat=check["id"], kind=kind, verdict="right")
             return
-        subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
-        # The challenge names the disputed draw's leaf with its proof: the one the solver opened on-chain.
-        opening = self.protocol.get_opening(ref.run_id, ref.round, ref.solver, ctx.created_block)
-        if opening is None:
-            raise OpeningError(f"no CommitmentOpened event yet for {ref.id}")
-        opened = opening.leaf_of(ref.slot, plan.sample_index)
-        record = {
-            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": check["verifier"],
-            "kind": f"{kind} attestation", "reason": plan.reason, "status": "sending", "outcome": "",
-        }  # fmt: skip
-        self.state.put("challenge", record["dispute_id"], record)
         self._set(check, "challenged", plan.reason)
-        bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
-        try:
-            self.protocol.challenge_attestation(
-                self.account, ref, commitment, plan.sample_index, opened.leaf, list(opened.proof), bond
+        kind_name = f"{kind} attestation"
+        if self.desk.challenge_attestation(ref, commitment, plan, check["verifier"], kind_name, ctx.created_block):
+            log_event(
+                self.log, "challenged", seat=check["id"], kind=kind, verifier=check["verifier"], reason=plan.reason
             )
-        except ContractRevertError as exc:
-            self._confirm(record, exc)
-            return
-        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-        log_event(self.log, "challenged", seat=check["id"], kind=kind, verifier=check["verifier"], reason=plan.reason)
 
     # -- claims ----------------------------------------------------------------------------
 
@@ -351,63 +323,28 @@ class Whistleblower(RunNode):
         if not wrong:
             return
         subject = DisputeSubject(KIND_CLAIM, self.run_id, round_index, claim_nonce=claim.nonce)
-        record = {
-            "dispute_id": hash_to_hex(subject.dispute_id), "subject": subject.to_json(), "target": claim.claimer,
-            "kind": "theta claim", "reason": finding, "status": "sending", "outcome": "",
-        }  # fmt: skip
-        self.state.put("challenge", record["dispute_id"], record)
         bond = self.protocol.dispute_terms(self.run_id).challenge_bond
-        try:
+
+        def transact() -> None:
             self.protocol.challenge_claim(self.account, self.run_id, round_index, claim.nonce, bond)
-        except ContractRevertError as exc:
-            self._confirm(record, exc)
-            return
-        self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-        log_event(self.log, "challenged claim", round=round_index, claimer=claim.claimer)
+
+        if self.desk.send(subject, claim.claimer, "theta claim", finding, transact):
+            log_event(self.log, "challenged claim", round=round_index, claimer=claim.claimer)
 
     # -- disputes --------------------------------------------------------------------------
 
-    def _confirm(self, record: dict, error: ContractRevertError | None = None) -> None:
-        """After a failed or interrupted challenge: is there a dispute, and is it ours?"""
-        on_chain = self.protocol.dispute_of(bytes.fromhex(record["dispute_id"][2:]))
-        if on_chain.status != DisputeStatus.NONE and on_chain.challenger.lower() == self.address.lower():
-            self.state.put("challenge", record["dispute_id"], {**record, "status": "open"})
-            return
-        reason = str(error) if error else "challenge transaction never mined"
-        if on_chain.status != DisputeStatus.NONE:
-            reason = f"challenged first by {on_chain.challenger}"
-        elif error is None:  # interrupted before the transaction: check (and challenge) again if still in time
-            subject = DisputeSubject.from_json(record["subject"])
-            key = (
-                seat_id(subject.run_id, subject.round, subject.solver, subject.slot)
-                if subject.kind == KIND_ATTESTATION
-                else f"plant:{subject.run_id}:{subject.round}:{subject.solver}"
-                if subject.kind == KIND_PLANT
-                else f"claim:{subject.run_id}:{subject.round}:{subject.claim_nonce}"
-            )
-            check = self.state.get("check", key)
-            if check is not None:
-                self.state.put("check", key, {**check, "status": "pending"})
-        self.state.put("challenge", record["dispute_id"], {**record, "status": "failed", "outcome": reason})
-        log_event(self.log, "challenge not made", level=logging.WARNING, dispute=record["dispute_id"][:18], why=reason)
-
-    def _drive(self, challenge: dict, now: int) -> None:
-        if challenge["status"] == "sending":
-            self._confirm(challenge)
-            return
-        if challenge["status"] == "reward":  # recorded by an older version: an overturned pass proves no fault reward
-            self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed"})
-            return
-        subject = DisputeSubject.from_json(challenge["subject"])
-        record = advance_dispute(self.protocol, self.account, self.registry, subject, now)
-        if not record.is_closed:
-            return
-        outcome = {True: "won", False: "lost"}[record.challenger_wins]
-        outcome = "expired" if record.status == DisputeStatus.EXPIRED else outcome
-        # a won pass challenge is paid by its dispute (the wrong attester's forfeits): the challenger of an overturned
-        # pass is no prover of the solver's fault (FaultRewards pays standing fails only)
-        self.state.put("challenge", challenge["dispute_id"], {**challenge, "status": "closed", "outcome": outcome})
-        log_event(self.log, "dispute closed", dispute=challenge["dispute_id"][:18], outcome=outcome)
+    def _requeue(self, subject: DisputeSubject) -> None:
+        """A challenge interrupted before its transaction: check its subject again (if its window is still open)."""
+        key = (
+            seat_id(subject.run_id, subject.round, subject.solver, subject.slot)
+            if subject.kind == KIND_ATTESTATION
+            else f"plant:{subject.run_id}:{subject.round}:{subject.solver}"
+            if subject.kind == KIND_PLANT
+            else f"claim:{subject.run_id}:{subject.round}:{subject.claim_nonce}"
+        )
+        check = self.state.get("check", key)
+        if check is not None:
+            self.state.put("check", key, {**check, "status": "pending"})
 
     # -- abstentions -------------------------------------------------------------------------
 

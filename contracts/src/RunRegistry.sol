@@ -853,6 +853,11 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         if (uint256(c.commitWindow) + c.attestWindow / 2 > seedAt + Constants.SEED_HORIZON_BLOCKS * t) {
             revert InvalidConfig("attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block");
         }
+        // INVARIANT: an attestation made at the end of the attest window can still be replayed (as long as a verifier
+        //            had: attestWindow / 2) and challenged (2 blocks) before challengeEnd (issue 37).
+        if (c.challengeWindow < c.attestWindow / 2 + 2 * t) {
+            revert InvalidConfig("challengeWindow must cover attestWindow / 2 and 2 more blocks");
+        }
     }
 
     function _commitmentHash(bytes32 root, bytes32 deltaHash, uint64 tokens) internal pure returns (bytes28) {

@@ -41,8 +41,10 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      fraction f of its segments with probability 1 - (1 - f)^(s x k). A seat q >= verifiersPerCommitment or
 ///      q >= count is void (SeatVoid); a seat held by the solver cannot be attested.
 ///      Attestation states: Attested -> Finalized, or Attested -> Challenged -> Upheld | Overturned | Voided.
-///      A commitment is accepted ("verified work") when at least one pass attestation stands and no fail
-///      attestation or overturned pass stands; it is paid when accepted (or revealed as planted and attested) and
+///      A commitment is accepted ("verified work") when standing passes and cleared fails (fails a jury overturned)
+///      hold a strict majority of its seats (min(verifiers, verifierCount) / 2 + 1: a seat nobody attested counts
+///      against it, so late honest verifiers never let one lazy pass accept work) and no fail attestation or
+///      overturned pass stands; it is paid when accepted (or revealed as planted and attested) and
 ///      Plants has not found it unpaid (`_isPaid`). Every paid commitment of a round earns the same solver shares,
 ///      bucket / paidCommitments: each trains the run's H steps of its fixed batch, so a declared token count is never
 ///      a claim on the pool (issue 36, finding 1). Per round, the number of paid commitments and the number of standing
@@ -78,21 +80,24 @@ contract Verification is PullPayments, IVerification {
         uint128 attestationBond;
     }
 
-    /// @notice A commitment's status: its round + 1, standing passes and faults, whether the solver's shares were
-    ///         minted, whether it was attested at all, revealed as planted or found unpaid by Plants, and the 16-bit state
-    ///         of each verifier seat (bits 0-2 state, 3 fail, 4 shares minted, 5-14 the sample a fail named, 15 planted).
+    /// @notice A commitment's status: its round + 1, standing passes (and fails a jury cleared) and faults, the passes
+    ///         it needs, whether the solver's shares were minted, whether it was attested at all, revealed as planted or
+    ///         found unpaid by Plants, and the 16-bit state of each verifier seat (bits 0-2 state, 3 fail, 4 shares minted, 5-14 the sample a fail named, 15 planted).
     ///         `live` keeps the slot non-zero.
     struct CommitmentStatus {
         // PACKING: one slot; a slot per field costs +87,389 gas on a round's first attestation of a commitment (+13,408
-        //          on later ones), +30,490 per attestFail, +11,393 per execute.
+        //          on later ones), +30,490 per attestFail, +11,393 per execute. A separate `cleared` count (instead of
+        //          counting cleared fails in `passes`) cost +3,091 gas per attestation: the legacy code generator spills
+        //          this struct's eleventh field (measured, issue 37).
         uint32 roundPlusOne;
-        uint8 passes;
+        uint8 passes; // standing passes and cleared fails (fails a jury overturned): the seats that stand for the work
         uint8 faults;
         bool solverMinted;
         bool live;
         bool attested; // some seat attested it (a planted commitment is paid only then)
         bool planted; // its solver revealed it as planted (Plants)
         bool unpaid; // Plants says it is not paid: planting on and no plant anchor, plant disproven, or not revealed
+        uint8 needed; // passes (standing passes + cleared fails) that accept it: a strict majority of the round's seats
         // PACKING: 8 seats x 16 bits in one field; a slot per seat costs +38,328 gas per attestation.
         uint128 seats;
     }
@@ -542,19 +547,23 @@ contract Verification is PullPayments, IVerification {
         if (st.roundPlusOne != round + 1) return (attesters, 0, 0); // nothing was attested
         RoundTally memory tally = _loadTally(runId, round);
         bool wasPaid = _isPaid(st);
-        tally.totalChecks -= st.passes;
-        emit PlantApplied(runId, round, solver, st.passes, st.passes * uint256(tally.attestationBond));
-        st.passes = 0;
-        st.planted = true;
-        _adjustPaid(tally, wasPaid, st);
+        uint256 overturned;
         // INVARIANT: bounded: one iteration per seat of the uint128 seat map (<= 8 seats, checked at createRun).
         for (uint8 slot; slot < rs.verifiers; ++slot) {
             uint16 seat = _seat(st.seats, slot);
             if (_state(seat) != AttestationState.Attested) continue;
             attesters[slot] = _assignedAt(runId, round, solver, slot, rs);
+            if (!_isFail(seat)) ++overturned;
             AttestationState next = _isFail(seat) ? AttestationState.Attested : AttestationState.Overturned;
             st.seats = _withSeat(st.seats, slot, _encodeSeat(next, _isFail(seat), false, _sample(seat)) | PLANTED_BIT);
         }
+        // INVARIANT: the standing checks lose exactly the passes the reveal overturned (counted from the seats: `passes`
+        //            also counts cleared fails, though a planted commitment's fails cannot be disputed, so it has none).
+        tally.totalChecks -= uint32(overturned);
+        emit PlantApplied(runId, round, solver, overturned, overturned * tally.attestationBond);
+        st.passes = 0;
+        st.planted = true;
+        _adjustPaid(tally, wasPaid, st);
         _storeLive(runId, solver, st);
         _storeTally(runId, round, tally);
         return (attesters, st.seats, tally.attestationBond);
@@ -619,8 +628,14 @@ contract Verification is PullPayments, IVerification {
             bool wasPaid = _isPaid(st);
             if (!isFail) st.passes -= 1;
             if (next == AttestationState.Overturned) {
-                if (isFail) st.faults -= 1;
-                else st.faults += 1;
+                // INVARIANT: an overturned fail is a jury's replay of its segment that came out right: it counts
+                //            towards acceptance like a pass, so a griefed solver is paid once it wins (issue 37).
+                if (isFail) {
+                    st.faults -= 1;
+                    st.passes += 1;
+                } else {
+                    st.faults += 1;
+                }
             }
             _adjustPaid(tally, wasPaid, st);
             tally.totalChecks -= 1;
@@ -823,13 +838,15 @@ contract Verification is PullPayments, IVerification {
             attested: false,
             planted: false,
             unpaid: rs.plants && plants.isPayBlocked(runId, round, solver),
+            needed: _needed(rs),
             seats: 0
         });
     }
 
     /// @dev Whether a status still has a bond to return or shares to mint. Bounded by the seat count.
     function _hasPending(CommitmentStatus memory st) internal pure returns (bool) {
-        if (st.passes > 0 && st.faults == 0 && !st.solverMinted) return true;
+        // a paid commitment not minted yet (a planted one whose passes the reveal overturned included)
+        if (_isPaid(st) && !st.solverMinted) return true;
         // INVARIANT: bounded: 8 iterations, one per seat of the uint128 seat map (<= 8 seats, checked at createRun).
         for (uint8 slot; slot < Constants.MAX_VERIFIERS_PER_COMMITMENT; ++slot) {
             uint16 seat = _seat(st.seats, slot);
@@ -876,11 +893,21 @@ contract Verification is PullPayments, IVerification {
     }
 
     /// @dev Whether a commitment is paid: not found unpaid by Plants, and either revealed as planted and attested (its
-    ///      passes were overturned by the reveal, its fails stand) or accepted (a standing pass, no standing fault).
+    ///      passes were overturned by the reveal, its fails stand) or accepted: standing passes and cleared fails on a
+    ///      strict majority of its seats (`passes >= needed`), and no standing fault.
     function _isPaid(CommitmentStatus memory st) internal pure returns (bool) {
         if (st.unpaid) return false;
         if (st.planted) return st.attested;
-        return st.passes > 0 && st.faults == 0;
+        // INVARIANT: a seat nobody attested counts against acceptance: lateness of honest verifiers never lets a
+        //            minority of seats (e.g. one lazy pass) accept work (issue 37).
+        return st.needed != 0 && st.passes >= st.needed && st.faults == 0;
+    }
+
+    /// @dev The seats a commitment needs to stand (passes or cleared fails): a strict majority of the round's seats,
+    ///      min(verifiers per commitment, verifiers listed) / 2 + 1.
+    function _needed(RoundSeed memory rs) internal pure returns (uint8) {
+        uint256 seats = rs.verifiers < rs.verifierCount ? rs.verifiers : rs.verifierCount;
+        return uint8(seats / 2 + 1);
     }
 
     function _adjustPaid(RoundTally memory tally, bool wasPaid, CommitmentStatus memory st) internal pure {

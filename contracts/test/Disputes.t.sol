@@ -362,6 +362,8 @@ contract DisputesTest is Fixture {
     }
 
     function test_execute_passOverturned_paysExactly_succeeds() public {
+        attestPassAs(AttestationRef(runId, 0, solvers[0], 1), c0); // a majority of the 3 seats (issue 37)
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 1, "accepted before the dispute");
         DisputeSubject memory s = _drawn(passRef, c0);
         _decide(s, true);
         uint256 poolBefore = shares.pool(runId);
@@ -410,6 +412,8 @@ contract DisputesTest is Fixture {
         assertEq(dis.credits(outsider), 2 ether + 3 ether, "bond back + half of 6");
         Verification.CommitmentStatus memory st = ver.commitmentStatusOf(runId, 0, solvers[1]);
         assertEq(st.faults, 0);
+        assertEq(st.passes, 1, "the cleared fail counts as a pass: the jury's replay (issue 37)");
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 0, "1 cleared fail of 3 seats is no majority");
     }
 
     function test_execute_failUpheld_slashesSolver_succeeds() public {
@@ -520,6 +524,7 @@ contract DisputesTest is Fixture {
     }
 
     function test_expire_afterLastAppeal_voidsThePassAndSlashesNobody_succeeds() public {
+        attestPassAs(AttestationRef(runId, 0, solvers[0], 1), c0); // a majority of the 3 seats (issue 37)
         DisputeSubject memory s = challengeAs(outsider, passRef, c0, 0);
         assertEq(ver.roundTally(runId, 0).paidCommitments, 1, "accepted before the dispute");
         uint256 poolBefore = shares.pool(runId);

@@ -30,6 +30,13 @@ contract JuryAttacksTest is Fixture {
         passVerifier = attestPassAs(passRef, c0);
     }
 
+    /// @dev A second pass (seat 1) on solver 0's commitment: with the bad pass, a majority of its 3 seats, so it is paid
+    ///      unless the bad pass is taken down (issue 37: one pass of three no longer accepts on its own).
+    function _secondPass() internal {
+        attestPassAs(AttestationRef(runId, 0, solvers[0], 1), c0);
+        assertEq(ver.roundTally(runId, 0).paidCommitments, 1, "accepted before the dispute");
+    }
+
     function _id(DisputeSubject memory s) internal pure returns (bytes32) {
         return keccak256(abi.encode(s));
     }
@@ -163,6 +170,7 @@ contract JuryAttacksTest is Fixture {
     /// expiry the pass used to stand and be paid. Now the silent jury is replaced by a larger one, which decides.
     function test_expire_blockingMinority_appealedJuryDecides_succeeds() public {
         _setUpRun(12);
+        _secondPass();
         address accomplice = makeAddr("accomplice");
         DisputeSubject memory s = challengeAs(accomplice, passRef, c0, 0);
         drawJury(s);
@@ -190,6 +198,7 @@ contract JuryAttacksTest is Fixture {
     /// voided, nobody is slashed and the accomplice pays 20% of its bond.
     function test_expire_blockingMinorityEveryJury_voidsThePass_succeeds() public {
         _setUpRun(3);
+        _secondPass();
         address accomplice = makeAddr("accomplice");
         DisputeSubject memory s = challengeAs(accomplice, passRef, c0, 0);
         for (uint256 i; i <= Constants.MAX_APPEALS; ++i) {

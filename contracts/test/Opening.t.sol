@@ -106,7 +106,7 @@ contract OpeningTest is Fixture {
         vm.prank(colluder);
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.NotOpened.selector, runId, round, attacker));
         ver.attestPass{value: 1 ether}(colluded, bad);
-        attestPassAs(refOf(runId, solvers[0], 0), honest);
+        attestMajorityAs(runId, solvers[0], honest);
 
         _postClaimAndWait(runId);
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.CommitmentsUnresolved.selector, 1));
@@ -344,7 +344,7 @@ contract OpeningTest is Fixture {
         uint256 stake = sm.bondedOf(solvers[0], Constants.ROLE_SOLVER);
         (LeafData[] memory leaves, bytes32[][] memory proofs) = buildOpening(runId, 0, solvers[0]);
         _openAs(outsider, runId, solvers[0], c, leaves, proofs);
-        attestPassAs(refOf(runId, solvers[0], 0), c);
+        attestMajorityAs(runId, solvers[0], c);
         vm.warp(reg.roundTimes(runId).openEnd);
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.AlreadyResolved.selector, IRunRegistry.Opening.Opened));
         reg.reportUnopened(runId, 0, solvers[0]);

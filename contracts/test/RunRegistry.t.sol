@@ -165,7 +165,9 @@ contract RunRegistryTest is Fixture {
                 2 * (seedAt + Constants.SEED_HORIZON_BLOCKS * BLOCK_SECONDS - c.commitWindow) + 1
             )
         );
-        c.challengeWindow = uint32(bound(challengeW, 1, UNBONDING_DELAY / 10));
+        // the challenge window covers attestWindow / 2 and 2 more blocks (issue 37: an attestation at the attest
+        // window's end can still be replayed and challenged)
+        c.challengeWindow = uint32(bound(challengeW, c.attestWindow / 2 + 2 * BLOCK_SECONDS, UNBONDING_DELAY / 10));
         c.disputeTimeout = uint32(bound(disputeW, 1, UNBONDING_DELAY / 10));
         uint256 id = reg.createRun(c);
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);

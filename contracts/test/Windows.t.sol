@@ -34,6 +34,8 @@ contract WindowsTest is Fixture {
         c = defaultConfig();
         c.commitWindow = uint32(commitWindow);
         c.attestWindow = uint32(attestWindow);
+        // room to challenge an attestation made at the end of the attest window (issue 37): half of it + 2 blocks
+        c.challengeWindow = uint32(attestWindow / 2 + 2 * Constants.MAX_BLOCK_SECONDS);
     }
 
     /// @dev Every case of windows.json: accepted by the deployment of its block time, or refused with Python's reason.
@@ -59,6 +61,39 @@ contract WindowsTest is Fixture {
                 uint256 runId = registry.createRun{value: REWARD_POOL}(c);
                 uint256 seedBlock = block.number + (c.commitWindow + t - 1) / t;
                 assertEq(registry.roundTimes(runId).seedBlock, seedBlock, "start block + ceil(Wc / blockSeconds)");
+                ++accepted;
+            } else {
+                string memory reason = vm.parseJsonString(json, string.concat(base, ".reason"));
+                vm.expectRevert(abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, reason));
+                vm.prank(creator);
+                registry.createRun{value: REWARD_POOL}(c);
+            }
+        }
+        assertGt(accepted, 0, "no accepted case");
+        assertLt(accepted, n, "no refused case");
+    }
+
+    /// @dev Every challenge case of windows.json: the challenge window must cover attestWindow / 2 and 2 blocks, so an
+    ///      attestation made at the end of the attest window can still be replayed and challenged (issue 37).
+    function test_createRun_pythonChallengeWindowVectors_succeeds() public {
+        uint256[] memory times = vm.parseJsonUintArray(json, ".blockSeconds");
+        for (uint256 i; i < times.length; ++i) {
+            registryOf[times[i]] = _deployWith(times[i]).runRegistry;
+        }
+        uint256 n = vm.parseJsonUint(json, ".challengeCaseCount");
+        uint256 accepted;
+        for (uint256 i; i < n; ++i) {
+            string memory base = string.concat(".challengeCases[", vm.toString(i), "]");
+            RunRegistry registry = registryOf[vm.parseJsonUint(json, string.concat(base, ".blockSeconds"))];
+            RunConfig memory c = _config(
+                vm.parseJsonUint(json, string.concat(base, ".commitWindow")),
+                vm.parseJsonUint(json, string.concat(base, ".attestWindow"))
+            );
+            c.challengeWindow = uint32(vm.parseJsonUint(json, string.concat(base, ".challengeWindow")));
+            vm.deal(creator, REWARD_POOL);
+            if (vm.parseJsonBool(json, string.concat(base, ".accepted"))) {
+                vm.prank(creator);
+                registry.createRun{value: REWARD_POOL}(c);
                 ++accepted;
             } else {
                 string memory reason = vm.parseJsonString(json, string.concat(base, ".reason"));

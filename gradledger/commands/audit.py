@@ -1,9 +1,10 @@
 """`gradledger audit --run ID [--json FILE] [--html FILE]`: audit a run from the chain and artifacts.
 
 Exit status: 0 when every check passed, 1 when a check failed (the reports are still written,
-they say which and why), 2 when the audit could not be completed -- unreachable or dropping RPC,
-missing manifest, unknown run -- in which case nothing is written, and 3, only with `--strict`, when
-every check passed but the report carries a warning (e.g. a run that accepted no work).
+they say which and why) -- an accepted segment that does not replay included, 2 when the audit could not be
+completed -- unreachable or dropping RPC, missing manifest, unknown run, a bad `--replay` -- in which case nothing
+is written, and 3, only with `--strict`, when every check passed but the report carries a warning (e.g. a run that
+accepted no work, or accepted segments nobody serves any more so they could not be replayed).
 """
 
 from __future__ import annotations
@@ -53,15 +54,40 @@ def audit_command(
         "--strict",
         help=f"exit {EXIT_WARNING} when every check passed but a warning stands (e.g. a run that accepted no work)",
     ),
+    replay: str | None = typer.Option(
+        None,
+        "--replay",
+        metavar="N|all|none",
+        help="segments of every accepted commitment of a settled round to replay from the solver's committed "
+        "checkpoints and judge as verifiers do: a count (default 1), 'all', or 'none'/0 to skip (the report says so); "
+        f"a segment that does not replay fails the audit (exit {EXIT_FAILED_CHECK}), one nobody serves is a warning",
+    ),
+    replay_seed: int = typer.Option(
+        0,
+        "--replay-seed",
+        min=0,
+        help="audit seed of the replay sample: the segments are a pure function of run, round, solver, the round's "
+        "on-chain seed and this seed (docs/audit.md); the same seed replays the same segments, another draws anew",
+    ),
 ) -> None:
-    """Rebuild a run from chain events and artifacts alone, re-derive every θ, check shares, slashes and ETH."""
+    """Rebuild a run from chain events and artifacts alone, re-derive every θ, replay a sample of the accepted
+    segments, check shares, slashes and ETH."""
     import torch
 
     from auditor.audit import audit_run, list_deployment_runs, open_sources
+    from auditor.replay_check import ReplaySettings, ReplaySettingsError, parse_replay_count
     from auditor.report import print_summary, write_outputs
     from gradledger.context import resolve_manifest, resolve_rpc_url
     from protocol.adapters.chain import ChainClient
 
+    try:  # the default sample size is auditor/replay_check.py DEFAULT_REPLAY
+        settings = (
+            ReplaySettings(seed=replay_seed)
+            if replay is None
+            else ReplaySettings(parse_replay_count(replay), replay_seed)
+        )
+    except ReplaySettingsError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--replay") from None
     configure_logging()
     torch.set_num_threads(threads)  # small tensors: one thread is fastest (no pool wake-ups), results are equal
     out = Console(width=None if sys.stdout.isatty() else 140)
@@ -75,7 +101,7 @@ def audit_command(
             _print_runs(list_deployment_runs(chain, deployment), out)
             return
         sources = open_sources(root, artifacts, resolve_peers(root, peer), include_home=home_stores)
-        report = audit_run(chain, deployment, run, sources, read_labels(root))
+        report = audit_run(chain, deployment, run, sources, read_labels(root), replay=settings)
         print_summary(report, out)
         write_outputs(report, json_out, html_out)
     except GradledgerError as exc:

@@ -122,7 +122,12 @@ def create(
         help="seconds for verifiers to attest; its first half must hold the round's seed block and 2 more blocks and "
         'end within 256 blocks of it (the deployment\'s block time: docs/contracts.md, "Windows and block time")',
     ),
-    challenge_window: int = typer.Option(6, min=1, help="seconds to challenge attestations and claims"),
+    challenge_window: int = typer.Option(
+        10,
+        min=1,
+        help="seconds to challenge attestations and claims; at least attest window / 2 + 2 blocks, so an attestation "
+        "made at the end of the attest window can still be replayed and challenged",
+    ),
     reward_pool: float = typer.Option(
         30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
     ),
@@ -173,12 +178,13 @@ def create(
     from protocol.adapters.contracts import ProtocolClient
     from protocol.adapters.object_store import open_artifact_store
     from protocol.hashing import hash_to_hex
-    from protocol.windows import verify_windows_fit, verify_windows_fit_chain
+    from protocol.windows import verify_challenge_window, verify_windows_fit, verify_windows_fit_chain
 
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
     verify_windows_fit_chain(commit_window, attest_window, deployment.block_seconds)
+    verify_challenge_window(attest_window, challenge_window, deployment.block_seconds)
     inputs = resolve_run_inputs(
         preset=preset, seed=seed, data=data, dataset=dataset, model_config=model_config, init_from=init_from,
         thresholds=thresholds,

@@ -93,8 +93,8 @@ def run_node(
         None,
         "--adversary",
         help=(
-            "DISHONEST role for tests and demos: cheat, withhold, withhold-document, wrong-claim, malformed, "
-            "unopenable, wrong-payload, wrong-residual or forged-moments (never default)"
+            "DISHONEST role for tests and demos: cheat, withhold, withhold-document, slow-serve, wrong-claim, "
+            "malformed, unopenable, wrong-payload, wrong-residual or forged-moments (never default)"
         ),
     ),
     behaviour: str | None = typer.Option(

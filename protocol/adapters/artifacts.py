@@ -9,7 +9,8 @@ valid name.
 `ArtifactStore` is the interface; `LocalArtifactStore` (a directory) is the default backend.
 An object-store backend (S3-compatible) implements the same four methods. Nodes serve their
 store read-only over HTTP with `make_artifact_router`, and fetch from peers with
-`fetch_artifact`.
+`fetch_artifact`, whose whole transfer ends by a deadline (protocol/adapters/deadlines.py): an
+artifact a peer does not finish serving in time is an `ArtifactDeadlineError`, i.e. unavailable.
 
 A copy that no longer hashes to its name (a bad disk, a stray edit) is moved aside by the store
 that finds it (`<root>-quarantine/`, kept for inspection, never served, never deleted) and the
@@ -28,7 +29,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn, Protocol, TypeVar
@@ -36,8 +37,9 @@ from typing import NoReturn, Protocol, TypeVar
 import httpx
 import torch
 from fastapi import APIRouter, HTTPException
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import FileResponse, Response, StreamingResponse
 
+from protocol.adapters.deadlines import DEFAULT_FETCH_DEADLINE_S, DeadlineMissedError, FetchDeadline
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, compute_content_hash, hash_to_hex, new_content_hasher, to_hash32
 from protocol.state import decode_state, encode_state, iter_state_chunks
@@ -55,6 +57,11 @@ class ArtifactError(GradledgerError):
 
 class ArtifactNotFoundError(ArtifactError):
     """No artifact with that hash is available from this source."""
+
+
+class ArtifactDeadlineError(ArtifactNotFoundError, DeadlineMissedError):
+    """A peer did not finish serving an artifact by its fetch deadline: unavailable data, exactly as if it had answered
+    404 (a slow-serving solver's checkpoint is failed like a withheld one; protocol/adapters/deadlines.py)."""
 
 
 class ArtifactCorruptError(ArtifactError):
@@ -85,6 +92,16 @@ class ArtifactStore(Protocol):
     def get(self, digest: bytes) -> bytes: ...
     def has(self, digest: bytes) -> bool: ...
     def delete(self, digest: bytes) -> None: ...
+
+
+class PacedArtifactStore(ArtifactStore, Protocol):
+    """A store that paces its own HTTP answers (the slow-serving adversary of adversary/solver.py): the artifact
+    router streams `stream_artifact(digest)` instead of the bytes of `get`."""
+
+    def stream_artifact(self, digest: bytes) -> AsyncIterator[bytes]:
+        """The body to stream for `digest`; raises ArtifactNotFoundError / ArtifactCorruptError before returning (the
+        router answers 404 / 503 then, as for `get`), never once streaming started."""
+        ...
 
 
 class LocalArtifactStore:
@@ -357,22 +374,56 @@ def get_state(store: ArtifactStore, digest: bytes) -> dict[str, torch.Tensor]:
 
 
 def fetch_artifact(
-    base_url: str, digest: bytes, *, timeout_s: float = 30.0, client: httpx.Client | None = None
+    base_url: str,
+    digest: bytes,
+    *,
+    timeout_s: float = 30.0,
+    client: httpx.Client | None = None,
+    deadline: FetchDeadline | None = None,
 ) -> bytes:
-    """GET an artifact from a peer's artifact API and check it against its hash."""
+    """GET an artifact from a peer's artifact API and check it against its hash, all of it by `deadline`.
+
+    # INVARIANT: the whole transfer -- connecting, the answer's head and every byte of its body -- ends by the deadline
+    (default: DEFAULT_FETCH_DEADLINE_S from now), however the peer paces it; `timeout_s` only bounds each read. Missed,
+    it is an `ArtifactDeadlineError` (unavailable data). A client of `make_deadline_client` (the peer set's) cuts a
+    read that waits past the deadline; any other client is checked after every chunk.
+    """
     name = hash_to_hex(to_hash32(digest, "artifact hash"))
     url = f"{base_url.rstrip('/')}/artifacts/{name}"
+    deadline = deadline or FetchDeadline.after(DEFAULT_FETCH_DEADLINE_S, f"artifact {name}")
+    body = bytearray()
+    status, expected = 0, ""
+
+    def missed(detail: str) -> ArtifactDeadlineError:
+        got = f"{len(body):,} of {expected or '?'} bytes" if status == 200 else "no answer"
+        return ArtifactDeadlineError(
+            f"peer {base_url} did not serve artifact {name} within the {deadline.seconds:g} s deadline of "
+            f"{deadline.what} ({got} received{detail}): counted as unavailable; its operator must serve faster "
+            '(docs/nodes.md, "Fetch deadlines")'
+        )
+
+    if deadline.expired():
+        raise missed(": no time was left")
     try:
-        response = (client or httpx).get(url, timeout=timeout_s)
+        with deadline.enforced(), (client or httpx).stream("GET", url, timeout=deadline.bound(timeout_s)) as response:
+            status, expected = response.status_code, response.headers.get("content-length", "")
+            if status == 200:
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if deadline.expired():
+                        raise missed("")
     except httpx.HTTPError as exc:
+        if deadline.expired():
+            raise missed(f": {exc}") from exc
         raise ArtifactNotFoundError(f"cannot fetch {name} from {base_url}: {exc}") from exc
-    if response.status_code == 404:
+    if status == 404:
         raise ArtifactNotFoundError(f"peer {base_url} does not have artifact {name}")
-    if response.status_code != 200:
-        raise ArtifactNotFoundError(f"peer {base_url} answered {response.status_code} for artifact {name}")
-    if compute_content_hash(response.content) != to_hash32(digest):
+    if status != 200:
+        raise ArtifactNotFoundError(f"peer {base_url} answered {status} for artifact {name}")
+    data = bytes(body)
+    if compute_content_hash(data) != to_hash32(digest):
         raise ArtifactCorruptError(f"peer {base_url} served bytes for {name} that do not match the hash")
-    return response.content
+    return data
 
 
 def fetch_into_store(store: ArtifactStore, base_url: str, digest: bytes, **kwargs) -> bytes:
@@ -395,6 +446,9 @@ def make_artifact_router(store: ArtifactStore) -> APIRouter:
         except GradledgerError as exc:
             raise HTTPException(status_code=400, detail=str(exc)) from None
         try:
+            paced = getattr(store, "stream_artifact", None)
+            if callable(paced):  # a store that paces its own answers (PacedArtifactStore)
+                return StreamingResponse(paced(name), media_type="application/octet-stream")
             if isinstance(store, LocalArtifactStore):  # checked, then streamed from disk (never whole in memory)
                 return FileResponse(store.get_verified_path(name), media_type="application/octet-stream")
             data = store.get(name)  # a store that serves bytes it computes (the adversaries' wrappers)

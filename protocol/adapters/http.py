@@ -4,7 +4,9 @@ Every node (solver, verifier, whistleblower) answers `GET /health`, `GET /metric
 and address, so peers can map chain addresses to URLs) and serves its artifact store at
 `GET /artifacts/{hash}`. `serve_in_thread` runs uvicorn in a background thread on a given or
 free port, behind the request limits of protocol/adapters/http_guard.py, and returns once it
-accepts connections.
+accepts connections. Everything a node reads from a peer (`PeerSet`, `get_peer_json`) ends by a total
+deadline, not only a per-read timeout (protocol/adapters/deadlines.py); a checker charges a seat's fetches
+to one budget (`PeerSet.budgeted`), so a solver that serves slowly is judged as one that does not serve.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protocol.adapters.artifacts import (
+    ArtifactDeadlineError,
     ArtifactError,
     ArtifactNotFoundError,
     ArtifactReporter,
@@ -30,8 +33,15 @@ from protocol.adapters.artifacts import (
     fetch_artifact,
     make_artifact_router,
 )
+from protocol.adapters.deadlines import (
+    DEFAULT_FETCH_DEADLINE_S,
+    DeadlineMissedError,
+    FetchBudget,
+    FetchDeadline,
+    make_deadline_client,
+)
 from protocol.adapters.http_guard import DEFAULT_LIMITS, HttpGuard, HttpLimits, install_error_handlers, make_protocol
-from protocol.adapters.peer_guard import PeerHostGuard, make_peer_client
+from protocol.adapters.peer_guard import PeerHostGuard
 from protocol.bounded_json import load_bounded_json
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
@@ -42,24 +52,51 @@ class PeerError(GradledgerError):
     """No peer could provide what was asked."""
 
 
+class PeerDeadlineError(PeerError, DeadlineMissedError):
+    """A peer did not finish a JSON answer (a commitment document, an identity) by its deadline: unavailable."""
+
+
 MAX_PEER_JSON_BYTES = 16 * 1024 * 1024
 """The largest JSON answer read from a peer (a commitment document of 10,000 segments is about 3 MB)."""
+DEFAULT_PEER_JSON_DEADLINE_S = 30.0
+"""The deadline of a JSON answer when neither the call nor the client names a timeout."""
 
 
-def get_peer_json(client: httpx.Client, url: str, timeout_s: float | None = None) -> Any:
+def get_peer_json(
+    client: httpx.Client, url: str, timeout_s: float | None = None, deadline: FetchDeadline | None = None
+) -> Any:
     """GET `url` and parse its JSON answer as untrusted input: read at most MAX_PEER_JSON_BYTES, refuse JSON nested
     deeper than MAX_JSON_DEPTH unparsed (protocol/bounded_json.py: a hostile peer's 100,000 `[` would otherwise
-    overflow the stack and kill this node). PeerError on any failure, naming the peer and what it did."""
-    timeout = client.timeout if timeout_s is None else httpx.Timeout(timeout_s)
+    overflow the stack and kill this node). PeerError on any failure, naming the peer and what it did.
+
+    # INVARIANT: the whole answer arrives by `deadline` (default: `timeout_s`, else the client's read timeout, from
+    now), however the peer paces it: a peer dripping its answer cannot hold this node (PeerDeadlineError).
+    """
+    seconds = timeout_s if timeout_s is not None else (client.timeout.read or DEFAULT_PEER_JSON_DEADLINE_S)
+    deadline = deadline or FetchDeadline.after(seconds, f"the answer of {url}")
+
+    def missed(received: int) -> PeerDeadlineError:
+        return PeerDeadlineError(
+            f"peer {url} did not answer within the {deadline.seconds:g} s deadline of {deadline.what} "
+            f"({received:,} bytes received): counted as unavailable; its operator must serve faster "
+            '(docs/nodes.md, "Fetch deadlines")'
+        )
+
+    if deadline.expired():
+        raise missed(0)
+    body = bytearray()
     try:
-        with client.stream("GET", url, timeout=timeout) as response:
-            body = bytearray()
+        with deadline.enforced(), client.stream("GET", url, timeout=deadline.bound(seconds)) as response:
             for chunk in response.iter_bytes():
                 body += chunk
                 if len(body) > MAX_PEER_JSON_BYTES:
                     raise PeerError(f"peer {url} answered more than {MAX_PEER_JSON_BYTES:,} bytes: not read further")
+                if deadline.expired():
+                    raise missed(len(body))
             status = response.status_code
     except httpx.HTTPError as exc:
+        if deadline.expired():
+            raise missed(len(body)) from exc
         raise PeerError(f"peer {url} unreachable: {exc}") from exc
     if status != 200:
         raise PeerError(f"peer {url} answered {status}: {bytes(body[:200]).decode(errors='replace')}")
@@ -150,9 +187,21 @@ class PeerSet:
     (protocol/adapters/peer_guard.py; issue 36, finding 10). Devnets and tests on one machine allow them.
     """
 
-    def __init__(self, urls: Sequence[str], timeout_s: float = 30.0, *, allow_private_peers: bool = False) -> None:
+    def __init__(
+        self,
+        urls: Sequence[str],
+        timeout_s: float = 30.0,
+        *,
+        allow_private_peers: bool = False,
+        fetch_deadline_s: float = DEFAULT_FETCH_DEADLINE_S,
+    ) -> None:
         self.guard = None if allow_private_peers else PeerHostGuard(report=self._report_refused)
-        self.client = httpx.Client(timeout=timeout_s) if self.guard is None else make_peer_client(timeout_s, self.guard)
+        # every transfer ends by its deadline (protocol/adapters/deadlines.py); no proxy from the environment for a
+        # guarded client (a proxy would resolve and connect out of the guard's sight)
+        self.client = make_deadline_client(timeout_s, self.guard, trust_env=self.guard is None)
+        self.fetch_deadline_s = fetch_deadline_s
+        """The deadline of each peer's attempt at an artifact; inside `budgeted` the budget's remainder, if shorter."""
+        self._scope = threading.local()
         self.urls: list[str] = []
         self._by_address: dict[str, str] = {}
         self._roles: dict[str, tuple[str, str]] = {}
@@ -234,21 +283,67 @@ class PeerSet:
                 self._by_address[str(identity.get("address", "")).lower()] = url
         return self._by_address.get(key)
 
+    # -- fetching, within deadlines ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def budgeted(self, budget: FetchBudget | None) -> Iterator[FetchBudget | None]:
+        """Charge every artifact (`fetch`) and JSON object (`get_json`) fetched in this thread inside the block to
+        `budget` (None: to no budget, e.g. θ_r inside a seat's check: not the solver's to serve). Scopes nest; the
+        innermost wins. A fetch the budget runs out on fails as unavailable (ArtifactDeadlineError,
+        PeerDeadlineError): how a checker turns a slow-serving solver into a data-availability fail."""
+        previous = getattr(self._scope, "budget", None)
+        self._scope.budget = budget
+        try:
+            yield budget
+        finally:
+            self._scope.budget = previous
+
+    def current_budget(self) -> FetchBudget | None:
+        """The budget this thread's fetches are charged to now (`budgeted`), if any."""
+        return getattr(self._scope, "budget", None)
+
     def fetch(self, digest: bytes, prefer: str | None = None) -> bytes:
-        """The artifact from the preferred peer first, then any other; checked against its hash."""
+        """The artifact from the preferred peer first, then any other; checked against its hash.
+
+        # INVARIANT: every peer's attempt ends by its deadline: `fetch_deadline_s` after it starts, so a slow peer
+        delays a fetch but cannot block it, and inside `budgeted(budget)` no later than the budget lasts. A fetch the
+        budget ran out on is an ArtifactDeadlineError: unavailable data, like an artifact nobody has.
+        """
+        name = hash_to_hex(digest)
         order = ([prefer] if prefer else []) + [u for u in self.urls if u != prefer]
+        budget = self.current_budget()
         errors = []
         for url in order:
+            if budget is not None and budget.exhausted():
+                break
             try:
-                return fetch_artifact(url, digest, client=self.client)
+                with self._attempt(budget, f"artifact {name}") as deadline:
+                    return fetch_artifact(url, digest, client=self.client, deadline=deadline)
             except ArtifactError as exc:
                 errors.append(str(exc))
+        if budget is not None and budget.exhausted():
+            detail = "; ".join(errors) or "the budget was spent on earlier fetches before this one began"
+            raise ArtifactDeadlineError(
+                f"artifact {name} not served within the {budget.seconds:g} s fetch budget of {budget.what}: {detail}"
+            )
         detail = "; ".join(errors) or "no peers configured"
-        raise ArtifactNotFoundError(f"artifact {hash_to_hex(digest)} unavailable from every peer: {detail}")
+        raise ArtifactNotFoundError(f"artifact {name} unavailable from every peer: {detail}")
+
+    def _attempt(self, budget: FetchBudget | None, what: str) -> contextlib.AbstractContextManager[FetchDeadline]:
+        """The deadline of one peer's attempt at an artifact: its own, cut to what `budget` has left (and charged)."""
+        if budget is None:
+            return contextlib.nullcontext(FetchDeadline.after(self.fetch_deadline_s, what))
+        return budget.transfer(self.fetch_deadline_s)
 
     def get_json(self, url: str, path: str) -> dict:
-        """A peer's JSON object (bounded: `get_peer_json`); PeerError when it is down, refuses or answers no object."""
-        body = get_peer_json(self.client, f"{url}{path}")
+        """A peer's JSON object (bounded: `get_peer_json`); PeerError when it is down, refuses or answers no object.
+        Inside `budgeted(budget)` it is charged to the budget and ends when that is spent (PeerDeadlineError)."""
+        budget = self.current_budget()
+        if budget is None:
+            body = get_peer_json(self.client, f"{url}{path}")
+        else:
+            with budget.transfer() as deadline:
+                body = get_peer_json(self.client, f"{url}{path}", deadline=deadline)
         if not isinstance(body, dict):
             raise PeerError(f"peer {url}{path} answered {type(body).__name__}, not a JSON object")
         return body
@@ -271,7 +366,8 @@ class PeerSet:
     def post_json(self, url: str, path: str, payload: dict, timeout_s: float = 10.0) -> bool:
         """POST a JSON body to a peer; True when it answered 2xx (a peer that is down or refuses is not an error)."""
         try:
-            return self.client.post(f"{url}{path}", json=payload, timeout=timeout_s).is_success
+            with FetchDeadline.after(timeout_s, f"POST {url}{path}").enforced():  # the whole exchange, not each read
+                return self.client.post(f"{url}{path}", json=payload, timeout=timeout_s).is_success
         except httpx.HTTPError:
             return False
 

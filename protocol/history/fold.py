@@ -111,6 +111,7 @@ def freeze(state: FoldState, labels: Mapping[str, str]) -> RunHistory:
                 b.pool_released,
                 plants.is_planting_round(state, index),
                 tuple(b.abstentions),
+                created.terms.verifiers_per_commitment,
             )
         )
     participants = _participants(state, labels)

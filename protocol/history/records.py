@@ -6,7 +6,8 @@ on-chain terms, `RunHistory.terms`, which is `protocol.types.RunTerms` (hashes a
 edges), and its plant terms, `PlantHistory.terms` (`protocol.types.PlantTerms`).
 
 Which commitments count, per round (docs/planted-faults.md; the contracts' rules, spelled once here):
-- tally-accepted: Verification's `passes > 0 && faults == 0` over the round's seats;
+- tally-accepted: Verification's `passes >= needed && faults == 0` over the round's seats (`needed`: a strict majority
+  of them; `passes`: standing passes and fails a jury overturned);
 - pay (`Round.pay_of`, Plants.payOf): normal, planted (revealed as planted), or unpaid (planting on and the plant
   not revealed in its window, no anchor old enough, or the plant disproven by a jury);
 - accepted (`Round.accepted`, the Δs of θ_(r+1)): tally-accepted and not unpaid (a planted one has no standing pass);
@@ -27,7 +28,14 @@ from typing import Literal
 
 from eth_utils import to_canonical_address
 
-from protocol.types import PlantPay, PlantTerms, RunTerms, is_commitment_accepted, is_commitment_paid
+from protocol.types import (
+    PlantPay,
+    PlantTerms,
+    RunTerms,
+    get_needed_seats,
+    is_commitment_accepted,
+    is_commitment_paid,
+)
 
 AttestationStateName = Literal["attested", "challenged", "finalized", "upheld", "overturned", "voided"]
 DisputeStatus = Literal["open", "jury drawn", "decided", "executed", "expired"]
@@ -132,6 +140,12 @@ class Attestation:
         return self.is_fail != (self.state == "overturned")
 
     @property
+    def is_cleared(self) -> bool:
+        """A fail a jury overturned: the jury replayed its segment and found it right, so Verification counts it in
+        `passes`, towards acceptance."""
+        return self.is_fail and not self.planted and self.state == "overturned"
+
+    @property
     def is_lazy_plant_pass(self) -> bool:
         """A pass on a planted commitment: wrong by construction, so its verifier did not replay (or replayed wrong)."""
         return self.planted and not self.is_fail
@@ -234,6 +248,22 @@ class Round:
     plants_on: bool = False
     """The run plants (rate > 0) and the round is PLANT_DELAY_ROUNDS or later: its pay follows the plant rules."""
     abstentions: tuple[Abstention, ...] = ()
+    verifiers_per_commitment: int = 0
+    """The run's seats per commitment (its terms): with the seed's verifier count, the seats a commitment needs."""
+
+    @property
+    def needed(self) -> int:
+        """Verification's `needed` (`get_needed_seats`): a strict majority of the round's seats."""
+        count = self.seed.verifier_count if self.seed is not None else 0
+        return get_needed_seats(self.verifiers_per_commitment, count)
+
+    def seat_counts(self, solver: str) -> tuple[int, int]:
+        """Verification's (passes, faults) of `solver`'s commitment this round: `passes` counts standing passes and
+        cleared fails (a fail a jury overturned counts like a pass)."""
+        attestations = self.attestations_of(solver)
+        passes = sum(1 for a in attestations if a.is_pass_counted or a.is_cleared)
+        faults = sum(1 for a in attestations if a.is_fault_counted)
+        return passes, faults
 
     def commitment_of(self, solver: str) -> Commitment | None:
         return next((c for c in self.commitments if c.solver == solver), None)
@@ -243,10 +273,8 @@ class Round:
 
     def is_tally_accepted(self, solver: str) -> bool:
         """Verification's rule (`is_commitment_accepted`) over this round's seats of `solver`."""
-        attestations = self.attestations_of(solver)
-        passes = sum(1 for a in attestations if a.is_pass_counted)
-        faults = sum(1 for a in attestations if a.is_fault_counted)
-        return is_commitment_accepted(passes, faults)
+        passes, faults = self.seat_counts(solver)
+        return is_commitment_accepted(passes, faults, self.needed)
 
     def pay_of(self, solver: str) -> PlantPay:
         """Plants.payOf: normal while the round cannot be planted; else unpaid without an anchor old enough or a
@@ -279,11 +307,10 @@ class Round:
         c, attestations = self.commitment_of(solver), self.attestations_of(solver)
         if c is None:
             return False
-        passes = sum(1 for a in attestations if a.is_pass_counted)
-        faults = sum(1 for a in attestations if a.is_fault_counted)
+        passes, faults = self.seat_counts(solver)
         attested = bool(attestations)
         planted = self.plants_on and c.planted and attested  # Verification._markPlanted: a status to mark
-        return is_commitment_paid(passes, faults, attested, planted, self.is_marked_unpaid(solver))
+        return is_commitment_paid(passes, faults, self.needed, attested, planted, self.is_marked_unpaid(solver))
 
     def is_paid(self, solver: str) -> bool:
         """Whether `claimSolverShares` pays the commitment: counted paid (planted and attested at all: the planting

@@ -46,7 +46,7 @@ from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_no
 
 SOLVERS, VERIFIER = [1, 2], 5
 SCRIPTED_RULES = RunRules(
-    rounds=3, commit_window_s=600, attest_window_s=500, challenge_window_s=60, dispute_timeout_s=120
+    rounds=3, commit_window_s=600, attest_window_s=500, challenge_window_s=260, dispute_timeout_s=120
 )
 """Chain seconds on a 1-second-block devnet: the attest window's first half (the draw window) ends within the seed
 block's 256-block horizon (createRun refuses more: docs/contracts.md, "Windows and block time")."""
@@ -154,9 +154,11 @@ def audited(real_run, tmp_path_factory) -> tuple[subprocess.CompletedProcess, di
 def test_real_run_every_check_passes_and_numbers_match_cast(real_run, audited):
     proc, data, _ = audited
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all 9 checks passed" in proc.stdout
+    assert "all 10 checks passed" in proc.stdout
     assert [c["name"] for c in data["checks"]] == list(CHECK_ORDER)
     assert all(c["passed"] for c in data["checks"]), data["checks"]
+    replay = checks_of(data)["accepted work replays"]["evidence"]  # one sampled segment per accepted commitment
+    assert (replay["segments_replayed"], replay["segments_failed"], replay["segments_unavailable"]) == (4, 0, 0)
     assert data["run_id"] == real_run.run_id and data["passed"] and data["run"]["finished"]
     assert [r["status"] for r in data["rounds"]] == ["settled", "settled"]
     assert all(r["rederived"] and r["rederived_theta_hash"] == r["settled_theta_hash"] for r in data["rounds"])

@@ -150,7 +150,7 @@ def test_integrity_public_state_and_balance():
         round=2,
         finished=True,
         theta_of={r: (h.rounds[r].theta_hash if r < 2 else h.rounds[1].next_theta_hash) for r in range(3)},
-        statuses={(1, SOLVER_A): {"roundPlusOne": 2, "passes": 1, "faults": 0}},
+        statuses={(1, SOLVER_A): {"roundPlusOne": 2, "passes": 1, "faults": 0, "needed": 1}},
         tallies={0: (2, 2), 1: (2, 2)},
         juror_votes={0: 0, 1: 0},
         minted_in_round={0: 950 * ETH, 1: 950 * ETH},

@@ -46,7 +46,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CHAIN_ID = 1337
 RULES = RunRules(
     rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=40, attest_window_s=40,
-    challenge_window_s=10, dispute_timeout_s=60,
+    challenge_window_s=25, dispute_timeout_s=60,
 )  # fmt: skip
 NODE_CHAIN_FLAGS = ("--confirmations", "1", "--max-fee-gwei", "50")
 

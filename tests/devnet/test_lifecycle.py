@@ -140,7 +140,7 @@ def test_restarted_devnet_keeps_its_port_and_chain_and_its_node_reconnects(tmp_p
         gradledger("deploy")
         background("creator", "artifacts serve --announce")
         gradledger("run create --preset tiny --rounds 1 --commit-window 120 --attest-window 90 "
-                   "--challenge-window 30 --json")  # fmt: skip
+                   "--challenge-window 50 --json")  # fmt: skip
         gradledger("solver stake --amount 10 --run 1 --devnet-account 1")
         solver, log = background("solver", "solver run --run 1 --devnet-account 1 --coordinator --no-progress")
         port = get_port(log)

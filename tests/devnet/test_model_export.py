@@ -36,7 +36,7 @@ from sim.scripted import start_scripted_run
 from tests.chain_fixtures import events_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-RULES = RunRules(rounds=2, commit_window_s=600, attest_window_s=500, challenge_window_s=60, dispute_timeout_s=120)
+RULES = RunRules(rounds=2, commit_window_s=600, attest_window_s=500, challenge_window_s=260, dispute_timeout_s=120)
 
 
 @pytest.fixture()

@@ -24,7 +24,13 @@ from protocol.config import build_run_config
 from protocol.constants import UNOWNED_REVENUE_GRACE
 from protocol.data import SHARD_BYTES
 from protocol.hashing import hash_to_hex
-from protocol.windows import COMMIT_TOO_SHORT, DRAW_BEFORE_SEED, DRAW_BEYOND_HORIZON, WindowsUnfitForChainError
+from protocol.windows import (
+    CHALLENGE_TOO_SHORT,
+    COMMIT_TOO_SHORT,
+    DRAW_BEFORE_SEED,
+    DRAW_BEYOND_HORIZON,
+    WindowsUnfitForChainError,
+)
 from tests.chain_fixtures import Deployment, driven_deployment
 
 pytestmark = pytest.mark.e2e
@@ -116,6 +122,7 @@ def test_create_run_refuses_windows_unfit_for_the_deployment_before_publishing(d
         (PRODUCTION_RULES, DRAW_BEYOND_HORIZON),
         (RunRules(commit_window_s=1, attest_window_s=100), COMMIT_TOO_SHORT),
         (RunRules(commit_window_s=20, attest_window_s=3), DRAW_BEFORE_SEED),
+        (RunRules(commit_window_s=20, attest_window_s=15, challenge_window_s=8), CHALLENGE_TOO_SHORT),
     ]:
         with pytest.raises(WindowsUnfitForChainError) as refused:
             create_run(protocol, get_devnet_account(0), store, config, manifest, shards, rules, ETH)

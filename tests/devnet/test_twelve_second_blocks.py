@@ -43,10 +43,11 @@ BLOCK_SECONDS = 12
 """The chain's block time: every block's timestamp is its parent's + 12, and the deployment declares 12."""
 BLOCK_WALL_S = 0.5
 """Wall seconds between blocks: chain time runs BLOCK_SECONDS / BLOCK_WALL_S = 24 times the wall clock."""
-WALL_WINDOWS_S = {"commit": 30, "attest": 30, "challenge": 15}
+WALL_WINDOWS_S = {"commit": 30, "attest": 30, "challenge": 20}
 """Wall time per window. Each phase's work takes 1 to 2 s here (a solver trains the tiny preset's round and commits,
 the seed is drawn and both commitments opened, the verifier replays 2 samples of each): the windows leave 7x that
-or more for a loaded machine. A round lasts commit + attest + challenge + the claim's challenge window: 90 s."""
+or more for a loaded machine; the challenge window must cover half the attest window and 2 blocks (issue 37). A
+round lasts commit + attest + challenge + the claim's challenge window: 100 s."""
 
 
 def _chain_s(wall_s: float) -> int:

@@ -96,9 +96,12 @@ def test_a_silent_seat_is_reported_once_and_charged_the_bond_into_the_reward_poo
     assert stake - protocol.bonded_of(silent.address, ROLE_VERIFIER) == RULES.attestation_bond_wei
     assert _implied(protocol) == implied  # stake moved into the reward pool: nothing entered or left
     assert find_abstentions(protocol, ctx, protocol.round_times(run_id)) == ()
-    # the abstention is no attestation: the commitment stays paid, one standing check
-    assert protocol.commitment_status(run_id, 0, solver.address).paid
-    assert protocol.round_tally(run_id, 0)["paidCommitments"] == 1
+    # the abstention is no attestation: one pass of two seats is no majority, so the commitment is not accepted
+    # (issue 37: a silent seat counts against acceptance; the old rule accepted it on the one pass)
+    status = protocol.commitment_status(run_id, 0, solver.address)
+    assert (status.passes, status.needed, status.accepted, status.paid) == (1, 2, False, False)
+    assert protocol.round_tally(run_id, 0)["paidCommitments"] == 0
+    assert protocol.round_tally(run_id, 0)["totalChecks"] == 1
 
     chain_events = protocol.chain.get_events(protocol.chain.deployment.deployed_block, protocol.chain.block_number())
     history = fold_run_history(chain_events, run_id)

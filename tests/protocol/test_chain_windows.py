@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from protocol.constants import MAX_BLOCK_SECONDS, MIN_BLOCK_SECONDS, SEED_HORIZON_BLOCKS
 from protocol.errors import ConfigError
 from protocol.windows import (
+    CHALLENGE_TOO_SHORT,
     COMMIT_TOO_SHORT,
     DRAW_BEFORE_SEED,
     DRAW_BEYOND_HORIZON,
@@ -25,7 +26,9 @@ from protocol.windows import (
     WindowsUnfitForChainError,
     get_attest_window_bounds,
     get_block_time_problem,
+    get_challenge_window_problem,
     get_fitting_block_times,
+    verify_challenge_window,
     verify_windows_fit_chain,
 )
 from tests.vectors.generate import VECTORS_DIR
@@ -131,3 +134,31 @@ def test_vectors_cover_every_reason_on_every_block_time():
     for t in data["blockSeconds"]:
         reasons = {c["reason"] for c in data["cases"] if c["blockSeconds"] == t}
         assert reasons >= {"", COMMIT_TOO_SHORT, DRAW_BEFORE_SEED, DRAW_BEYOND_HORIZON, WINDOW_NOT_POSITIVE}, t
+
+
+@given(wa=short_windows, wch=short_windows, t=block_times)
+def test_challenge_window_leaves_a_late_attestation_a_replay_and_two_blocks(wa, wch, t):
+    """RunRegistry's `challengeWindow < attestWindow / 2 + 2 * t` check, and what it promises: an attestation made in
+    the last second of the attest window leaves a challenger as long as a verifier had to replay (the attest window's
+    second half) and two blocks to land its challenge before challengeEnd (issue 37)."""
+    reason = get_challenge_window_problem(wa, wch, t)
+    assert reason == (CHALLENGE_TOO_SHORT if wch < wa // 2 + 2 * t else None)
+    if reason is None:
+        attest_end = wa  # from the attest window's start
+        assert attest_end + wa // 2 + 2 * t <= attest_end + wch
+        verify_challenge_window(wa, wch, t)
+    else:
+        with pytest.raises(WindowsUnfitForChainError, match=rf"--challenge-window {wa // 2 + 2 * t} or more"):
+            verify_challenge_window(wa, wch, t)
+
+
+def test_challenge_vectors_agree_and_cover_both_outcomes():
+    data = json.loads((VECTORS_DIR / "windows.json").read_text())
+    assert data["challengeCaseCount"] == len(data["challengeCases"])
+    for case in data["challengeCases"]:
+        t = case["blockSeconds"]
+        assert get_block_time_problem(case["commitWindow"], case["attestWindow"], t) is None
+        reason = get_challenge_window_problem(case["attestWindow"], case["challengeWindow"], t)
+        assert (case["accepted"], case["reason"]) == (reason is None, reason or "")
+    for t in data["blockSeconds"]:
+        assert {c["reason"] for c in data["challengeCases"] if c["blockSeconds"] == t} == {"", CHALLENGE_TOO_SHORT}

@@ -1,23 +1,20 @@
-"""The incentive model (protocol/economics.py, docs/economics.md): payoffs that match the contracts' arithmetic,
-distributions that are distributions, and the attacks of issue 17 priced at the default terms.
-
-Each attack test first shows the strategy paying under terms that lack the defence (no plants, no plant checks, the
-old 2 ETH demo challenge bond), then losing under the terms the demos and the production preset use.
-"""
+"""The incentive model's payoffs and distributions (protocol/economics.py, docs/economics.md): payoffs that match the
+contracts' arithmetic, distributions that are distributions, and the honest roles' incomes and verification cost at
+the default terms. The strategies priced with them: tests/protocol/test_economics_strategies.py."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT, RunRules
-from gradledger.adversarial_demo import ADVERSARIAL_RULES
+from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT
 from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
-from protocol.constants import BPS_DENOMINATOR, JUROR_REWARD_BPS, WINNER_REWARD_BPS
+from protocol.constants import BPS_DENOMINATOR, JUROR_REWARD_BPS, PLANT_DELAY_ROUNDS, WINNER_REWARD_BPS
 from protocol.economics import (
     COMPUTE_SHARE,
     DEMO_POPULATION,
@@ -25,39 +22,28 @@ from protocol.economics import (
     ETH,
     PRODUCTION_POPULATION,
     PRODUCTION_ROUND_VALUE,
-    STRATEGIES,
+    WATCH_FRACTIONS,
     EconomicsError,
     EconomicTerms,
-    Population,
-    Strategy,
     build_valuation,
     compute_dispute_payout,
-    compute_expectation,
     compute_fake_catch_probability,
     compute_fault_reward,
+    compute_honest_solver_income,
+    compute_honest_verifier_income,
     compute_jury_odds,
+    compute_plant_check_income,
     compute_verification_cost_ratio,
+    compute_whistleblower_income,
     get_fake_mixture,
     get_seat_overlap,
 )
+from protocol.types import get_needed_seats
 
 DEMO = EconomicTerms.from_rules(DEMO_RULES, DEMO_INNER_STEPS, 5)
-ADVERSARIAL = EconomicTerms.from_rules(ADVERSARIAL_RULES, DEMO_INNER_STEPS, 5)
 PRODUCTION = EconomicTerms.from_rules(PRODUCTION_RULES, PRODUCTION_INNER_STEPS, PRODUCTION_STEPS_PER_SEGMENT)
-DEFAULTS = {
-    "demo": (DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE),
-    "adversarial-demo": (ADVERSARIAL, DEMO_POPULATION, DEMO_ROUND_VALUE),
-    "production": (PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE),
-}
-
-
-def profit(strategy: Strategy, terms: EconomicTerms, population: Population, round_value: int) -> Fraction:
-    valuation = build_valuation(terms, population, round_value, COMPUTE_SHARE)
-    return compute_expectation(strategy, terms, population, valuation).profit
-
-
-def strategy(kind: str) -> Strategy:
-    return next(s for s in STRATEGIES if s.kind == kind)
+PRODUCTION_VALUATION = build_valuation(PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE, COMPUTE_SHARE)
+DEMO_VALUATION = build_valuation(DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE, COMPUTE_SHARE)
 
 
 # -- payoffs of single outcomes: the contracts' integer arithmetic, every wei accounted for -----------------------
@@ -115,6 +101,9 @@ def test_fake_catch_probability_of_everything_faked_is_one():
     assert compute_fake_catch_probability(DEMO, Fraction(0), DEMO.seats) == 0
 
 
+# -- terms -------------------------------------------------------------------------------------------------------
+
+
 def test_terms_with_shares_not_adding_up_raise():
     with pytest.raises(EconomicsError, match="10,000 bps"):
         replace(DEMO, juror_share_bps=DEMO.juror_share_bps + 1)
@@ -125,63 +114,26 @@ def test_terms_with_h_not_a_multiple_of_k_raise():
         EconomicTerms.from_rules(DEMO_RULES, 21, 5)
 
 
-# -- the defaults: no dishonest strategy pays ----------------------------------------------------------------------
+@given(st.integers(1, 8), st.integers(1, 64))
+def test_needed_seats_is_the_contracts_strict_majority(seats, verifiers):
+    terms = replace(DEMO, seats=seats)
+    assert terms.get_needed(verifiers) == get_needed_seats(seats, verifiers)
+    assert 2 * terms.get_needed(verifiers) > min(seats, verifiers)
 
 
-@pytest.mark.parametrize("preset", sorted(DEFAULTS))
-def test_every_counted_dishonest_strategy_loses_at_the_default_terms(preset):
-    terms, population, value = DEFAULTS[preset]
-    for s in STRATEGIES:
-        if s.dishonest and not s.excluded:
-            assert profit(s, terms, population, value) < 0, (preset, s.name)
+@given(st.integers(1, 2000))
+def test_the_first_rounds_of_a_run_cannot_be_planted(rounds):
+    terms = replace(DEMO, rounds=rounds)
+    assert terms.unplantable_share == Fraction(min(PLANT_DELAY_ROUNDS, rounds), rounds)
+    assert terms.planted_share == terms.plant_rate * (1 - terms.unplantable_share)
+    assert replace(terms, unplantable_rounds=0).planted_share == terms.plant_rate
 
 
-def test_every_strategy_of_the_issue_is_present_and_counted():
-    kinds = {s.kind for s in STRATEGIES if not s.excluded}
-    assert {"honest_solver", "fake", "withhold", "copy_root", "lazy", "collude", "preempt", "sybil_jurors",
-            "silent_juror"} <= kinds  # fmt: skip
-    assert len({s.fraction for s in STRATEGIES if s.kind == "fake"}) >= 3
-    assert all(s.excluded for s in STRATEGIES if s.kind == "sybil_jurors" and s.share >= Fraction(1, 2))
+# -- the honest roles and the cost of verification at the default terms -----------------------------------------
 
 
 def test_production_replays_at_most_a_tenth_of_the_training():
     assert compute_verification_cost_ratio(PRODUCTION, PRODUCTION_POPULATION) <= Fraction(1, 10)
-
-
-# -- attacks: each pays without its defence and loses with it -------------------------------------------------------
-
-
-def test_lazy_verifier_pays_without_plants_and_loses_with_them():
-    lazy = strategy("lazy")
-    unplanted = replace(PRODUCTION, plant=replace(PRODUCTION.plant, rate_bps=0))
-    assert profit(lazy, unplanted, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) > 0  # the verifier's dilemma
-    assert profit(lazy, PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) < 0
-
-
-def test_forged_plant_pays_without_plant_checks_and_loses_with_them():
-    forge = next(s for s in STRATEGIES if s.kind == "forge_plant" and s.fraction == 1)
-    unchecked = replace(DEMO_POPULATION, plant_check=Fraction(0))
-    assert profit(forge, DEMO, unchecked, DEMO_ROUND_VALUE) > 0
-    assert profit(forge, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
-
-
-def test_preemptive_challenger_pays_with_the_old_demo_bond_and_loses_with_the_new():
-    preempt = strategy("preempt")
-    old = EconomicTerms.from_rules(replace(DEMO_RULES, challenge_bond_wei=RunRules().challenge_bond_wei), 20, 5)
-    assert profit(preempt, old, DEMO_POPULATION, DEMO_ROUND_VALUE) > 0
-    assert profit(preempt, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
-
-
-def test_griefing_plant_costs_the_solver_and_harms_verifiers():
-    grief = strategy("grief_plant")
-    valuation = build_valuation(DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE, COMPUTE_SHARE)
-    expectation = compute_expectation(grief, DEMO, DEMO_POPULATION, valuation)
-    assert (
-        expectation.profit < 0
-        and expectation.harm > 0
-        and expectation.caught
-        == DEMO.plant_rate * 1 * (compute_jury_odds(DEMO_POPULATION.jurors, 0, DEMO.jury_size).truth)
-    )
 
 
 def test_plant_checks_add_one_segment_per_planted_commitment():
@@ -189,4 +141,22 @@ def test_plant_checks_add_one_segment_per_planted_commitment():
     extra = compute_verification_cost_ratio(PRODUCTION, PRODUCTION_POPULATION) - compute_verification_cost_ratio(
         PRODUCTION, unchecked
     )
-    assert extra == PRODUCTION.plant_rate * PRODUCTION.steps_per_segment / PRODUCTION.inner_steps
+    assert extra == PRODUCTION.planted_share * PRODUCTION.steps_per_segment / PRODUCTION.inner_steps
+
+
+def test_the_presets_rely_on_no_unpaid_pass_rechecks():
+    assert PRODUCTION_POPULATION.recheck_fraction == DEMO_POPULATION.recheck_fraction == 0
+    assert compute_whistleblower_income(PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_VALUATION) == 0
+
+
+@pytest.mark.parametrize(
+    ("terms", "population", "valuation"),
+    [(DEMO, DEMO_POPULATION, DEMO_VALUATION), (PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_VALUATION)],
+)
+def test_watching_unpaid_costs_in_proportion_to_f_and_honest_roles_earn(terms, population, valuation):
+    incomes = [compute_whistleblower_income(terms, population, valuation, f) for f in WATCH_FRACTIONS]
+    assert incomes[0] == 0 and all(a > b for a, b in pairwise(incomes))
+    assert incomes[-1] == 4 * incomes[2] == 10 * incomes[1]  # linear in F: nothing pays a re-check
+    assert compute_plant_check_income(terms, population, valuation) < 0
+    assert compute_honest_solver_income(terms, population, valuation) > 0
+    assert compute_honest_verifier_income(terms, population, valuation) > 0

@@ -33,7 +33,12 @@ from protocol.sampling import (
     compute_seat_seed,
     compute_seat_verifier_indices,
 )
-from protocol.windows import get_attest_window_bounds, get_block_time_problem
+from protocol.windows import (
+    get_attest_window_bounds,
+    get_block_time_problem,
+    get_challenge_window_problem,
+    get_shortest_challenge_window,
+)
 
 VECTORS_DIR = Path(__file__).resolve().parent
 TREE_SIZES = (1, 2, 3, 5, 8)
@@ -208,8 +213,21 @@ def build_windows_vectors() -> dict:
                 "reason": reason or "",
             }
         )
+    challenge_cases = []
+    for t in WINDOW_BLOCK_SECONDS:
+        for attest in (4 * t, 4 * t + 1, 300, 1800):
+            if get_block_time_problem(2 * t, attest, t) is not None:
+                continue  # refused before the challenge window is looked at
+            shortest = get_shortest_challenge_window(attest, t)
+            for challenge in (shortest - 1, shortest, shortest + 1):
+                reason = get_challenge_window_problem(attest, challenge, t)
+                challenge_cases.append(
+                    {"blockSeconds": t, "commitWindow": 2 * t, "attestWindow": attest, "challengeWindow": challenge,
+                     "accepted": reason is None, "reason": reason or ""}
+                )  # fmt: skip
     return {"caseCount": len(cases), "blockSecondsCount": len(WINDOW_BLOCK_SECONDS),
-            "blockSeconds": list(WINDOW_BLOCK_SECONDS), "cases": cases}  # fmt: skip
+            "blockSeconds": list(WINDOW_BLOCK_SECONDS), "cases": cases,
+            "challengeCaseCount": len(challenge_cases), "challengeCases": challenge_cases}  # fmt: skip
 
 
 def render_all() -> dict[str, str]:

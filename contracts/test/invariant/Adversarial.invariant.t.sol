@@ -1273,11 +1273,12 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
         }
     }
 
-    /// @dev accepted: a standing pass, no standing (or voided) fail and no overturned pass, or revealed as planted (not
-    ///      disproven) and attested;
+    /// @dev accepted: standing passes and overturned (cleared) fails on a strict majority of the round's seats,
+    ///      min(verifiersPerCommitment, verifierCount) / 2 + 1 (issue 37: a seat nobody attested counts against it), no
+    ///      standing (or voided) fail and no overturned pass; or revealed as planted (not disproven) and attested;
     ///      paid: accepted and Plants does not hold it unpaid.
     function _payStatus(uint64 r, address s) internal view returns (bool accepted, bool paid) {
-        bool standingPass;
+        uint256 standing;
         bool blockingFail;
         bool attested;
         for (uint8 slot; slot < SLOTS; ++slot) {
@@ -1288,12 +1289,17 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             attested = true;
             bool stands = state == Verification.AttestationState.Attested
                 || state == Verification.AttestationState.Finalized || state == Verification.AttestationState.Upheld;
-            if (!isFail && stands) standingPass = true;
+            if (!isFail && stands) ++standing;
+            // a fail a jury overturned is a replay that came out right: it counts like a pass
+            if (isFail && state == Verification.AttestationState.Overturned) ++standing;
             // a standing or voided fail blocks, and so does an overturned pass (a proven fault)
             if (isFail && (stands || state == Verification.AttestationState.Voided)) blockingFail = true;
             if (!isFail && state == Verification.AttestationState.Overturned) blockingFail = true;
         }
-        accepted = _revealedPlanted[r][s] ? attested && !_disproven[r][s] : standingPass && !blockingFail;
+        Verification.RoundSeed memory rs = ver.roundSeed(runId, r);
+        uint256 seats = rs.verifiers < rs.verifierCount ? rs.verifiers : rs.verifierCount;
+        bool majority = rs.attestEnd != 0 && standing >= seats / 2 + 1;
+        accepted = _revealedPlanted[r][s] ? attested && !_disproven[r][s] : majority && !blockingFail;
         paid = accepted && plants.payOf(runId, r, s) != IPlants.Pay.Unpaid;
     }
 
@@ -1469,16 +1475,17 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
 ///      unrevealed plant and abstaining seat; time never passes a deadline before the honest side acted there.
 ///
 ///      Property 1 (pay). For every settled round r in which no commitment with bad content is paid (every bad
-///      commitment was caught): every honest solver whose commitment of r is accepted -- a standing pass (Attested,
-///      Finalized, Upheld), no standing or voided fail and no overturned pass; or revealed as planted, not disproven,
-///      and attested -- is paid (claimSolverShares succeeds) and mints at least floor(bucket / G) shares, where
-///      bucket = sharesPerRound * solverShareBps / 10^4 and G = the number of r's paid commitments that are good work
-///      (every leaf the honest training's, or every leaf the planted training's for a true plant): the honest accepted
-///      commitments plus the accepted planted ones. Every commitment trains the run's fixed H steps of a fixed batch,
-///      so this is its tokens' share of the good accepted tokens. Also (the denominator): Verification's
+///      commitment was caught): every honest solver whose commitment of r is accepted -- standing passes (Attested,
+///      Finalized, Upheld) and overturned fails on a strict majority of the round's seats (min(verifiersPerCommitment,
+///      verifierCount) / 2 + 1, issue 37), no standing or voided fail and no overturned pass; or revealed as planted,
+///      not disproven, and attested -- is paid (claimSolverShares succeeds) and mints at least floor(bucket / G)
+///      shares, where bucket = sharesPerRound * solverShareBps / 10^4 and G = the number of r's paid commitments that
+///      are good work (every leaf the honest training's, or every leaf the planted training's for a true plant): the
+///      honest accepted commitments plus the accepted planted ones. Every commitment trains the run's fixed H steps of
+///      a fixed batch, so this is its tokens' share of the good accepted tokens. Also (the denominator): Verification's
 ///      roundTally.paidCommitments equals the number of r's commitments the protocol pays, recomputed from the seats'
-///      states and Plants.payOf. Rounds where a bad commitment was paid are counted by cause (a seat whose samples
-///      show the forgery abstained, a wrong pass left standing, or no seat's samples show it), not failed.
+///      states and Plants.payOf. Rounds where a bad commitment was paid are counted by cause (a seat whose samples show
+///      the forgery abstained, a wrong pass left standing, or no seat's samples show it), not failed.
 ///      Property 2 (slashes). Every slash hits the account its fault key names (the commitment's solver, the seat's
 ///      verifier) for a ground-truth fault of it: a commitment not opened (seed drawn), an eligible plant not revealed,
 ///      or content that is not the training it claims (honest, or planted once revealed as planted); an attestation

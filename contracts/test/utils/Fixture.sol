@@ -347,6 +347,42 @@ abstract contract Fixture is Test {
         ver.attestPass{value: bond}(ref, c);
     }
 
+    /// @dev The standing passes + cleared fails that accept a commitment of `round` (Verification._needed, issue 37):
+    ///      a strict majority of the round's seats, min(verifiersPerCommitment, verifierCount) / 2 + 1; 0 before the
+    ///      seed is drawn.
+    function neededOf(uint256 runId, uint64 round) internal view returns (uint256) {
+        Verification.RoundSeed memory rs = ver.roundSeed(runId, round);
+        if (rs.attestEnd == 0) return 0;
+        uint256 seats = rs.verifiers < rs.verifierCount ? rs.verifiers : rs.verifierCount;
+        return seats / 2 + 1;
+    }
+
+    /// @dev Top `solver`'s commitment `c` of the current round up to acceptance: pass attestations, lowest seat first,
+    ///      by the assigned verifiers of seats nobody attested yet (a seat held by the solver itself is skipped), until
+    ///      its standing passes + cleared fails reach neededOf. Returns the seats it attested.
+    function attestMajorityAs(uint256 runId, address solver, CommitmentData memory c)
+        internal
+        returns (uint256 attested)
+    {
+        uint64 round = reg.roundTimes(runId).round;
+        uint256 needed = neededOf(runId, round);
+        Verification.RoundSeed memory rs = ver.roundSeed(runId, round);
+        uint256 seats = rs.verifiers < rs.verifierCount ? rs.verifiers : rs.verifierCount;
+        for (uint8 slot; slot < seats; ++slot) {
+            Verification.CommitmentStatus memory st = ver.commitmentStatusOf(runId, round, solver);
+            if (st.roundPlusOne == round + 1 && st.passes >= needed) return attested;
+            AttestationRef memory ref = AttestationRef(runId, round, solver, slot);
+            (Verification.AttestationState state,,,) = ver.attestationOf(ref);
+            if (state != Verification.AttestationState.None) continue;
+            (, bool eligible) = ver.assignedVerifier(ref);
+            if (!eligible) continue;
+            attestPassAs(ref, c);
+            ++attested;
+        }
+        Verification.CommitmentStatus memory last = ver.commitmentStatusOf(runId, round, solver);
+        require(last.passes >= needed, "attestMajorityAs: not enough seats to accept");
+    }
+
     /// @dev Segment of draw `sampleIndex` of the seat `ref` (each seat has its own samples).
     function sampleSegment(AttestationRef memory ref, uint16 sampleIndex) internal view returns (uint256) {
         return ver.sampledSegment(ref.runId, ref.round, ref.solver, ref.slot, sampleIndex);

@@ -1,0 +1,264 @@
+"""Every strategy row of the economics bench, priced under issue 37's rules (protocol/economics_strategies.py,
+docs/economics.md): what each defence buys, shown by pricing the attack without it and with it, the rows that still
+pay (only a rule change fixes them), and the agreement of the analytic rows with the simulation that plays them with
+the protocol's own draws (bench/economics_sim.py)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.economics_sim import Preset, Simulation, get_roles
+from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT, RunRules
+from gradledger.adversarial_demo import ADVERSARIAL_RULES
+from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
+from protocol.economics import (
+    COMPUTE_SHARE,
+    DEMO_POPULATION,
+    DEMO_ROUND_VALUE,
+    ETH,
+    PRODUCTION_POPULATION,
+    PRODUCTION_ROUND_VALUE,
+    WATCH_FRACTIONS,
+    EconomicTerms,
+    Population,
+    build_valuation,
+    compute_honest_solver_income,
+    compute_jury_odds,
+    get_rewards,
+)
+from protocol.economics_strategies import (
+    JURY_TRUST_SHARE,
+    STRATEGIES,
+    Strategy,
+    compute_break_even_value,
+    compute_expectation,
+    compute_griefed_solver_income,
+    compute_one_segment_detection,
+    get_exclusion,
+)
+
+DEMO = EconomicTerms.from_rules(DEMO_RULES, DEMO_INNER_STEPS, 5)
+ADVERSARIAL = EconomicTerms.from_rules(ADVERSARIAL_RULES, DEMO_INNER_STEPS, 5)
+PRODUCTION = EconomicTerms.from_rules(PRODUCTION_RULES, PRODUCTION_INNER_STEPS, PRODUCTION_STEPS_PER_SEGMENT)
+DEFAULTS = {
+    "demo": (DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE),
+    "adversarial-demo": (ADVERSARIAL, DEMO_POPULATION, DEMO_ROUND_VALUE),
+    "production": (PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE),
+}
+RULE_BOUND = {"lazy_unplantable", "reroll_seed"}
+"""The only kinds a counted row may still profit with (docs/economics.md, What still pays)."""
+
+
+def profit(strategy: Strategy, terms: EconomicTerms, population: Population, round_value: int) -> Fraction:
+    valuation = build_valuation(terms, population, round_value, COMPUTE_SHARE)
+    return compute_expectation(strategy, terms, population, valuation).profit
+
+
+def strategy(kind: str, **fields) -> Strategy:
+    return next(s for s in STRATEGIES if s.kind == kind and all(getattr(s, k) == v for k, v in fields.items()))
+
+
+def unwatched(population: Population) -> Population:
+    return replace(population, recheck_fraction=Fraction(0), plant_check=Fraction(0))
+
+
+# -- the rows ------------------------------------------------------------------------------------------------------
+
+
+def test_every_strategy_of_issues_17_and_37_is_a_named_row():
+    kinds = {s.kind for s in STRATEGIES}
+    assert {"honest_solver", "fake", "withhold", "copy_root", "reroll_unopened", "reroll_seed", "poison", "lazy",
+            "lazy_unplantable", "partial_lazy", "fail_all", "silent_griefer", "collude", "accomplice_skip", "preempt",
+            "sybil_jurors", "silent_juror", "forge_plant", "grief_plant"} <= kinds  # fmt: skip
+    assert {s.share for s in STRATEGIES if s.kind == "sybil_jurors"} == {Fraction(x, 100) for x in (10, 20, 30, 40, 50)}
+    assert len({s.name for s in STRATEGIES}) == len(STRATEGIES)
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_sybil_jurors_below_a_third_are_counted_and_lose_and_above_are_listed_only(preset):
+    terms, population, value = DEFAULTS[preset]
+    for s in (s for s in STRATEGIES if s.kind == "sybil_jurors"):
+        if s.share < JURY_TRUST_SHARE:
+            assert not get_exclusion(s, terms) and profit(s, terms, population, value) < 0, s.name
+        else:
+            assert "trust assumption" in get_exclusion(s, terms), s.name
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+@pytest.mark.parametrize("watched", [True, False])
+def test_every_counted_row_loses_but_those_only_a_rule_change_fixes(preset, watched):
+    """At F = 0, with and without plant checks: the rows that still pay are the ones docs/economics.md lists, and
+    partial laziness where a preset samples twice per seat (the demos); a false plant nobody checks costs nothing."""
+    terms, population, value = DEFAULTS[preset]
+    population = population if watched else unwatched(population)
+    paying = {s.name for s in STRATEGIES if s.dishonest and not get_exclusion(s, terms)
+              if profit(s, terms, population, value) >= 0}  # fmt: skip
+    allowed = {s.name for s in STRATEGIES if (s.kind in RULE_BOUND and s.draws > 2) or s.kind == "lazy_unplantable"}
+    allowed |= {s.name for s in STRATEGIES if s.kind == "partial_lazy" and terms.samples > 1}
+    allowed |= set() if watched else {s.name for s in STRATEGIES if s.kind in ("forge_plant", "grief_plant")}
+    assert paying <= allowed
+    assert strategy("reroll_seed", draws=2).name not in paying
+
+
+# -- R3: self-defence makes failing everything lose at F = 0 -------------------------------------------------------
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_failing_everything_loses_at_every_f_and_the_griefed_solver_keeps_its_income(preset):
+    terms, population, value = DEFAULTS[preset]
+    for f in WATCH_FRACTIONS:
+        assert profit(strategy("fail_all"), terms, replace(population, recheck_fraction=f), value) < 0
+    valuation = build_valuation(terms, population, value, COMPUTE_SHARE)
+    honest = compute_honest_solver_income(terms, population, valuation)
+    assert compute_griefed_solver_income(terms, population, valuation) >= Fraction(9, 10) * honest
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_a_griefed_solver_earns_more_than_its_replay_costs(preset):
+    """The defence's cost is one segment's replay per false fail; the failer's forfeit pays the winner far more."""
+    terms, population, value = DEFAULTS[preset]
+    valuation = build_valuation(terms, population, value, COMPUTE_SHARE)
+    assert compute_jury_odds(population.jurors, 0, terms.jury_size).truth > Fraction(99, 100)
+    assert compute_griefed_solver_income(terms, population, valuation) > compute_honest_solver_income(
+        terms, population, valuation
+    )
+
+
+# -- R1 and R4: silence is charged and counts against acceptance ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seats", [1, 2, 3, 4])
+def test_a_silent_griefer_loses_and_harms_only_where_one_silent_seat_blocks_acceptance(seats):
+    terms, population, value = replace(PRODUCTION, seats=seats), PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE
+    valuation = build_valuation(terms, population, value, COMPUTE_SHARE)
+    expectation = compute_expectation(strategy("silent_griefer"), terms, population, valuation)
+    assert expectation.profit < 0
+    assert (expectation.harm > 0) == (seats <= 2)  # with 3 seats the other two are a majority
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_an_accomplice_that_abstains_loses_more_than_one_that_passes(preset):
+    terms, population, value = DEFAULTS[preset]
+    skip = profit(strategy("accomplice_skip"), terms, population, value)
+    assert skip < 0 and skip <= profit(strategy("collude", share=Fraction(0)), terms, population, value) + ETH
+
+
+# -- plants, and where nobody can be planted -----------------------------------------------------------------------
+
+
+def test_lazy_verifier_pays_without_plants_and_loses_with_them():
+    lazy = strategy("lazy")
+    unplanted = replace(PRODUCTION, plant=replace(PRODUCTION.plant, rate_bps=0))
+    assert profit(lazy, unplanted, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) > 0  # the verifier's dilemma
+    assert profit(lazy, PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) < 0
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_laziness_where_plants_are_publicly_impossible_pays_until_plants_start_in_round_zero(preset):
+    terms, population, value = DEFAULTS[preset]
+    lazy = strategy("lazy_unplantable")
+    assert profit(lazy, terms, population, value) > 0 and not get_exclusion(lazy, terms)
+    fixed = replace(terms, unplantable_rounds=0)
+    assert profit(lazy, fixed, population, value) == 0 and "honest play" in get_exclusion(lazy, fixed)
+
+
+def test_replaying_one_of_two_draws_pays_and_one_sample_per_seat_makes_it_honest_play():
+    partial = strategy("partial_lazy")
+    two_draws = replace(DEMO, samples=2)  # the demos sampled twice per seat before issue 37
+    assert profit(partial, two_draws, DEMO_POPULATION, DEMO_ROUND_VALUE) > 0
+    assert DEMO.samples == 1 and get_exclusion(partial, DEMO)
+    assert PRODUCTION.samples == 1 and get_exclusion(partial, PRODUCTION)
+    assert profit(partial, PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) == 0
+
+
+def test_forged_plant_pays_without_plant_checks_and_loses_with_them_or_with_seat_holders_checking():
+    forge = strategy("forge_plant", fraction=Fraction(1))
+    assert profit(forge, DEMO, unwatched(DEMO_POPULATION), DEMO_ROUND_VALUE) > 0
+    assert profit(forge, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
+    seat_checks = replace(unwatched(DEMO_POPULATION), seat_plant_check=True)
+    assert profit(forge, DEMO, seat_checks, DEMO_ROUND_VALUE) < 0
+
+
+def test_a_false_plant_nobody_checks_griefs_for_free_and_seat_holders_checking_make_it_lose():
+    grief = strategy("grief_plant")
+    valuation = build_valuation(DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE, COMPUTE_SHARE)
+    free = compute_expectation(grief, DEMO, unwatched(DEMO_POPULATION), valuation)
+    assert free.profit == 0 and free.harm > 0
+    seat_checks = replace(unwatched(DEMO_POPULATION), seat_plant_check=True)
+    assert compute_expectation(grief, DEMO, seat_checks, valuation).profit < 0
+
+
+def test_preemptive_challenger_pays_with_the_old_demo_bond_and_loses_with_the_new():
+    preempt = strategy("preempt")
+    old = EconomicTerms.from_rules(replace(DEMO_RULES, challenge_bond_wei=RunRules().challenge_bond_wei), 20, 5)
+    assert profit(preempt, old, DEMO_POPULATION, DEMO_ROUND_VALUE) > 0
+    assert profit(preempt, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
+
+
+# -- the seed: leaving a commitment unopened re-rolls nothing, a block producer's grinding does -------------------
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_withholding_the_opening_is_no_reroll_and_one_reroll_loses_but_grinding_pays(preset):
+    terms, population, value = DEFAULTS[preset]
+    one_segment = Strategy("", "fake", segments=1)
+    assert profit(strategy("reroll_unopened"), terms, population, value) == profit(
+        one_segment, terms, population, value
+    )
+    assert profit(strategy("reroll_seed", draws=2), terms, population, value) < 0
+    grinder = strategy("reroll_seed", share=Fraction(1, 10))
+    assert profit(grinder, terms, population, value) > 0
+    assert profit(replace(grinder, draws=2), terms, population, value) < 0  # a RANDAO seed: only one re-roll
+
+
+# -- a value-driven cheat: poisoning one segment -----------------------------------------------------------------
+
+
+def test_production_break_even_value_of_a_one_segment_cheat_is_at_least_the_rounds_value():
+    valuation = build_valuation(PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE, COMPUTE_SHARE)
+    assert compute_break_even_value(PRODUCTION, PRODUCTION_POPULATION, valuation) >= PRODUCTION_ROUND_VALUE
+    assert profit(strategy("poison"), PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) < 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 400), st.sampled_from([5, 10, 25, 50]))
+def test_poisoning_pays_exactly_above_the_break_even_value(samples, seats, stake, k):
+    terms = replace(PRODUCTION, samples=samples, seats=seats, solver_min_stake=stake * ETH, steps_per_segment=k)
+    valuation = build_valuation(terms, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE, COMPUTE_SHARE)
+    value, p = compute_break_even_value(terms, PRODUCTION_POPULATION, valuation), compute_one_segment_detection(terms)
+    assert (1 - p) * value == p * (get_rewards(terms, PRODUCTION_POPULATION, valuation).solver + stake * ETH)
+    poison = compute_expectation(strategy("poison"), terms, PRODUCTION_POPULATION, valuation).profit  # V = 10 ETH
+    assert (poison < 0) == (valuation.round_value < value)
+
+
+# -- the analytic rows agree with the simulation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", ["fail_all", "lazy", "silent_griefer", "accomplice_skip", "reroll_unopened", "lazy_unplantable"]
+)
+def test_the_analytic_rows_agree_with_the_simulation(kind):
+    """The demo preset, 600 rounds played twice on the same draws (honest, then deviating): the simulated mean profit
+    is within 4 standard errors (plus the solver-bucket rounding) of the analytic expectation."""
+    terms, population, value = DEFAULTS["demo"]
+    preset = Preset("demo", terms, population, build_valuation(terms, population, value, COMPUTE_SHARE))
+    row = strategy(kind)
+    players = frozenset(get_roles(preset, row))
+    rounds = 600
+    base = Simulation(preset, None, rounds, seed=5).play({"p": players})["p"]
+    dev = Simulation(preset, row, rounds, seed=5).play({"p": players})["p"]
+    diffs = [d - b for d, b in zip(dev, base, strict=True)]
+    stderr = statistics.stdev(diffs) / math.sqrt(rounds) if any(diffs) else 0
+    expected = compute_expectation(row, terms, population, preset.valuation).profit
+    assert abs(statistics.fmean(diffs) - expected) <= 4 * stderr + ETH // 1000, (
+        kind,
+        statistics.fmean(diffs),
+        expected,
+    )
