@@ -356,6 +356,30 @@ contract PlantsTest is Fixture {
     }
 
     /// @dev A revealed plant, a lazy pass overturned by it: the round waits for the plant dispute.
+    /// @dev A planted commitment whose only seat passed (the reveal overturned it: passes 0, no fail) is paid as
+    ///      planted. Before issue 37, `_hasPending` looked for `passes > 0`, so when the solver's next-round status
+    ///      opened before it claimed, the planted round was not archived and its shares could never be minted.
+    function test_claimSolverShares_plantedPassesOverturned_claimAfterNextRoundOpens_succeeds() public {
+        _toPlantRound(true);
+        CommitmentData memory c = _commitPlantRound();
+        attestPassAs(_ref(0), c);
+        _warpToReveal();
+        _revealAs(solvers[0], PLANT_ROUND, _secret(PLANT_ROUND));
+        assertEq(ver.commitmentStatusOf(runId, PLANT_ROUND, solvers[0]).passes, 0, "the reveal overturned the pass");
+        warpToClaim(runId);
+        claimAndSettle(runId, keccak256("theta3"));
+
+        CommitmentData memory next = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        vm.expectEmit(address(ver));
+        emit Verification.StatusArchived(runId, PLANT_ROUND, solvers[0]);
+        attestPassAs(AttestationRef({runId: runId, round: PLANT_ROUND + 1, solver: solvers[0], slot: 0}), next);
+
+        ver.claimSolverShares(runId, PLANT_ROUND, solvers[0]);
+        assertGt(tokenOf(runId).balanceOf(solvers[0]), 0, "the planting solver is paid after its next round opened");
+    }
+
     function _revealedPlant() internal returns (CommitmentData memory c) {
         _toPlantRound(true);
         c = _commitPlantRound();
