@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Constants} from "../src/Constants.sol";
+import {RunRegistry} from "../src/RunRegistry.sol";
 import {Verification} from "../src/Verification.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {AttestationRef, CommitmentData, DisputeSubject, RunConfig} from "../src/interfaces/Types.sol";
@@ -315,5 +316,43 @@ contract LivenessTest is Fixture {
         _settle();
         vm.expectRevert(abi.encodeWithSelector(Verification.NotAccepted.selector, runId, 0, solvers[0]));
         ver.claimSolverShares(runId, 0, solvers[0]);
+    }
+
+    // ------------------------------------------------------------------ (f) room to challenge a late pass
+
+    /// The attack: a lazy pass lands in the last second of the attest window, when a whistleblower needs as long as a
+    /// verifier had to replay it (attestWindow / 2) and two blocks to land its challenge. Before, a run could choose a
+    /// challenge window one second shorter than that: the challenge reverted ChallengeWindowClosed and the wrong pass
+    /// stood (the demo in issue 37). Now createRun refuses that window, and with the shortest one it accepts the late
+    /// challenge lands.
+    function test_challengeAttestation_passInTheLastSecond_challengerStillInTime_succeeds() public {
+        RunConfig memory cfg = defaultConfig();
+        cfg.verifiersPerCommitment = 1;
+        uint256 room = cfg.attestWindow / 2 + 2 * BLOCK_SECONDS;
+        cfg.challengeWindow = uint32(room - 1); // what the old rules let a run choose
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                RunRegistry.InvalidConfig.selector, "challengeWindow must cover attestWindow / 2 and 2 more blocks"
+            )
+        );
+        createRun(cfg);
+
+        cfg.challengeWindow = uint32(room);
+        runId = createRun(cfg);
+        joinSolvers(runId, 1);
+        registerVerifiers(runId, 2);
+        CommitmentData memory c = commitAs(runId, solvers[0]);
+        warpToAttest(runId);
+        drawSeed(runId);
+        uint256 attestEnd = reg.roundTimes(runId).attestEnd;
+        vm.warp(attestEnd - 1);
+        attestPassAs(_ref(solvers[0], 0), c); // the lazy pass, in the last second
+        // a replay as long as the verifier's, then 2 blocks: with the old window this is challengeEnd itself (reverts)
+        vm.warp(attestEnd - 1 + room);
+        assertEq(block.timestamp, attestEnd + (room - 1), "the old rules' challengeEnd");
+        assertLt(block.timestamp, reg.roundTimes(runId).challengeEnd, "inside the window the new rule guarantees");
+        challengeAs(outsider, _ref(solvers[0], 0), c, 0);
+        (Verification.AttestationState state,,,) = ver.attestationOf(_ref(solvers[0], 0));
+        assertEq(uint8(state), uint8(Verification.AttestationState.Challenged), "the late challenge landed");
     }
 }

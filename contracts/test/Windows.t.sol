@@ -40,34 +40,18 @@ contract WindowsTest is Fixture {
 
     /// @dev Every case of windows.json: accepted by the deployment of its block time, or refused with Python's reason.
     function test_createRun_pythonWindowVectors_succeeds() public {
-        uint256[] memory times = vm.parseJsonUintArray(json, ".blockSeconds");
-        for (uint256 i; i < times.length; ++i) {
-            registryOf[times[i]] = _deployWith(times[i]).runRegistry;
-        }
+        _deployEveryBlockTime();
         uint256 n = vm.parseJsonUint(json, ".caseCount");
         uint256 accepted;
         for (uint256 i; i < n; ++i) {
             string memory base = string.concat(".cases[", vm.toString(i), "]");
             uint256 t = vm.parseJsonUint(json, string.concat(base, ".blockSeconds"));
-            RunConfig memory c = _config(
-                vm.parseJsonUint(json, string.concat(base, ".commitWindow")),
-                vm.parseJsonUint(json, string.concat(base, ".attestWindow"))
-            );
-            RunRegistry registry = registryOf[t];
-            assertTrue(address(registry) != address(0), "a block time missing from .blockSeconds");
-            vm.deal(creator, REWARD_POOL);
-            if (vm.parseJsonBool(json, string.concat(base, ".accepted"))) {
-                vm.prank(creator);
-                uint256 runId = registry.createRun{value: REWARD_POOL}(c);
-                uint256 seedBlock = block.number + (c.commitWindow + t - 1) / t;
-                assertEq(registry.roundTimes(runId).seedBlock, seedBlock, "start block + ceil(Wc / blockSeconds)");
-                ++accepted;
-            } else {
-                string memory reason = vm.parseJsonString(json, string.concat(base, ".reason"));
-                vm.expectRevert(abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, reason));
-                vm.prank(creator);
-                registry.createRun{value: REWARD_POOL}(c);
-            }
+            RunConfig memory c = _caseConfig(base);
+            (RunRegistry registry, uint256 runId) = _createOrExpectRefusal(base, c);
+            if (runId == 0) continue;
+            uint256 seedBlock = block.number + (c.commitWindow + t - 1) / t;
+            assertEq(registry.roundTimes(runId).seedBlock, seedBlock, "start block + ceil(Wc / blockSeconds)");
+            ++accepted;
         }
         assertGt(accepted, 0, "no accepted case");
         assertLt(accepted, n, "no refused case");
@@ -76,34 +60,55 @@ contract WindowsTest is Fixture {
     /// @dev Every challenge case of windows.json: the challenge window must cover attestWindow / 2 and 2 blocks, so an
     ///      attestation made at the end of the attest window can still be replayed and challenged (issue 37).
     function test_createRun_pythonChallengeWindowVectors_succeeds() public {
-        uint256[] memory times = vm.parseJsonUintArray(json, ".blockSeconds");
-        for (uint256 i; i < times.length; ++i) {
-            registryOf[times[i]] = _deployWith(times[i]).runRegistry;
-        }
+        _deployEveryBlockTime();
         uint256 n = vm.parseJsonUint(json, ".challengeCaseCount");
         uint256 accepted;
         for (uint256 i; i < n; ++i) {
             string memory base = string.concat(".challengeCases[", vm.toString(i), "]");
-            RunRegistry registry = registryOf[vm.parseJsonUint(json, string.concat(base, ".blockSeconds"))];
-            RunConfig memory c = _config(
-                vm.parseJsonUint(json, string.concat(base, ".commitWindow")),
-                vm.parseJsonUint(json, string.concat(base, ".attestWindow"))
-            );
+            RunConfig memory c = _caseConfig(base);
             c.challengeWindow = uint32(vm.parseJsonUint(json, string.concat(base, ".challengeWindow")));
-            vm.deal(creator, REWARD_POOL);
-            if (vm.parseJsonBool(json, string.concat(base, ".accepted"))) {
-                vm.prank(creator);
-                registry.createRun{value: REWARD_POOL}(c);
-                ++accepted;
-            } else {
-                string memory reason = vm.parseJsonString(json, string.concat(base, ".reason"));
-                vm.expectRevert(abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, reason));
-                vm.prank(creator);
-                registry.createRun{value: REWARD_POOL}(c);
-            }
+            (, uint256 runId) = _createOrExpectRefusal(base, c);
+            if (runId != 0) ++accepted;
         }
         assertGt(accepted, 0, "no accepted case");
         assertLt(accepted, n, "no refused case");
+    }
+
+    /// @dev One deployment per block time of the vectors.
+    function _deployEveryBlockTime() internal {
+        uint256[] memory times = vm.parseJsonUintArray(json, ".blockSeconds");
+        for (uint256 i; i < times.length; ++i) {
+            registryOf[times[i]] = _deployWith(times[i]).runRegistry;
+        }
+    }
+
+    /// @dev The commit and attest windows of the case at `base`.
+    function _caseConfig(string memory base) internal view returns (RunConfig memory) {
+        return _config(
+            vm.parseJsonUint(json, string.concat(base, ".commitWindow")),
+            vm.parseJsonUint(json, string.concat(base, ".attestWindow"))
+        );
+    }
+
+    /// @dev createRun on the deployment of the case's block time: the new run's id if the case is accepted (ids start
+    ///      at 1), else 0 after checking that it reverts with the case's reason.
+    function _createOrExpectRefusal(string memory base, RunConfig memory c)
+        internal
+        returns (RunRegistry registry, uint256 runId)
+    {
+        registry = registryOf[vm.parseJsonUint(json, string.concat(base, ".blockSeconds"))];
+        assertTrue(address(registry) != address(0), "a block time missing from .blockSeconds");
+        vm.deal(creator, REWARD_POOL);
+        if (vm.parseJsonBool(json, string.concat(base, ".accepted"))) {
+            vm.prank(creator);
+            runId = registry.createRun{value: REWARD_POOL}(c);
+            assertGt(runId, 0, "run ids start at 1");
+            return (registry, runId);
+        }
+        string memory reason = vm.parseJsonString(json, string.concat(base, ".reason"));
+        vm.expectRevert(abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, reason));
+        vm.prank(creator);
+        registry.createRun{value: REWARD_POOL}(c);
     }
 
     function test_constructor_blockSecondsOutOfRange_reverts() public {
