@@ -118,6 +118,9 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             run_wall_s = time.monotonic() - run_start
             wait_until(lambda: len(_slashes_of(protocol, CHEATER)) == 2, 300, "the cheater's second slash")
+            # The last round's shares are claimed a block or two after it settles (a 12 s block each): wait for
+            # them rather than stopping the honest node between its settle and its claim.
+            wait_until(lambda: len(_claims_of(protocol, HONEST)) == RULES.rounds, 300, "the honest solver's claims")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
         finally:
@@ -164,3 +167,7 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
 
 def _slashes_of(protocol: ProtocolClient, account: int) -> list:
     return [e for e in all_events(protocol) if e.name == "StakeSlashed" and e.args["account"] == address(account)]
+
+
+def _claims_of(protocol: ProtocolClient, account: int) -> list:
+    return [e for e in all_events(protocol) if e.name == "SolverSharesClaimed" and e.args["solver"] == address(account)]
