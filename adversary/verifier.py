@@ -38,9 +38,10 @@ def decide_dishonest_attestation(mode: VerifierAdversary, samples: Sequence[tupl
 
 
 class LazyVerifierWorker(VerifierWorker):
-    """Passes every seat without replaying anything."""
+    """Passes every seat without replaying anything (and so checks no plant either: a replay is what it saves)."""
 
     sits_on_juries = False
+    checks_plants = False
 
     def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> AttestationDecision:
         samples = self.get_checker().get_samples(ref)
@@ -48,9 +49,10 @@ class LazyVerifierWorker(VerifierWorker):
 
 
 class FailHonestVerifierWorker(VerifierWorker):
-    """Fails every seat over draw 0 without replaying (the opened leaf on-chain proves it)."""
+    """Fails every seat over draw 0 without replaying (the opened leaf on-chain proves it), and checks no plant."""
 
     sits_on_juries = False
+    checks_plants = False
 
     def decide_seat(self, ref: AttestationRef, commitment: Commitment) -> AttestationDecision:
         samples = self.get_checker().get_samples(ref)

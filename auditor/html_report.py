@@ -170,7 +170,13 @@ def _plants_section(h: RunHistory) -> list[str]:
     if terms is None or not terms.rate_bps:
         return []
     rows = [(h.label_of(v), v, _eth(wei)) for v, wei in sorted(h.jackpots.items())]
-    anchors = ", ".join(f"{h.label_of(a.solver)} (round {a.round})" for a in h.plants.anchors) or "none"
+    anchors = (
+        ", ".join(
+            f"{h.label_of(a.solver)} ({'before the start' if a.early else f'round {a.round}'})"
+            for a in h.plants.anchors
+        )
+        or "none"
+    )
     summary = (
         f"<p>{terms.rate_bps / 100:g}% of commitments planted; jackpot {_eth(terms.jackpot)} ETH per fail on a "
         f"planted commitment, penalty {_eth(terms.penalty)} ETH per pass on one; pool now {_eth(h.plants.pool)} ETH; "

@@ -206,7 +206,7 @@ def _why_unpaid(rnd: Any, solver: str) -> str:
             return "its plant was disproven by a jury"
         if c is not None and c.plant_eligible:
             return "its plant secret was not revealed in the reveal window"
-        return "the run plants and the solver had no anchor two rounds old"
+        return "the run plants and the solver had no eligible anchor (two rounds old, or set before the start)"
     if pay == PlantPay.PLANTED:
         return "planted but never attested"
     return "not accepted: no standing pass, or a standing fault"

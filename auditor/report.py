@@ -50,7 +50,7 @@ def describe_plant(rnd: Round, c: Commitment) -> str:
     if not rnd.plants_on:
         return "-"
     if not c.plant_eligible:
-        return "no anchor two rounds old (unpaid)"
+        return "no eligible anchor: none two rounds old, nor one set before the start (unpaid)"
     if c.disproven:
         return "planted, disproven by a jury (unpaid)"
     if c.planted:
@@ -89,7 +89,12 @@ def _plants_json(h: RunHistory) -> dict[str, Any] | None:
         "penalty_wei": terms.penalty,
         "pool_wei": h.plants.pool,
         "forfeits_held_wei": sum(rnd.forfeits_held for rnd in h.rounds),
-        "anchors": [{"solver": a.solver, "label": h.label_of(a.solver), "round": a.round} for a in h.plants.anchors],
+        "anchors": [
+            {"solver": a.solver, "label": h.label_of(a.solver), "round": a.round, "early": a.early}
+            for a in h.plants.anchors
+        ],
+        "seed_block": h.plants.seed_block,
+        "run_seed_base": h.plants.run_seed_base,
         "jackpots_wei": h.jackpots,
     }
 

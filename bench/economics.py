@@ -7,7 +7,9 @@ Presets: the demo's run terms (gradledger.demo.DEMO_RULES, H=20, k=5), the adver
 H=500, k=10), each played by a population (protocol.economics.DEMO_POPULATION / PRODUCTION_POPULATION) and valued at
 `--round-value` ETH for all the shares of a round, with a round of training costing `--compute-share` of a solver's
 round reward R_s (default 1/2). The rules are issue 37's (protocol/economics_strategies.py: majority acceptance,
-cleared fails, solver self-defence, abstention fees, whistleblowers re-checking passes only, nothing paying a re-check).
+cleared fails, solver self-defence, abstention fees, whistleblowers re-checking passes only, nothing paying a re-check)
+as built: every preset has a start delay, so its plants start in round 0, and the seed is the seed block's RANDAO
+value, so a block producer re-rolls it at most once (`rule_fixes` prices the rules before them, and the open fixes).
 
 For every strategy of protocol.economics_strategies.STRATEGIES the simulation (bench/economics_sim.py) plays the same
 rounds twice with the same random inputs: once with everyone honest, once with the strategy's players deviating; the
@@ -154,7 +156,8 @@ def build_row(strategy: Strategy, index: int, preset: Preset, runs: dict, unwatc
         "dishonest": strategy.dishonest,
         "counted": strategy.dishonest and not exclusion,
         "excluded": exclusion or None,
-        "rule_bound": is_rule_bound(strategy),
+        "rule_bound": is_rule_bound(strategy, preset),
+        "rule_bound_no_watchers": is_rule_bound(strategy, no_watchers(preset)),
         "expected_profit_per_round": _eth(expectation.profit),
         "expected_profit_no_watchers": _eth(profit_of(strategy, no_watchers(preset))),
         "profit_in_round_rewards": float(expectation.profit / solver),
@@ -312,7 +315,11 @@ UNITS = {
     "challenges every false fail, R3) / its income among honest parties",
     "break_even_value_one_segment": "ETH of outside value per round above which poisoning one segment pays",
     "planted_fault_rate": "the run's plant rate rho; planted_share: rho x (1 - u), u the share of a run's rounds that "
-    "cannot be planted (the first PLANT_DELAY_ROUNDS)",
+    "cannot be planted (0 with a start delay: plants from round 0; else the first PLANT_DELAY_ROUNDS)",
+    "rule_fixes": "the best counted row under each rule set: as_built (plants from round 0, a RANDAO seed, seat "
+    "holders checking plants), the built rules taken back for reference (before_issue_37_rules, without_...)",
+    "rule_bound": "a row no economic term deters at the preset's rules and watchers, only a rule change "
+    "(rule_bound_no_watchers: with nobody watching)",
 }
 
 

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.economics_sim import Preset
-from protocol.economics import ETH, EconomicTerms, compute_verification_cost_ratio, get_rewards
+from protocol.constants import PLANT_DELAY_ROUNDS
+from protocol.economics import (
+    ETH,
+    RANDAO_SEED_DRAWS,
+    EconomicTerms,
+    compute_verification_cost_ratio,
+    get_rewards,
+)
 from protocol.economics_strategies import (
     STRATEGIES,
     Strategy,
@@ -29,10 +36,22 @@ def no_watchers(preset: Preset) -> Preset:
     return replace(preset, population=replace(preset.population, recheck_fraction=Fraction(0), plant_check=Fraction(0)))
 
 
-def is_rule_bound(strategy: Strategy) -> bool:
-    """Rows no economic term deters (only a rule change does): lazy where plants are publicly impossible, and seed
-    grinding by a block producer; the deterrence frontier prices the terms against every other counted row."""
-    return strategy.kind == "lazy_unplantable" or (strategy.kind == "reroll_seed" and strategy.draws > 2)
+def is_rule_bound(strategy: Strategy, preset: Preset) -> bool:
+    """Rows no economic term deters at the preset's rules and watchers, only a rule change: lazy passes where plants
+    are publicly impossible (a run with unplantable rounds: its terms set after the start), a producer grinding a
+    blockhash seed (more candidates than RANDAO_SEED_DRAWS count only without a RANDAO seed), and the plant rows while
+    nobody checks plants (with no check nothing at stake is ever lost: a forged plant pays rho' f C whatever the
+    stakes, a false one griefs for free; seat holders checking plants would fix them, docs/economics.md). As built
+    (start delays, a RANDAO seed) and at the presets' assumptions (every plant checked) no counted row is rule-bound;
+    the deterrence frontier prices the terms against every other counted row."""
+    terms, population = preset.terms, preset.population
+    if strategy.kind == "lazy_unplantable":
+        return terms.unplantable_share > 0
+    if strategy.kind == "reroll_seed":
+        return terms.get_seed_draws(strategy.draws) > RANDAO_SEED_DRAWS
+    if strategy.kind in ("forge_plant", "grief_plant"):
+        return population.plant_check == 0 and not population.seat_plant_check
+    return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -87,36 +106,48 @@ def get_best(preset: Preset, strategies: tuple[Strategy, ...] = STRATEGIES, coun
     rows = [
         s for s in strategies
         if s.dishonest and (not counted_only or not get_exclusion(s, preset.terms))
-        and not (skip_rule_bound and is_rule_bound(s))
+        and not (skip_rule_bound and is_rule_bound(s, preset))
     ]  # fmt: skip
     return max((profit_of(s, preset), s.name) for s in rows)
 
 
+RULE_FIX_STATUS = {
+    "as_built": "built",
+    "before_issue_37_rules": "reference",
+    "without_plants_from_round_zero": "reference",
+    "without_seed_from_randao": "reference",
+    "without_seat_plant_checks": "reference",
+}
+"""Each priced rule set: the protocol as built (plants from round 0 with a start delay, a RANDAO seed), the built
+rules taken back for reference (both, or one at a time), and each rule change still open applied to what is built."""
+
+
 def price_rule_fixes(preset: Preset) -> dict[str, Any]:
-    """The best counted row under each rule change that is not built (docs/economics.md, Open), at the presets'
-    assumptions and with nobody watching: plants from round 0, a RANDAO seed (a producer can only withhold its block:
-    one re-roll), one sample per seat, seat holders checking plants, and all of them together."""
-    early = replace(preset, terms=replace(preset.terms, unplantable_rounds=0))
-    randao = tuple(replace(s, draws=2) if s.kind == "reroll_seed" else s for s in STRATEGIES)
-    one_sample = replace(preset, terms=replace(preset.terms, samples=1))
-    seat_checks = replace(preset, population=replace(preset.population, seat_plant_check=True))
-    all_fixes = replace(early, terms=replace(early.terms, samples=1), population=seat_checks.population)
-    fixes: dict[str, tuple[Preset, tuple[Strategy, ...]]] = {
-        "none": (preset, STRATEGIES),
-        "plants_from_round_zero": (early, STRATEGIES),
-        "seed_from_prevrandao": (preset, randao),
-        "one_sample_per_seat": (one_sample, STRATEGIES),
-        "seat_holders_check_plants": (seat_checks, STRATEGIES),
-        "all": (all_fixes, randao),
+    """The best counted row (and its verification cost) under each rule set of RULE_FIX_STATUS, at the presets'
+    assumptions and with nobody watching. Built: plants from round 0 (the preset's start delay: no unplantable
+    round), the seed from the seed block's RANDAO value (a producer can only withhold its block: one re-roll), and
+    seat holders checking the plants of their seats (node/plant_checks.py: each verifier replays its seats' draws of a
+    planted commitment with the revealed secret and disputes a false plant, KIND_PLANT), which is what decides the
+    plant rows with nobody watching. `before_issue_37_rules` takes all three back (PLANT_DELAY_ROUNDS unplantable
+    rounds, a blockhash seed, no seat checks; every other term as built), the `without_` rows one at a time."""
+    built = preset.terms
+    old_plants = replace(built, unplantable_rounds=PLANT_DELAY_ROUNDS)
+    no_seat_checks = replace(preset.population, seat_plant_check=False)
+    variants: dict[str, Preset] = {
+        "as_built": preset,
+        "before_issue_37_rules": replace(
+            preset, terms=replace(old_plants, seed_from_randao=False), population=no_seat_checks
+        ),
+        "without_plants_from_round_zero": replace(preset, terms=old_plants),
+        "without_seed_from_randao": replace(preset, terms=replace(built, seed_from_randao=False)),
+        "without_seat_plant_checks": replace(preset, population=no_seat_checks),
     }
     out = {}
-    for name, (p, strategies) in fixes.items():
-        best, who = get_best(p, strategies)
-        watched_off = replace(
-            p, population=replace(p.population, recheck_fraction=Fraction(0), plant_check=Fraction(0))
-        )
-        best_nw, who_nw = get_best(watched_off, strategies)
+    for name, p in variants.items():
+        best, who = get_best(p)
+        best_nw, who_nw = get_best(no_watchers(p))
         out[name] = {
+            "status": RULE_FIX_STATUS[name],
             "best_dishonest_profit": _eth(best),
             "strategy": who,
             "best_dishonest_profit_no_watchers": _eth(best_nw),
@@ -231,7 +262,7 @@ def _plot_frontier(axis: Any, points: list[dict[str, Any]], presets: dict[str, d
     axis.set_xlabel("verification compute / training compute (seats + whistleblower re-checks + plant checks)")
     axis.set_ylabel("best counted dishonest profit per round, in R_s (< 0: nothing pays)")
     axis.set_title("deterrence frontier (production H=500; k, s, seats, F, plant rate varied;\n"
-                   "rows only a rule change fixes left out)", fontsize=10)  # fmt: skip
+                   "rule-bound rows left out: none as built, every plant checked)", fontsize=10)  # fmt: skip
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
 

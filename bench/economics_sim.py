@@ -7,7 +7,9 @@ base (protocol.planting), seeds, seats and samples (protocol.sampling), whistleb
 (dispute payouts, fault rewards, plant forfeits and jackpots, abstention fees, unresolved fees), plus share value and
 compute cost. Random inputs are hashes of (seed, purpose, round, ...), so a play with everyone honest and one with a
 strategy's players deviating see the same blocks. Each simulated round is a round of a run of `terms.rounds` rounds
-drawn at random: one of its first `unplantable_rounds` (nobody planted, publicly) with probability u.
+drawn at random: one of its first `unplantable_rounds` (nobody planted, publicly; none for a run whose plant terms
+were set before its start) with probability u. A seed-block producer's re-rolls follow the terms' seed rule
+(`EconomicTerms.get_seed_draws`: at most two seeds under the protocol's RANDAO seed).
 """
 
 from __future__ import annotations
@@ -199,15 +201,17 @@ class Simulation:
         return [(slot, self.verifiers[index], samples) for slot, index, samples in drawn]
 
     def choose_block(self, t: int) -> bytes:
-        """The seed block's hash: a re-rolling producer (reroll_seed) that faked tries `draws` candidates and keeps
-        the first whose draws miss every faked segment of its commitment (the first one if none does)."""
+        """The round's seed value (the seed block's RANDAO value, or its hash under a blockhash seed): a re-rolling
+        producer (reroll_seed) that faked tries `terms.get_seed_draws(draws)` candidates -- every block it grinds
+        under a blockhash seed, its block or none (withheld) under RANDAO -- and keeps the first whose draws miss
+        every faked segment of its commitment (the first one if none does)."""
         first = self._h("block", t)
         if self.roles.get(self.solvers[0]) != "reroll_seed" or self.strategy is None:
             return first
         planted, _, wrong, _ = self.work_of(t, 0)
         if planted or not wrong:
             return first
-        for g in range(self.strategy.draws):
+        for g in range(self.terms.get_seed_draws(self.strategy.draws)):
             block = first if g == 0 else self._h("block", t, g)
             if not any(x in wrong for _, _, samples in self.get_seats(block, t, self.solvers[0]) for x in samples):
                 return block
@@ -248,7 +252,9 @@ class Simulation:
                 amount = terms.plant.jackpot if a.action == "fail" else -compute_planted_pass_loss(terms)
                 self._book(a.verifier, amount, caught=a.action == "pass")
                 self._book(PLANT_POOL, -amount)
-            paid = self.check_plant(t, i, solver, [x for _, _, s in seats for x in s], wrong) and bool(attested)
+            true = not self.pop.seat_plant_check or self.check_plant_seats(t, i, solver, seats, attested, wrong)
+            opened = [x for _, _, s in seats for x in s]
+            paid = true and self.check_plant(t, i, solver, opened, wrong) and bool(attested)
             return paid, [a.verifier for a in attested if a.action == "fail"]
         self.challenge(t, i, solver, atts, wrong)
         provers = [a.verifier for a in atts if a.action == "fail" and a.state in ("final", "upheld")]
@@ -285,6 +291,32 @@ class Simulation:
             return ("fail" if planted else "pass"), 0, samples[0]  # told the plant; passes unplanted work unseen
         wrong = [x for x in samples if is_wrong(x)]
         return ("fail", len(samples), wrong[0]) if wrong else ("pass", len(samples), samples[0])
+
+    def check_plant_seats(
+        self, t: int, i: int, solver: str, seats: list, attested: list[Attestation], wrong: frozenset[int]
+    ) -> bool:
+        """Seat holders check the plant (node/plant_checks.py `PlantDefence`): every honest verifier that attested a
+        seat of the planted commitment replays its seat's draws with the revealed secret, and the first whose draws
+        meet a segment that is not the planted training disputes the plant (KIND_PLANT); a jury that finds it false
+        slashes the solver's solverMinStake and leaves it unpaid. True: the plant stands."""
+        terms, drawn = self.terms, {slot: samples for slot, _, samples in seats}
+        for a in attested:
+            if self.roles.get(a.verifier, "honest") != "honest":
+                continue  # a deviant verifier runs no honest node
+            samples = drawn[a.slot]
+            self._book(a.verifier, -len(samples) * self.segment_cost)
+            self.steps["seat"] += len(samples) * terms.steps_per_segment
+            if not any(x in wrong for x in samples):
+                continue
+            won, signers = self.decide(t, ("plant-seat", i), True, None, (a.verifier, solver, solver))
+            if won is None:
+                fee = compute_unresolved_fee(terms)
+                self._book(a.verifier, -fee)
+                self._book(POOL, fee)
+                return True
+            self.pay_verdict(terms.solver_min_stake, signers, a.verifier, solver)
+            return False
+        return True
 
     def check_plant(self, t: int, i: int, solver: str, opened: list[int], wrong: frozenset[int]) -> bool:
         """A whistleblower replays one opened draw of a planted commitment with the revealed secret (picked from the

@@ -31,6 +31,7 @@ from devnet.anvil import AnvilProcess
 from devnet.deploy import DEPLOY_ORDER, get_constructor_args, get_create_address
 from devnet.toolchain import find_tool, get_contracts_dir
 from protocol import bls
+from protocol.adapters.chain import encode_block_header
 from protocol.hashing import keccak256
 from protocol.jury import (
     JurorEntry,
@@ -115,6 +116,13 @@ class Bench:
         """Mine one empty block."""
         self.w3.provider.make_request("evm_mine", [])
 
+    def header(self, block: int) -> bytes:
+        """Block `block`'s RLP-encoded header: drawSeed proves the seed block's RANDAO value with it."""
+        header = encode_block_header(self.w3.eth.get_block(block))
+        if keccak256(header) != bytes(self.w3.eth.get_block(block)["hash"]):
+            raise RuntimeError(f"block {block}'s header does not hash to its hash: unknown header layout")
+        return header
+
 
 def load_artifact(name: str) -> tuple[list[dict[str, Any]], str]:
     """(abi, creation bytecode) from forge's out/ directory."""
@@ -123,7 +131,7 @@ def load_artifact(name: str) -> tuple[list[dict[str, Any]], str]:
 
 
 def deploy(w3: Web3, deployer: str) -> dict[str, Any]:
-    """Deploy the six contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
+    """Deploy the contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
     nonce = w3.eth.get_transaction_count(deployer)
     addr = {name: get_create_address(deployer, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
     # 12-second blocks: the hour-long windows fit a 12-second chain's seed horizon (RunRegistry._validateWindows), and
@@ -165,6 +173,7 @@ def run_config(jury_size: int) -> tuple:
         1000 * ETHER,  # sharesPerRound
         30 * 24 * 3600,  # revenueReleasePeriod
         10,  # maxRounds
+        0,  # startDelay
     )
 
 
@@ -380,8 +389,9 @@ class Scenario:
         b.advance(WINDOW)  # attestation window
         seed_blocks = [b.call("RunRegistry", "roundTimes", run)[6] for run in (run_a, run_b)]  # seedBlock
         b.mine_past(max(seed_blocks))
-        b.send("draw_seed", self.creator, b.fn("Verification", "drawSeed", run_a, 0))
-        b.send(None, self.creator, b.fn("Verification", "drawSeed", run_b, 0))
+        headers = [b.header(block) for block in seed_blocks]
+        b.send("draw_seed", self.creator, b.fn("Verification", "drawSeed", run_a, 0, headers[0]))
+        b.send(None, self.creator, b.fn("Verification", "drawSeed", run_b, 0, headers[1]))
         self.open(ca1, "open")
         for c in (ca2, ca3, cb1, cb2):
             self.open(c, None)

@@ -1,9 +1,10 @@
 """`gradledger deploy`: build the contracts with forge and deploy them with web3.py.
 
-The five protocol contracts hold each other's addresses as immutables (no initializer, no
-proxy), so their addresses are predicted from the deployer's next five CREATE nonces and the
-contracts are deployed in that fixed order -- the same scheme as
-contracts/script/ProtocolDeployer.sol. The manifest records every address and ABI (plus the
+The protocol contracts hold each other's addresses as immutables (no initializer, no proxy), so
+their addresses are predicted from the deployer's next CREATE nonces and the contracts are
+deployed in that fixed order -- the same scheme as contracts/script/ProtocolDeployer.sol.
+BlockRandomness (stateless, no peers) comes last, so the others keep the addresses they had
+before it existed. The manifest records every address and ABI (plus the
 ABI of the per-run share token `RunShares`, whose address comes from each `RunCreated` event).
 """
 
@@ -34,6 +35,7 @@ DEPLOY_ORDER = (
     "VerifierRegistry",
     "Plants",
     "PeerDirectory",
+    "BlockRandomness",
 )
 TEMPLATES = ("RunShares",)
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
@@ -89,6 +91,7 @@ def get_constructor_args(
             p["FaultRewards"],
             p["VerifierRegistry"],
             p["Plants"],
+            p["BlockRandomness"],
         ),
         "Disputes": (
             p["StakeManager"],
@@ -104,6 +107,7 @@ def get_constructor_args(
         "VerifierRegistry": (p["StakeManager"], p["RunRegistry"], p["Verification"]),
         "Plants": (p["RunRegistry"], p["Verification"], p["StakeManager"], p["Disputes"]),
         "PeerDirectory": (allow_private_peers,),
+        "BlockRandomness": (),
     }
 
 

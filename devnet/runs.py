@@ -52,6 +52,10 @@ class RunRules:
     plant_jackpot_wei: int = ETH
     plant_penalty_wei: int = 5 * ETH
     plant_pool_wei: int = 20 * ETH
+    start_delay_s: int = 0
+    """Seconds from createRun to round 0's start (RunConfig.startDelay, at most MAX_START_DELAY): nodes started after
+    the run is created still make round 0, and solvers register their plant anchors before it. 0: round 0 starts at
+    creation."""
 
     def get_plant_terms(self) -> PlantTerms:
         return PlantTerms(rate_bps=self.plant_rate_bps, jackpot=self.plant_jackpot_wei, penalty=self.plant_penalty_wei)
@@ -59,8 +63,9 @@ class RunRules:
 
 def verify_rules_fit_deployment(protocol: ProtocolClient, rules: RunRules) -> int:
     """The deployment's block time, read from RunRegistry (the chain is the source of truth; a manifest that says
-    otherwise is refused), once the rules' windows are checked to fit it: WindowsUnfitForChainError, with
-    createRun's own reason, before anything is published or sent."""
+    otherwise is refused), once the rules' windows and start delay are checked to fit it: WindowsUnfitForChainError
+    (StartDelayError for a delay above MAX_START_DELAY), with createRun's own reason, before anything is published or
+    sent."""
     block_seconds = protocol.block_seconds()
     manifest = protocol.chain.manifest
     if manifest is not None and manifest.block_seconds != block_seconds:
@@ -69,7 +74,7 @@ def verify_rules_fit_deployment(protocol: ProtocolClient, rules: RunRules) -> in
             f"{manifest.contracts['RunRegistry'].address} was deployed with blockSeconds = {block_seconds}: the "
             "manifest is not this deployment's (pass the right --manifest, or deploy again)"
         )
-    verify_windows_fit_chain(rules.commit_window_s, rules.attest_window_s, block_seconds)
+    verify_windows_fit_chain(rules.commit_window_s, rules.attest_window_s, block_seconds, rules.start_delay_s)
     verify_challenge_window(rules.attest_window_s, rules.challenge_window_s, block_seconds)
     return block_seconds
 
@@ -78,13 +83,16 @@ PRODUCTION_RULES = RunRules(
     rounds=1000, samples_per_commitment=1, verifiers_per_commitment=3, jury_size=15, commit_window_s=3600,
     attest_window_s=1800, challenge_window_s=1800, dispute_timeout_s=3600, solver_min_stake_wei=200 * ETH,
     verifier_min_stake_wei=10 * ETH, attestation_bond_wei=ETH, challenge_bond_wei=2 * ETH, plant_rate_bps=100,
-    plant_jackpot_wei=ETH // 50, plant_penalty_wei=5 * ETH, plant_pool_wei=10 * ETH,
+    plant_jackpot_wei=ETH // 50, plant_penalty_wei=5 * ETH, plant_pool_wei=10 * ETH, start_delay_s=3600,
 )  # fmt: skip
 """The documented production preset (docs/economics.md): 3 seats of 1 sample, a 200 ETH solver stake, juries of 15,
 1% of commitments planted with a 0.02 ETH jackpot and a 5 ETH penalty, for rounds of PRODUCTION_INNER_STEPS inner
 steps in segments of PRODUCTION_STEPS_PER_SEGMENT. bench/economics.py prices every strategy under it with nobody paid
 to watch (the seats replay 6% of the training compute; docs/economics.md says which rows only a rule change fixes).
-Its windows need a chain of 4-second blocks or longer (`deploy --block-seconds`, e.g. 12): on 1-second blocks the
+Round 0 starts an hour after createRun: the plant terms are set before the start, so every round can be planted
+from round 0 for the solvers that anchor in that hour (no round is publicly safe for a lazy pass), and an hour lets
+solvers that see the run created join and anchor; one that anchors later is unpaid in its first two rounds. Its
+windows need a chain of 4-second blocks or longer (`deploy --block-seconds`, e.g. 12): on 1-second blocks the
 seed block's hash leaves the EVM's 256-block reach 256 s after the commit window, long before the 900 s draw window
 ends (protocol/windows.py)."""
 PRODUCTION_INNER_STEPS = 500
@@ -117,6 +125,7 @@ def build_run_terms(
         shares_per_round=rules.shares_per_round,
         revenue_release_period=rules.revenue_release_period_s,
         max_rounds=rules.rounds,
+        start_delay=rules.start_delay_s,
     )
 
 

@@ -70,9 +70,13 @@ ADVERSARIAL_RULES = RunRules(
     rounds=3, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
     attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, challenge_bond_wei=6 * ETH,
     plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
+    start_delay_s=60,
 )  # fmt: skip
 """Windows sized for 8 node processes sharing 2 CPU cores: every verifier and the whistleblower must
-replay its samples of the default model inside the attest and challenge windows."""
+replay its samples of the default model inside the attest and challenge windows. Round 0 starts 60 s after
+createRun, so the plant terms are set before the start and every round can be planted from round 0 for the solvers
+that anchor before it (docs/economics.md): the nodes start before the run is created, and 60 s covers all of
+them joining and anchoring on 2 busy cores (a solver that anchors later is unpaid in its first two rounds)."""
 ROLE_NAMES = {1: "solver", 2: "verifier"}
 
 

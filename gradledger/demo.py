@@ -54,11 +54,14 @@ PARTICIPANTS = (
 DEMO_RULES = RunRules(
     rounds=3, samples_per_commitment=1, commit_window_s=20, attest_window_s=12, challenge_window_s=10,
     dispute_timeout_s=60, challenge_bond_wei=6 * ETH, plant_rate_bps=1000, plant_jackpot_wei=ETH,
-    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
+    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH, start_delay_s=45,
 )  # fmt: skip
 """One sample per seat: with two, a verifier replaying only one of them profits (docs/economics.md, issue 37).
-Planting on (docs/economics.md): from round 2, a solver's commitment is planted with probability 10%; the reveal
-window is the first half of the challenge window."""
+Planting on (docs/economics.md): a solver's commitment is planted with probability 10%; the reveal window is the
+first half of the challenge window. Round 0 starts 45 s after createRun: the plant terms are set before the start, so
+every round can be planted, from round 0, for the solvers that anchor before it (a pass is never publicly safe
+without a replay), and the demo starts its nodes before it creates the run, so 45 s covers their join and anchor on
+a busy 2-core machine (a solver that anchors later is unpaid in its first two rounds)."""
 DEMO_INNER_STEPS = 20
 
 
@@ -326,6 +329,7 @@ def _wait_for_run(protocol, run_id: int, rounds: int, processes, console: Consol
 def describe_round_wait(times, now: int) -> tuple[str, int]:
     """What the current round waits for at chain time `now`, and the chain time its window closes (0: untimed)."""
     for end, what in (
+        (times.start, "start delay: nodes join and anchor before round 0"),
         (times.commit_end, "solvers train and commit"),
         (times.open_end, "solvers open their sampled segments"),
         (times.attest_end, "verifiers replay and attest"),

@@ -4,12 +4,13 @@ earns the jackpot, the solver that planted it is paid and not slashed.
 
 Used by `gradledger demo --adversarial` (after its main run, on the same devnet) and by the real-anvil test
 (tests/disputes/test_planted_fault.py). Scripted, not node processes, so that it can play the block producer:
-the plant draw of round 2 takes round 1's seed base -- the hash of a block mined after the solver's anchor -- and
-the harness mines that block (snapshot, mine, read, revert) until the draw of its solver's round 2 falls under the
-plant rate. That is the grinding any block producer has over any seed (docs/security.md, Seeds), used here only
-so that a plant happens in a 3-round run instead of with probability 20%. Everything else is the protocol's own
-code: the training with the plant secret (protocol/training.py), the opening, the honest verifier's replay
-(protocol/replay.py), the solver's plant decision, anchor and reveal (node/plants.py).
+the plant draw of round 2 takes round 1's seed base -- the RANDAO value (mixHash) of a block mined after the
+solver's anchor -- and the harness mines that block (snapshot, mine, read, revert) until the draw of its solver's
+round 2 falls under the plant rate. A real block producer cannot re-roll a RANDAO value, only withhold its block
+(docs/security.md, Seeds); the devnet's re-roll is used here only so that a plant happens in a 3-round run instead of
+with probability 20%. Everything else is the protocol's own code: the training with the plant secret
+(protocol/training.py), the opening, the honest verifier's replay (protocol/replay.py), the solver's plant decision,
+anchor and reveal (node/plants.py). tests/disputes/test_plant_defence.py plays the same rounds with node objects.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _rpc(protocol: ProtocolClient, method: str, params: list) -> Any:
     return protocol.chain.w3.provider.make_request(method, params)["result"]  # type: ignore[arg-type]
 
 
-def _to_draw_window(protocol: ProtocolClient, run_id: int) -> None:
+def to_draw_window(protocol: ProtocolClient, run_id: int) -> None:
     """Mine up to the round's seed block (empty blocks), then to the end of its commit window, and draw the seed."""
     chain, times = protocol.chain, protocol.round_times(run_id)
     chain.mine_blocks(times.seed_block - chain.block_number())
@@ -96,7 +97,7 @@ def _to_draw_window(protocol: ProtocolClient, run_id: int) -> None:
     draw_round_seed(protocol, get_devnet_account(CREATOR), run_id, times)
 
 
-def _settle(protocol: ProtocolClient, run_id: int) -> None:
+def settle_round(protocol: ProtocolClient, run_id: int) -> None:
     """Claim θ_(r+1) (θ_r itself: this run accepts no Δ) once the challenge window closed, and settle."""
     creator, times = get_devnet_account(CREATOR), protocol.round_times(run_id)
     protocol.chain.mine_at(max(times.challenge_end, protocol.chain.get_block()["timestamp"] + 1))
@@ -106,15 +107,21 @@ def _settle(protocol: ProtocolClient, run_id: int) -> None:
     protocol.settle(creator, run_id, times.round)
 
 
-def _mine_planting_seed_block(protocol: ProtocolClient, ctx: RunContext) -> int:
-    """As the block producer, mine round 1's seed block so that the solver's round 2 is planted; returns the tries."""
+def mine_planting_seed_block(protocol: ProtocolClient, ctx: RunContext) -> int:
+    """As the block producer, mine round 1's seed block so that the solver's round 2 is planted; returns the tries.
+
+    The seed base is the RANDAO value revealed in the seed block: the mixHash of `times.randao_block`
+    (Verification.drawSeed). anvil derives a block's mixHash from its parent's hash (1.7: keccak256(parentHash ||
+    number)), so re-mining that block alone gives the same value: each try re-mines the block before it at another
+    timestamp (another hash), then that block."""
     chain, times, solver = protocol.chain, protocol.round_times(ctx.run_id), get_devnet_account(SOLVER)
-    chain.mine_blocks(times.seed_block - 1 - chain.block_number())
+    chain.mine_blocks(times.randao_block - 2 - chain.block_number())
     secret = get_round_secret(get_secret_chain(solver, ctx), PLANT_ROUND)
     for tries in range(1, 200):
         snapshot = _rpc(protocol, "evm_snapshot", [])
-        chain.mine_at(chain.get_block()["timestamp"] + tries)
-        base = bytes(chain.get_block(times.seed_block)["hash"])[:12] + bytes(20)
+        chain.mine_at(chain.get_block()["timestamp"] + tries)  # the RANDAO block's parent
+        chain.mine()
+        base = bytes(chain.get_block(times.randao_block)["mixHash"])[:12] + bytes(20)
         if is_round_planted(secret, ctx.run_id, PLANT_ROUND, solver.address, base, PLANT_RULES.plant_rate_bps):
             return tries
         _rpc(protocol, "evm_revert", [snapshot])
@@ -150,11 +157,11 @@ def play_planted_fault(
         protocol.register_verifier(verifier, run_id)
 
     report(f"run {run_id}: rounds 0 and 1 pass with no commitment; mining round 1's seed block to plant round 2")
-    _to_draw_window(protocol, run_id)  # round 0: nobody commits
-    _settle(protocol, run_id)
-    tries = _mine_planting_seed_block(protocol, ctx)
-    _to_draw_window(protocol, run_id)
-    _settle(protocol, run_id)
+    to_draw_window(protocol, run_id)  # round 0: nobody commits
+    settle_round(protocol, run_id)
+    tries = mine_planting_seed_block(protocol, ctx)
+    to_draw_window(protocol, run_id)
+    settle_round(protocol, run_id)
 
     # round 2: the solver's own code says it must plant; it trains the planted round and commits it
     secret = get_plant_secret(protocol, solver, ctx, PLANT_ROUND)
@@ -173,7 +180,7 @@ def play_planted_fault(
     doc = CommitmentDoc(run_id, PLANT_ROUND, solver.address, theta_hash, delta_hash, leaves)
     commitment = Commitment(doc.root, delta_hash, doc.tokens)
     protocol.commit(solver, run_id, PLANT_ROUND, commitment)
-    _to_draw_window(protocol, run_id)
+    to_draw_window(protocol, run_id)
     opening = build_opening(
         doc, protocol.opened_segments(run_id, PLANT_ROUND, solver.address), rules.samples_per_commitment
     )
@@ -217,7 +224,7 @@ def play_planted_fault(
     report("settling round 2 and paying the solver and the honest verifier")
     protocol.chain.mine_at(times.challenge_end)
     protocol.finalize(creator, honest_ref)
-    _settle(protocol, run_id)
+    settle_round(protocol, run_id)
     protocol.release_forfeit(creator, lazy_ref)  # anyone, once settled: the plant stood, so into the pool
     pool_after = protocol.plant_pool(run_id)
     protocol.claim_solver_shares(solver, run_id, PLANT_ROUND, solver.address)

@@ -1,7 +1,8 @@
 """Round duties every role shares around the opening: draw the seed, report commitments left unopened.
 
-The round's seed is the hash of a block fixed when the round started; anyone draws it once that block
-is mined, and the first draw wins (the value is the same for everyone). Solvers need it to open their
+The round's seed is the RANDAO value of a block fixed when the round started (proven by the block's header,
+which `ProtocolClient.draw_seed` fetches); anyone draws it once that block is mined, and the first draw wins (the
+value is the same for everyone). Solvers need it to open their
 commitments, verifiers to attest, so both draw it when nobody has. After `open_end` a commitment that
 was neither opened nor reported is reported by whoever sees it first -- the whistleblower, a verifier
 holding one of its seats, or the coordinator, which must, because the round cannot settle before every
@@ -24,7 +25,8 @@ from protocol.types import Opening, RoundTimes
 
 
 def draw_round_seed(protocol: ProtocolClient, account: LocalAccount, run_id: int, times: RoundTimes) -> bool:
-    """Draw the current round's seed if its seed block is mined; False while waiting for that block.
+    """Draw the current round's seed once the block after its seed block (whose mixHash is the RANDAO value revealed
+    in the seed block) is mined; False while waiting for it.
 
     An automining devnet mines only on transactions, so there the empty blocks up to the seed block are
     mined here (same timestamp unless the devnet stamps a fixed interval: no window moves); a real chain, and a
@@ -33,10 +35,10 @@ def draw_round_seed(protocol: ProtocolClient, account: LocalAccount, run_id: int
     """
     chain = protocol.chain
     block = chain.block_number()
-    if block <= times.seed_block:
+    if block <= times.randao_block:
         if chain.chain_id != DEVNET_CHAIN_ID or not chain.is_automining():
             return False
-        chain.mine_blocks(times.seed_block - block + 1, interval_s=0)
+        chain.mine_blocks(times.randao_block - block + 1, interval_s=0)
     try:
         protocol.draw_seed(account, run_id, times.round)
     except ContractRevertError as exc:

@@ -3,7 +3,8 @@ and reporting plants left unrevealed.
 
 A solver's chain of round secrets comes from its account key (`protocol.planting.compute_chain_seed`), so a
 restarted node recomputes it and nothing secret is stored. While its run plants (`rate_bps > 0`), a solver
-registers the chain's anchor once, right after joining; from two rounds later it trains each round the plant
+registers the chain's anchor once, right after joining (or as soon as the creator sets the terms); from two rounds
+later (from round 0 if both came before the run started, after the run seed is drawn) it trains each round the plant
 draw selects on the planted batches (the one training implementation with the round's secret) and reveals
 every eligible round's secret in the reveal window [attestEnd, attestEnd + (challengeEnd - attestEnd) / 2).
 A solver that does not reveal is slashed by whoever reports it after the window (the whistleblower does):
@@ -20,6 +21,7 @@ from node.logs import log_event
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.runs import RunContext
+from protocol.constants import SEED_HORIZON_BLOCKS
 from protocol.hashing import Hash32, hash_to_hex
 from protocol.planting import (
     compute_chain_seed,
@@ -69,18 +71,55 @@ def get_plant_secret(
 ) -> Hash32 | None:
     """The round's secret if this account must plant its commitment of `round_index`, else None.
 
-    Known when the round starts: eligibility (anchor two rounds old), the rate, and round r - 1's seed base; a round
-    whose predecessor's seed was never drawn is not planted (Plants._isPlanted).
+    Known when the round starts: eligibility (anchor two rounds old, or registered before the start of a run whose
+    terms were too), the rate, and round r - 1's seed base (round 0: the run seed, `get_pending_run_seed_block` says
+    when to draw it first); a round whose previous seed was never drawn is not planted (Plants._isPlanted).
     """
-    if round_index == 0 or not protocol.plant_of(ctx.run_id, round_index, account.address).eligible:
+    if not protocol.plant_of(ctx.run_id, round_index, account.address).eligible:
         return None
-    previous_base = protocol.seed_base(ctx.run_id, round_index - 1)
-    if previous_base == ZERO_HASH:
-        return None
+    if round_index == 0:
+        run_seed = protocol.run_seed(ctx.run_id)
+        if not run_seed.drawn:
+            return None
+        previous_base = run_seed.seed_base
+    else:
+        previous_base = protocol.seed_base(ctx.run_id, round_index - 1)
+        if previous_base == ZERO_HASH:
+            return None
     secret = get_round_secret(get_secret_chain(account, ctx), round_index)
     rate = protocol.plant_terms(ctx.run_id).rate_bps
     planted = is_round_planted(secret, ctx.run_id, round_index, account.address, previous_base, rate)
     return secret if planted else None
+
+
+def get_pending_run_seed_block(
+    protocol: ProtocolClient, address: str, ctx: RunContext, round_index: int, block: int
+) -> int:
+    """The block whose header proves the run seed this solver must see drawn before it trains round `round_index`
+    (the run seed block's successor: `RunSeed.randao_block`; 0: none pending).
+
+    INVARIANT: an early anchor's round 0 is planted or not by the run seed as Plants will read it at the reveal, so
+    the node trains round 0 only once the seed is drawn, or once it never can be (the EVM serves the block's hash for
+    SEED_HORIZON_BLOCKS blocks only; an undrawn run seed leaves round 0 unplanted on-chain too).
+    """
+    if round_index != 0 or protocol.plant_terms(ctx.run_id).rate_bps == 0:
+        return 0
+    run_seed = protocol.run_seed(ctx.run_id)
+    if run_seed.seed_block == 0 or run_seed.drawn or block > run_seed.randao_block + SEED_HORIZON_BLOCKS:
+        return 0
+    return run_seed.randao_block if protocol.plant_of(ctx.run_id, 0, address).eligible else 0
+
+
+def draw_run_seed(protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext) -> None:
+    """Plants.drawRunSeed (anyone may; a solver that must know round 0's plant draw does it). Someone else's draw
+    landing first is fine."""
+    try:
+        result = protocol.draw_run_seed(account, ctx.run_id)
+    except ContractRevertError as exc:
+        if exc.error != "RunSeedAlreadyDrawn":
+            raise
+        return
+    log_event(log, "run seed drawn", run=ctx.run_id, tx=result.transaction_hash)
 
 
 def is_reveal_due(protocol: ProtocolClient, address: str, ctx: RunContext, times: RoundTimes, now: int) -> bool:

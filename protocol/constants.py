@@ -65,6 +65,13 @@ SEAT_SEED_TAG = _keccak(b"gradledger.seat")
 MIN_BLOCK_SECONDS = 1
 MAX_BLOCK_SECONDS = 60
 SEED_HORIZON_BLOCKS = 256
+# The seed is the RANDAO value revealed in the seed block: the mixHash of block seedBlock + RANDAO_LAG_BLOCKS (a
+# block's own mixHash is completed by its predecessor's proposer, who can still include commits before the seed block).
+RANDAO_LAG_BLOCKS = 1
+# Upper bound on a run's start delay (RunConfig.startDelay, seconds from createRun to round 0's start): 1 day. Enough to
+# start nodes and register plant anchors; bounded because round 0's seed block is counted in blocks from creation, so
+# every slot a chain skips during the delay postpones it (past openEnd, round 0 would be void).
+MAX_START_DELAY = 24 * 3600
 
 # Ownership shares and revenue.
 REVENUE_PRECISION = 10**27
@@ -128,6 +135,8 @@ def get_constants() -> dict[str, int | str]:
         "MIN_BLOCK_SECONDS": MIN_BLOCK_SECONDS,
         "MAX_BLOCK_SECONDS": MAX_BLOCK_SECONDS,
         "SEED_HORIZON_BLOCKS": SEED_HORIZON_BLOCKS,
+        "RANDAO_LAG_BLOCKS": RANDAO_LAG_BLOCKS,
+        "MAX_START_DELAY": MAX_START_DELAY,
         "REVENUE_PRECISION": REVENUE_PRECISION,
         "MAX_TOTAL_SHARES": MAX_TOTAL_SHARES,
         "MIN_SUPPLY_FOR_RELEASE": MIN_SUPPLY_FOR_RELEASE,

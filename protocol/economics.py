@@ -53,12 +53,25 @@ class EconomicsError(GradledgerError):
     """Terms, a population or a strategy that the economic model cannot evaluate."""
 
 
+RANDAO_SEED_DRAWS = 2
+"""The seeds a producer of a round's seed block chooses between when the seed is the block's RANDAO value
+(Verification.drawSeed reads the header's mixHash through BlockRandomness): the beacon chain fixed that value before
+the block was built, so grinding the block's contents moves nothing, and withholding the block is the one re-roll."""
+
+
 @dataclass(frozen=True)
 class EconomicTerms:
-    """The run terms the payoffs depend on: RunTerms' sampling and money fields, the plant terms (wei) and the run's
-    length in rounds. `unplantable_rounds`: the rounds at the start of a run in which nobody can be planted, publicly
-    (the protocol's PLANT_DELAY_ROUNDS: the plant draw of round r needs round r - 1's seed, and an anchor set in round
-    0 applies from round 2; a variant with 0 prices the fix of planting from round 0)."""
+    """The run terms the payoffs depend on: RunTerms' sampling and money fields, the plant terms (wei), the run's
+    length in rounds, and two rules of the seed.
+
+    `unplantable_rounds`: the rounds at the start of a run in which nobody can be planted, publicly. PLANT_DELAY_ROUNDS
+    for a run whose plant terms are set after round 0 started (the plant draw of round r needs round r - 1's seed, and
+    an anchor set in round 0 applies from round 2); 0 for a run whose terms are set before its start (Plants: the
+    terms fix a run seed block and anchors registered before the start are eligible from round 0), which
+    `from_rules` derives from a start delay. `seed_from_randao`: the round's seed is the seed block's RANDAO value
+    (Verification.drawSeed, as built), so the block's producer cannot grind it, only withhold its block: a re-rolling
+    producer picks among at most RANDAO_SEED_DRAWS seeds (`get_seed_draws`); False prices the older blockhash seed,
+    which a producer grinds through as many candidates as it hashes."""
 
     inner_steps: int
     steps_per_segment: int
@@ -76,6 +89,7 @@ class EconomicTerms:
     plant_pool: int
     rounds: int
     unplantable_rounds: int = PLANT_DELAY_ROUNDS
+    seed_from_randao: bool = True
 
     def __post_init__(self) -> None:
         if self.steps_per_segment < 1 or self.inner_steps % self.steps_per_segment:
@@ -98,13 +112,31 @@ class EconomicTerms:
     @classmethod
     def from_rules(cls, rules: Any, inner_steps: int, steps_per_segment: int) -> EconomicTerms:
         """The terms of a run created with `rules`, a devnet.runs.RunRules (duck-typed: protocol/ cannot import
-        devnet/), and a config of H=inner_steps, k=steps_per_segment."""
+        devnet/), and a config of H=inner_steps, k=steps_per_segment, under the protocol's seed (RANDAO).
+
+        Unplantable rounds: 0 when the run plants (`plant_rate_bps` > 0) and starts after a delay
+        (`start_delay_s` > 0, RunConfig.startDelay). devnet's create_run sends Plants.setTerms right after createRun,
+        so such a run's terms are set before round 0 starts: they fix the run seed block (Plants.drawRunSeed), every
+        anchor registered before the start is eligible from round 0, and every round can be planted; the nodes anchor
+        as soon as they see the terms, inside the delay. A solver that anchors after the start is unpaid in its first
+        PLANT_DELAY_ROUNDS rounds (pay blocked, still seated), which the presets leave out: their solvers all anchor
+        in the delay. Without a delay (or without planting) the terms land during round 0 and the first
+        PLANT_DELAY_ROUNDS rounds cannot be planted, publicly."""
+        early = rules.start_delay_s > 0 and rules.plant_rate_bps > 0
         return cls(
             inner_steps, steps_per_segment, rules.samples_per_commitment, rules.verifiers_per_commitment,
             rules.jury_size, rules.solver_min_stake_wei, rules.verifier_min_stake_wei, rules.attestation_bond_wei,
             rules.challenge_bond_wei, rules.solver_share_bps, rules.verifier_share_bps, rules.juror_share_bps,
             rules.get_plant_terms(), rules.plant_pool_wei, rules.rounds,
+            unplantable_rounds=0 if early else PLANT_DELAY_ROUNDS,
         )  # fmt: skip
+
+    def get_seed_draws(self, draws: int) -> int:
+        """The seeds a producer of the seed block that tries `draws` candidates actually picks from: all of them
+        under a blockhash seed, at most RANDAO_SEED_DRAWS under a RANDAO one (publish its block or withhold it)."""
+        if draws < 1:
+            raise EconomicsError(f"a re-rolling producer draws at least one seed, got {draws}")
+        return min(draws, RANDAO_SEED_DRAWS) if self.seed_from_randao else draws
 
     @property
     def num_segments(self) -> int:
@@ -134,9 +166,10 @@ class Population:
     """Who plays: M solvers, the verifier list, the juror registry, the whistleblowers' re-check fraction F of the
     passes (fails are their solvers' to challenge), the disputes per round jurors decide without any deviant, and the
     probability that a planted commitment's plant is checked (a whistleblower replays one opened draw with the
-    revealed secret; every `whistleblower watch` checks every plant, whatever F). `seat_plant_check` prices a fix that
-    is not built: every seat holder of a planted commitment replays its own draws with the revealed secret and
-    disputes a false plant (its pass overturned by a plant it knows is false costs it nothing to dispute)."""
+    revealed secret; every `whistleblower watch` checks every plant, whatever F). `seat_plant_check`: every seat holder
+    of a planted commitment replays its own draws with the revealed secret and disputes a false plant (built in issue
+    37: node/plant_checks.py `PlantDefence`, run by every honest verifier node; False prices the rules before it).
+    Seat holders are verifiers doing their own seats' work, not watchers: nobody watching leaves it on."""
 
     solvers: int
     verifiers: int
@@ -144,7 +177,7 @@ class Population:
     recheck_fraction: Fraction
     disputes_per_round: int = 1
     plant_check: Fraction = Fraction(1)
-    seat_plant_check: bool = False
+    seat_plant_check: bool = True
 
     def __post_init__(self) -> None:
         if self.solvers < 2 or self.verifiers < 1 or self.jurors < MIN_JURY_SIZE or self.disputes_per_round < 0:
@@ -342,10 +375,13 @@ def get_coalition_size(share: Fraction, registry: int) -> int:
 def compute_verification_cost_ratio(terms: EconomicTerms, population: Population) -> Fraction:
     """Replayed inner steps per trained one: every seat replays s segments of k steps, whistleblowers re-check a
     fraction F of the passes (all seats of unplanted commitments when everyone is honest; a planted seat is decided by
-    the reveal) the same way and replay one segment of each planted commitment (the plant check). Self-defence replays
-    one segment per fail on honest work, which honest verifiers never send."""
+    the reveal) the same way and replay one segment of each planted commitment (the plant check); with seat holders
+    checking plants (`seat_plant_check`, as built), each seat of a planted commitment replays its s draws once more
+    with the revealed secret. Self-defence replays one segment per fail on honest work, which honest verifiers
+    never send."""
     rho = terms.planted_share
-    replays = terms.seats * terms.samples * terms.steps_per_segment * (1 + population.recheck_fraction * (1 - rho))
+    seat = terms.samples * terms.steps_per_segment
+    replays = terms.seats * seat * (1 + population.recheck_fraction * (1 - rho) + rho * population.seat_plant_check)
     replays += rho * population.plant_check * terms.steps_per_segment
     return replays / terms.inner_steps
 

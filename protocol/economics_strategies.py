@@ -48,7 +48,9 @@ StrategyKind = Literal[
     "sybil_jurors", "silent_juror", "forge_plant", "grief_plant", "plant_tipoff",
 ]  # fmt: skip
 GRINDING_DRAWS = 2**20
-"""Seed-block hashes a block producer tries (extraData, transaction order: a million hashes take under a second)."""
+"""Seed-block contents a grinding block producer tries (extraData, transaction order: a million hashes take under a
+second). Under a blockhash seed each is a new seed; under the protocol's RANDAO seed none is, and the producer is left
+with EconomicTerms.get_seed_draws: publish or withhold, two seeds."""
 JURY_TRUST_SHARE = Fraction(1, 3)
 """Juries assume fewer than a third of the registry is dishonest (a 2/3 quorum): sybil rows at or above it are
 listed but not counted."""
@@ -59,8 +61,9 @@ class Strategy:
     """One row. `fraction`: the faked fraction f (`segments`, when set, fakes exactly that many segments instead);
     `share`: the coalition's share of the verifier list (collude, plant_tipoff), of the juror registry (preempt,
     sybil_jurors), or the share of seed blocks the solver produces (reroll_seed); `draws`: the seed candidates a
-    re-rolling producer picks from. A row with `excluded` set is reported but left out of the best dishonest profit,
-    for the reason given (`get_exclusion` adds the rows that are honest play at a preset's terms)."""
+    re-rolling producer tries (it picks from `terms.get_seed_draws(draws)` of them: at most two under a RANDAO
+    seed). A row with `excluded` set is reported but left out of the best dishonest profit, for the reason given
+    (`get_exclusion` adds the rows that are honest play at a preset's terms)."""
 
     name: str
     kind: StrategyKind
@@ -87,8 +90,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("fakes one segment, leaves it unopened when a draw hits it", "reroll_unopened", segments=1),
     Strategy("fakes one segment, produces every seed block, re-rolls it once", "reroll_seed", share=Fraction(1),
              segments=1, draws=2),
-    Strategy("fakes f=1/2 when it builds the seed block (1 in 10), grinds its hash", "reroll_seed",
-             Fraction(1, 2), share=Fraction(1, 10), draws=GRINDING_DRAWS),
+    Strategy("fakes f=1/2 when it builds the seed block (1 in 10) and grinds it: RANDAO leaves it one re-roll",
+             "reroll_seed", Fraction(1, 2), share=Fraction(1, 10), draws=GRINDING_DRAWS),
     Strategy("poisons one segment for an outside value V = the round's value", "poison", segments=1),
     Strategy("lazy verifier: passes without replaying", "lazy"),
     Strategy("lazy verifier only in rounds that cannot be planted", "lazy_unplantable"),
@@ -152,7 +155,9 @@ def compute_expectation(
     decided = compute_jury_odds(population.jurors, 0, terms.jury_size).truth  # an honest jury decides
     n, s, v = terms.num_segments, terms.samples, terms.seats
     if kind in ("fake", "reroll_unopened", "reroll_seed"):  # reroll_unopened: a hit commitment is slashed unopened
-        q, draws = (strategy.share, strategy.draws) if kind == "reroll_seed" else (Fraction(1), 1)
+        q, draws = Fraction(1), 1
+        if kind == "reroll_seed":  # a producer of a share q of the seed blocks keeps its best seed (of 2 under RANDAO)
+            q, draws = strategy.share, terms.get_seed_draws(strategy.draws)
         faking = get_faking(strategy, n)
         saved = sum((w * k for k, w in faking), Fraction(0)) * r.round_compute / n
         caught = sum((w * _power(compute_detection_probability(Fraction(k, n), s, v), draws) for k, w in faking),
@@ -191,8 +196,9 @@ def compute_expectation(
         return Expectation(-earned / registry, Fraction(0))
     if kind == "forge_plant":  # the checked draws fall on untrained segments; a jury that decides slashes
         f = strategy.fraction
-        found = population.plant_check * f
-        found = compute_fake_catch_probability(terms, f, v) if population.seat_plant_check else found
+        found = population.plant_check * f  # a whistleblower replays one opened draw with the secret
+        if population.seat_plant_check:  # and every seat holder its own draws (node/plant_checks.py)
+            found = 1 - (1 - found) * (1 - compute_fake_catch_probability(terms, f, v))
         return Expectation(rho * (f * r.round_compute - found * decided * loss), rho * found * decided)
     if kind == "grief_plant":  # no draw is the planted training; the honest passes are overturned all the same
         disproven = (1 if population.seat_plant_check else population.plant_check) * decided

@@ -14,8 +14,13 @@ hash fixed before round r starts but after the anchor (plants apply from two rou
     planted = uint256(keccak256(abi.encode(PLANT_TAG, x_r, uint256 runId, uint64 r, address solver,
                                            bytes32 previousSeedBase))) % 10_000 < plantRateBps
 
-so the solver knows before it trains, verifiers cannot know before they attest, and nobody chooses. Pure:
-hashing only, no I/O.
+so the solver knows before it trains, verifiers cannot know before they attest, and nobody chooses.
+
+Plants from round 0 (issue 37): when a run's terms were set before round 0 started (a run with a start delay), the
+terms fix a run seed block whose timestamp is at least the start, an anchor registered before the start is eligible
+from round 0, and round 0 draws with the run seed (bytes12 of that block's RANDAO value, `Plants.drawRunSeed`) as
+its previous seed base. Every round of such a run can then be planted, so no round is publicly safe to pass
+without replaying it. Pure: hashing only, no I/O.
 """
 
 from __future__ import annotations
@@ -80,9 +85,20 @@ def verify_round_secret(secret: bytes | str, round_index: int, known_link: bytes
     return link == to_hash32(known_link, "known link")
 
 
-def is_plant_eligible(anchor_round: int, round_index: int) -> bool:
-    """Plants apply from PLANT_DELAY_ROUNDS rounds after the round the anchor was registered in."""
-    return round_index >= anchor_round + PLANT_DELAY_ROUNDS
+def is_planting_round(rate_bps: int, round_index: int, from_round_zero: bool = False) -> bool:
+    """Whether pay in the round follows the plant rules (Plants._isPlantingRound): the run plants, and the round is
+    PLANT_DELAY_ROUNDS or later, or any round when the terms were set before the start (`from_round_zero`: the
+    terms fixed a run seed block)."""
+    return rate_bps > 0 and (from_round_zero or round_index >= PLANT_DELAY_ROUNDS)
+
+
+def is_plant_eligible(
+    anchor_round: int, round_index: int, *, early_anchor: bool = False, from_round_zero: bool = False
+) -> bool:
+    """Whether a solver's commitment of the round can be planted (Plants._isEligible, for a run that plants): its
+    anchor is PLANT_DELAY_ROUNDS rounds old, or it was registered before the start (`early_anchor`) of a run whose
+    terms were too (`from_round_zero`). A planting round's commitment that is not eligible is unpaid."""
+    return (early_anchor and from_round_zero) or round_index >= anchor_round + PLANT_DELAY_ROUNDS
 
 
 def compute_plant_draw(

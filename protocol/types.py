@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from eth_utils import to_checksum_address
 
-from protocol.constants import BPS_DENOMINATOR, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.constants import BPS_DENOMINATOR, RANDAO_LAG_BLOCKS, ROLE_SOLVER, ROLE_VERIFIER
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, to_hash32
 
@@ -139,6 +139,10 @@ class RunTerms:
     shares_per_round: int
     revenue_release_period: int
     max_rounds: int
+    start_delay: int = 0
+    """Seconds from createRun to round 0's start (<= MAX_START_DELAY): nodes start, solvers join and anchor their
+    plant chains before round 0 (docs/contracts.md, "Start delay"). The struct's last field, so `to_abi` keeps its
+    order."""
 
     def __post_init__(self) -> None:
         for name in ("config_hash", "dataset_root", "theta0_hash"):
@@ -223,9 +227,22 @@ class RoundTimes:
     challenge_end: int
     finished: bool
     seed_block: int = 0
-    """The block whose hash seeds the round, fixed when the round started (after every commitment's block)."""
+    """The round's seed block, fixed when the round started (after every commitment's block); the seed is the RANDAO
+    value revealed in it (`randao_block`)."""
     open_end: int = 0
     """commit_end + attestWindow / 2: every commitment's sampled leaves must be opened on-chain before it."""
+
+    @property
+    def randao_block(self) -> int:
+        """The block whose header (mixHash) `drawSeed` proves: RANDAO_LAG_BLOCKS after the seed block. The seed can
+        be drawn once the chain is past it."""
+        return get_randao_block(self.seed_block)
+
+
+def get_randao_block(seed_block: int) -> int:
+    """The block whose mixHash is the RANDAO value revealed in `seed_block` (Verification.drawSeed, Plants.drawRunSeed):
+    a block's own mixHash is completed by its predecessor's proposer, who could still include commits or anchors."""
+    return seed_block + RANDAO_LAG_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -280,6 +297,23 @@ class PlantTerms:
     rate_bps: int
     jackpot: int
     penalty: int
+
+
+@dataclass(frozen=True)
+class RunSeed:
+    """Plants.runSeedOf: round 0's plant seed for a run whose terms were set before the start. `seed_block`: the
+    block whose RANDAO value it is (0: no run seed, rounds 0 and 1 are never planted); `seed_base`: bytes12 of that
+    value, left-aligned (zero until `drawn`)."""
+
+    seed_block: int
+    drawn: bool
+    seed_base: bytes
+
+    @property
+    def randao_block(self) -> int:
+        """The block whose header `drawRunSeed` proves (its mixHash: the RANDAO value revealed in the run seed
+        block)."""
+        return get_randao_block(self.seed_block)
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,23 @@ The windows must also fit the chain (`get_block_time_problem`, `verify_windows_f
 declared at deployment (RunRegistry.blockSeconds), places the round's seed block ceil(Wc / T) blocks after the
 round's start, and `drawSeed` reads that block's hash only before open_end and within SEED_HORIZON_BLOCKS
 blocks. This is RunRegistry._validateWindows, checked before a run is sent (tests/vectors/windows.json holds
-cases both languages check).
+cases both languages check). A run's start delay D (round 0 starts D seconds after createRun, at most
+MAX_START_DELAY: `verify_start_delay`) counts round 0's seed block from the creation block, ceil((D + Wc) / T)
+blocks on: less than a block earlier or later after round 0's start than a later round's when D is not a whole
+number of blocks, so the draw must fit after the later of the two and the horizon hold from the earlier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.constants import MAX_BLOCK_SECONDS, MIN_BLOCK_SECONDS, SEED_HORIZON_BLOCKS
+from protocol.constants import (
+    MAX_BLOCK_SECONDS,
+    MAX_START_DELAY,
+    MIN_BLOCK_SECONDS,
+    RANDAO_LAG_BLOCKS,
+    SEED_HORIZON_BLOCKS,
+)
 from protocol.errors import ConfigError
 
 PACE_SAFETY = 3
@@ -135,10 +144,11 @@ def is_round_trainable_in_time(seconds_left: float, round_training_ms: int) -> b
 
 WINDOW_NOT_POSITIVE = "every window must be positive"
 COMMIT_TOO_SHORT = "commitWindow must be at least 2 blocks (2 * blockSeconds)"
-DRAW_BEFORE_SEED = "attestWindow / 2 must cover the seed block and 2 more blocks after the commit window"
+DRAW_BEFORE_SEED = "attestWindow / 2 must cover the seed block and 3 more blocks after the commit window"
 DRAW_BEYOND_HORIZON = "attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block"
 CHALLENGE_TOO_SHORT = "challengeWindow must cover attestWindow / 2 and 2 more blocks"
-"""RunRegistry's InvalidConfig reasons for windows that do not fit the chain's block time, word for word."""
+START_DELAY_TOO_LONG = "startDelay must be at most MAX_START_DELAY"
+"""RunRegistry's InvalidConfig reasons for windows (and a start delay) that createRun refuses, word for word."""
 
 
 class WindowsUnfitForChainError(ConfigError):
@@ -159,83 +169,133 @@ def verify_block_seconds(block_seconds: int) -> None:
         )
 
 
-def get_seed_offset_s(commit_window_s: int, block_seconds: int) -> int:
-    """Seconds from a round's start to its seed block on a chain keeping its block time: ceil(Wc / T) * T."""
-    return _ceil_div(commit_window_s, block_seconds) * block_seconds
+def get_seed_offset_s(commit_window_s: int, block_seconds: int, start_delay_s: int = 0) -> int:
+    """Seconds from a round's start to its seed block on a chain keeping its block time: ceil(Wc / T) * T; for
+    round 0 of a run with a start delay D, whose seed block is counted from the creation block,
+    ceil((D + Wc) / T) * T - D (the same when D is a whole number of blocks, less than a block off otherwise; never
+    before Wc: every commit still lands before the seed block)."""
+    return _ceil_div(start_delay_s + commit_window_s, block_seconds) * block_seconds - start_delay_s
 
 
-def get_attest_window_bounds(commit_window_s: int, block_seconds: int) -> tuple[int, int]:
-    """(shortest, longest) attest window that fits a commit window on a chain of `block_seconds` blocks.
+def get_attest_window_bounds(commit_window_s: int, block_seconds: int, start_delay_s: int = 0) -> tuple[int, int]:
+    """(shortest, longest) attest window that fits a commit window (and start delay) on `block_seconds` blocks.
 
-    open_end = commit_end + Wa // 2 must come at least 2 blocks after the seed block (so the block drawing the
-    seed lands before it, with a block to spare) and at most SEED_HORIZON_BLOCKS blocks after it (so `drawSeed`
-    can read the seed block's hash throughout the draw window)."""
+    open_end = commit_end + Wa // 2 must come at least 2 + RANDAO_LAG_BLOCKS blocks after the seed block (the seed is
+    the RANDAO value in the block RANDAO_LAG_BLOCKS after it, and the block drawing it lands before open_end with a
+    block to spare) and at most SEED_HORIZON_BLOCKS + RANDAO_LAG_BLOCKS blocks after it (so `drawSeed` can read that
+    block's hash throughout the draw window), in round 0 and in every later round: the former from the later of
+    their seed blocks, the latter from the earlier."""
     verify_block_seconds(block_seconds)
-    seed_at = get_seed_offset_s(commit_window_s, block_seconds)
-    shortest = 2 * (seed_at + 2 * block_seconds - commit_window_s)
-    longest = 2 * (seed_at + SEED_HORIZON_BLOCKS * block_seconds - commit_window_s) + 1
+    offsets = (
+        get_seed_offset_s(commit_window_s, block_seconds, start_delay_s),
+        get_seed_offset_s(commit_window_s, block_seconds),
+    )
+    latest, earliest = max(offsets), min(offsets)
+    shortest = 2 * (latest + (2 + RANDAO_LAG_BLOCKS) * block_seconds - commit_window_s)
+    longest = 2 * (earliest + (SEED_HORIZON_BLOCKS + RANDAO_LAG_BLOCKS) * block_seconds - commit_window_s) + 1
     return shortest, longest
 
 
-def get_block_time_problem(commit_window_s: int, attest_window_s: int, block_seconds: int) -> str | None:
-    """RunRegistry's InvalidConfig reason for these windows on a chain of `block_seconds` blocks, or None.
+def get_block_time_problem(
+    commit_window_s: int, attest_window_s: int, block_seconds: int, start_delay_s: int = 0
+) -> str | None:
+    """RunRegistry's InvalidConfig reason for these windows and start delay on `block_seconds` blocks, or None.
 
-    Mirrors `RunRegistry._validateWindows` (and the positive-window check before it), in the same order: with
-    T = block_seconds, Wc >= 2T; ceil(Wc / T) * T + 2T <= Wc + Wa // 2; Wc + Wa // 2 <= ceil(Wc / T) * T + 256 T."""
+    Mirrors `RunRegistry._validateWindows` (and the positive-window and start-delay checks before it), in the same
+    order: with T = block_seconds, D = start_delay_s, s = ceil(Wc / T) * T and s0 = ceil((D + Wc) / T) * T - D (round
+    0's seed block after its start), L = RANDAO_LAG_BLOCKS: D <= MAX_START_DELAY; Wc >= 2T;
+    max(s0, s) + (2 + L) T <= Wc + Wa // 2; Wc + Wa // 2 <= min(s0, s) + (256 + L) T."""
     verify_block_seconds(block_seconds)
     if commit_window_s <= 0 or attest_window_s <= 0:
         return WINDOW_NOT_POSITIVE
+    if start_delay_s > MAX_START_DELAY:
+        return START_DELAY_TOO_LONG
     t = block_seconds
     if commit_window_s < 2 * t:
         return COMMIT_TOO_SHORT
-    seed_at = get_seed_offset_s(commit_window_s, t)
+    offsets = (get_seed_offset_s(commit_window_s, t, start_delay_s), get_seed_offset_s(commit_window_s, t))
     open_at = commit_window_s + attest_window_s // 2
-    if seed_at + 2 * t > open_at:
+    if max(offsets) + (2 + RANDAO_LAG_BLOCKS) * t > open_at:
         return DRAW_BEFORE_SEED
-    if open_at > seed_at + SEED_HORIZON_BLOCKS * t:
+    if open_at > min(offsets) + (SEED_HORIZON_BLOCKS + RANDAO_LAG_BLOCKS) * t:
         return DRAW_BEYOND_HORIZON
     return None
 
 
-def get_fitting_block_times(commit_window_s: int, attest_window_s: int) -> tuple[int, ...]:
-    """Every block time a deployment may declare on which these windows fit."""
+def get_fitting_block_times(commit_window_s: int, attest_window_s: int, start_delay_s: int = 0) -> tuple[int, ...]:
+    """Every block time a deployment may declare on which these windows (and start delay) fit."""
     return tuple(
         t
         for t in range(MIN_BLOCK_SECONDS, MAX_BLOCK_SECONDS + 1)
-        if get_block_time_problem(commit_window_s, attest_window_s, t) is None
+        if get_block_time_problem(commit_window_s, attest_window_s, t, start_delay_s) is None
     )
 
 
-def verify_windows_fit_chain(commit_window_s: int, attest_window_s: int, block_seconds: int) -> None:
-    """Raise WindowsUnfitForChainError when `createRun` would refuse these windows on this chain, naming the
-    contract's reason, the window to change and the bound it needs."""
-    reason = get_block_time_problem(commit_window_s, attest_window_s, block_seconds)
+class StartDelayError(ConfigError):
+    """A run's start delay that `createRun` refuses (above MAX_START_DELAY; `reason`: the contract's InvalidConfig
+    text) or that no RunConfig can hold (negative; `reason` empty)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def verify_start_delay(start_delay_s: int) -> None:
+    """Raise StartDelayError unless `start_delay_s` is a start delay `createRun` accepts: [0, MAX_START_DELAY].
+
+    Checked before anything is published or sent: a refused createRun would cost the creator a transaction's fee,
+    and one that slipped through a wrong bound would start round 0 later than anyone planned."""
+    if start_delay_s < 0:
+        raise StartDelayError(f"start delay {start_delay_s} s: round 0 cannot start before the run exists", "")
+    if start_delay_s > MAX_START_DELAY:
+        raise StartDelayError(
+            f'createRun would revert with InvalidConfig("{START_DELAY_TOO_LONG}"): a start delay of {start_delay_s} s '
+            f"is above MAX_START_DELAY ({MAX_START_DELAY} s = {MAX_START_DELAY // 3600} h; round 0's seed block is "
+            f"counted in blocks from the run's creation, so a long delay lets skipped slots push it past openEnd): "
+            f"pass --start-delay {MAX_START_DELAY} or less",
+            START_DELAY_TOO_LONG,
+        )
+
+
+def verify_windows_fit_chain(
+    commit_window_s: int, attest_window_s: int, block_seconds: int, start_delay_s: int = 0
+) -> None:
+    """Raise WindowsUnfitForChainError when `createRun` would refuse these windows on this chain (StartDelayError
+    for the start delay itself), naming the contract's reason, the window to change and the bound it needs."""
+    verify_start_delay(start_delay_s)
+    reason = get_block_time_problem(commit_window_s, attest_window_s, block_seconds, start_delay_s)
     if reason is None:
         return
     t = block_seconds
     where = (
-        f"commit window {commit_window_s} s and attest window {attest_window_s} s on a chain of {t}-second blocks "
-        f"(RunRegistry.blockSeconds)"
+        f"commit window {commit_window_s} s and attest window {attest_window_s} s"
+        + (f" after a start delay of {start_delay_s} s" if start_delay_s else "")
+        + f" on a chain of {t}-second blocks (RunRegistry.blockSeconds)"
     )
     if reason == WINDOW_NOT_POSITIVE:
         hint = "pass positive --commit-window and --attest-window"
     elif reason == COMMIT_TOO_SHORT:
         hint = f"the commit window must be at least {2 * t} s: pass --commit-window {2 * t} or more"
     else:
-        shortest, longest = get_attest_window_bounds(commit_window_s, t)
+        shortest, longest = get_attest_window_bounds(commit_window_s, t, start_delay_s)
         if reason == DRAW_BEFORE_SEED:
+            seed_at = get_seed_offset_s(commit_window_s, t, start_delay_s)
+            delayed = seed_at > get_seed_offset_s(commit_window_s, t)
+            seed_at = max(seed_at, get_seed_offset_s(commit_window_s, t))
+            why = f" in round 0 (its start delay of {start_delay_s} s is not a whole number of blocks)"
             hint = (
-                f"the seed block comes {get_seed_offset_s(commit_window_s, t)} s after the round starts, so the "
-                f"attest window must be at least {shortest} s: pass --attest-window {shortest} or more"
+                f"the seed block comes {seed_at} s after the round starts{why if delayed else ''}, so the attest "
+                f"window must be at least {shortest} s: pass --attest-window {shortest} or more"
+                + (f", or a --start-delay that is a multiple of {t}" if delayed else "")
             )
         else:
-            fitting = get_fitting_block_times(commit_window_s, attest_window_s)
+            fitting = get_fitting_block_times(commit_window_s, attest_window_s, start_delay_s)
             longer = [f for f in fitting if f > t]
             elsewhere = f", or run on a chain of longer blocks (they fit {longer[0]}-second blocks)" if longer else ""
             hint = (
-                f"drawSeed reads the seed block's hash only {SEED_HORIZON_BLOCKS} blocks ({SEED_HORIZON_BLOCKS * t} "
-                f"s) after it, so the attest window must be at most {longest} s: pass --attest-window {longest} or "
-                f"less{elsewhere}"
+                f"drawSeed proves the seed's block by its hash, which the EVM serves only {SEED_HORIZON_BLOCKS} "
+                f"blocks ({SEED_HORIZON_BLOCKS * t} s) later, so the attest window must be at most {longest} s: "
+                f"pass --attest-window {longest} or less{elsewhere}"
             )
     raise WindowsUnfitForChainError(f'createRun would revert with InvalidConfig("{reason}"): {where}; {hint}', reason)
 

@@ -79,6 +79,8 @@ class ScriptedRun:
         if times.finished:
             raise ScriptedRunError(f"run {self.run_id} is finished")
         r = times.round
+        if self._now() < times.start:
+            self._advance_to(times.start - 1)  # round 0 of a run with a start delay: commit refuses before it
         for _account, node in sorted(self.solvers.items()):
             if self.protocol.bonded_of(node.address, ROLE_SOLVER) < self.rules.solver_min_stake_wei:
                 continue  # slashed earlier: cannot commit any more

@@ -4,6 +4,7 @@ The node loop is read -> `decide_solver_action` -> act. Everything here is a pla
 the decisions are unit-tested without a chain (tests/solver/test_decide.py).
 
 Round r of a run (times from RunRegistry.roundTimes):
+    before start               round 0 of a run with a start delay: wait (joined; nothing to train or commit yet)
     [start, commit_end)        train H steps from θ_r, then commit (once)
     [commit_end, open_end)     once the seed is drawn (drawing it if nobody has), open the sampled leaves
                                on-chain (protocol/opening.py); an unopened commitment is slashed
@@ -102,6 +103,9 @@ class SolverView:
     """This node's measured compute for one round (protocol/windows.py); 0 when not measured."""
     first_round: bool = False
     """No earlier round of this run is recorded: the node has just started following the run."""
+    run_seed_block: int = 0
+    """Round 0's plant draw waits for the run seed, proven by this block's header (node/plants.py
+    `get_pending_run_seed_block`: the block after the run seed block; 0: nothing pending)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ class Action:
     kind: Literal[
         "train", "commit", "mark_committed", "mark_missed", "draw_seed", "open", "reveal", "report_unopened",
         "finalize", "post_claim", "settle", "claim_shares", "withdraw_claim_bond", "leave_run", "wait", "done",
-        "sit_out", "report_abstentions",
+        "sit_out", "report_abstentions", "draw_run_seed",
     ]  # fmt: skip
     round: int = -1
     seconds: float = 0.0
@@ -125,9 +129,18 @@ def decide_solver_action(view: SolverView) -> Action:
     if times.finished:
         # every round has settled: leaving releases the stake the run reserved
         return Action("leave_run") if view.member else Action("done")
+    if view.now < times.start:
+        # round 0 of a run with a start delay: `commit` reverts RoundNotStarted until the start, and a round not yet
+        # started is neither missed nor sat out; the node waits (joined already: RunNode.start joins first)
+        return Action("wait", times.round, seconds=max(0.2, times.start - view.now))
     r, record = times.round, view.record
     if record is None or record.round != r:
         if is_round_trainable_in_time(times.commit_end - view.now, view.round_training_ms):
+            if view.run_seed_block:
+                # INVARIANT: an early anchor's round 0 trains only once its plant draw is fixed (the run seed drawn)
+                if view.block > view.run_seed_block:
+                    return Action("draw_run_seed", r)
+                return Action("wait", r, seconds=1.0)
             return Action("train", r)
         # too late to finish this round: a node that just started joins the next one; one that was due (it
         # followed earlier rounds and was down or restarted) missed it. Neither trains for nothing.

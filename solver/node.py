@@ -29,7 +29,14 @@ from node.moments import fetch_start_moments
 from node.opening import draw_round_seed, get_unresolved_commitments, report_unresolved_commitments
 from node.pace import measure_round_training_ms
 from node.payloads import get_previous_payload_doc
-from node.plants import ensure_plant_anchor, get_plant_secret, is_reveal_due, reveal_round_secret
+from node.plants import (
+    draw_run_seed,
+    ensure_plant_anchor,
+    get_pending_run_seed_block,
+    get_plant_secret,
+    is_reveal_due,
+    reveal_round_secret,
+)
 from node.self_defence import SelfDefence
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import ArtifactError, ArtifactStore, BackgroundStateWriter, put_state
@@ -247,10 +254,14 @@ class SolverNode(RunNode):
             disputes = self.protocol.open_disputes(run)
             unfinalized = len(self._unfinalized(times.round))
             unresolved = get_unresolved_commitments(self.protocol, ctx, times.round) if now >= times.open_end else ()
+        block = self.chain.block_number()
+        pending_seed = 0
+        if record is None and times.round == 0 and not times.finished:
+            pending_seed = get_pending_run_seed_block(self.protocol, self.address, ctx, 0, block)
         return SolverView(
             now=now,
             times=times,
-            block=self.chain.block_number(),
+            block=block,
             record=record,
             committed_on_chain=committed,
             coordinator=self.settings.coordinator,
@@ -268,6 +279,7 @@ class SolverNode(RunNode):
             member=self.protocol.is_member(run, self.address) if times.finished else True,
             round_training_ms=self.round_training_ms,
             first_round=record is None and not self._has_earlier_round(times.round),
+            run_seed_block=pending_seed,
         )
 
     def recheck_commit(self, record: RoundRecord | None, times: RoundTimes) -> RoundRecord | None:
@@ -424,6 +436,9 @@ class SolverNode(RunNode):
         log_event(
             self.log, "committed", run=record.run_id, round=record.round, tx=result.transaction_hash if result else ""
         )
+
+    def _do_draw_run_seed(self, action: Action) -> None:
+        draw_run_seed(self.protocol, self.account, self.log, self.load())
 
     def _do_draw_seed(self, action: Action) -> None:
         draw_round_seed(self.protocol, self.account, self.settings.run_id, self.protocol.round_times(self.run_id))

@@ -10,7 +10,8 @@ however loaded the machine is.
 `ClockDriver` moves time on instead: it reads every live node's `/health` activity (each node reports
 whether its last tick changed nothing, and at which block) and, once every one of them is idle at the
 chain's latest block -- nothing left to do until time passes -- mines a block at the next deadline the
-contracts hold (a window end of the current round, a claim window, a dispute deadline), or a second
+contracts hold (round 0's start after a start delay, a window end of the current round, a claim window, a dispute
+deadline), or a second
 later when none is ahead. A test that acts itself (a dishonest challenger, forged votes) holds the
 clock while it does: `gate = driver.pause_when(condition)` stops time the first time `condition()`
 holds when the driver is about to move it, `gate.wait()` waits for that, `gate.release()` lets it go.
@@ -165,7 +166,8 @@ class ClockDriver:
         times = self.protocol.round_times(self.run_id)
         if times.finished:
             return []
-        out = [times.commit_end, times.open_end, times.attest_end, times.challenge_end]
+        # the start first: round 0 of a run with a start delay opens its commit window there, not at creation
+        out = [times.start, times.commit_end, times.open_end, times.attest_end, times.challenge_end]
         claim = self.protocol.claim_of(self.run_id, times.round)
         if claim.status == ClaimStatus.POSTED:
             out.append(claim.window_end)

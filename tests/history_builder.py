@@ -54,6 +54,7 @@ CONFIG = {
     "sharesPerRound": 1000 * ETH,
     "revenueReleasePeriod": 3600,
     "maxRounds": 2,
+    "startDelay": 0,
 }
 
 
@@ -142,7 +143,7 @@ class RunEvents:
             "RoundStarted",
             runId=self.run_id,
             round=0,
-            start=time_of(self.block),
+            start=time_of(self.block) + self.config["startDelay"],  # round 0 starts after the run's start delay
             thetaHash=self.config["theta0Hash"],
         )
 
@@ -196,7 +197,7 @@ class RunEvents:
             round=r,
             seedBase=b"\x55" * 12 + b"\x00" * 20,
             blockNumber=self.block - 1,
-            blockHash=b"\x55" * 32,
+            randao=b"\x55" * 32,
             verifierCount=1,
         )
 
@@ -264,14 +265,20 @@ class RunEvents:
     # -- planted faults (Plants, and Verification's onPlantRevealed) --------------------------
 
     def set_plant_terms(
-        self, rate_bps: int = 2000, jackpot: int = ETH, penalty: int = 3 * ETH, pool: int = 10 * ETH
+        self,
+        rate_bps: int = 2000,
+        jackpot: int = ETH,
+        penalty: int = 3 * ETH,
+        pool: int = 10 * ETH,
+        seed_block: int = 0,
     ) -> None:
-        """`Plants.setTerms` with msg.value `pool` (`funded`), added to whatever fundPool brought in before."""
+        """`Plants.setTerms` with msg.value `pool` (`funded`), added to whatever fundPool brought in before
+        (`seed_block` != 0: set before the start, so every round can be planted)."""
         self.step()
         self.plant = {"jackpot": jackpot, "penalty": penalty, "pool": self.plant["pool"] + pool}
         self.emit(
             "Plants", "PlantTermsSet", runId=self.run_id, rateBps=rate_bps, jackpot=jackpot, penalty=penalty,
-            funded=pool, pool=self.plant["pool"],
+            funded=pool, pool=self.plant["pool"], seedBlock=seed_block,
         )  # fmt: skip
 
     def fund_plant_pool(self, amount: int, funder: str = CREATOR) -> None:
@@ -282,10 +289,10 @@ class RunEvents:
             "Plants", "PlantPoolFunded", runId=self.run_id, **{"from": funder}, amount=amount, pool=self.plant["pool"]
         )
 
-    def set_anchor(self, solver: str, r: int) -> None:
+    def set_anchor(self, solver: str, r: int, early: bool = False) -> None:
         self.step()
         anchor = bytes([0xAC]) + solver.encode()[2:33].ljust(31, b"0")
-        self.emit("Plants", "PlantAnchorSet", runId=self.run_id, solver=solver, anchor=anchor, round=r)
+        self.emit("Plants", "PlantAnchorSet", runId=self.run_id, solver=solver, anchor=anchor, round=r, early=early)
 
     def reveal(self, r: int, solver: str, planted: bool) -> None:
         """A reveal in the window; if planted, what Verification.onPlantRevealed does in the same transaction: every

@@ -18,10 +18,12 @@ Phase = Literal["before_attest", "wait_seed_block", "draw_seed", "attest", "afte
 def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool, block_number: int) -> Phase:
     """Where the current round stands for a verifier.
 
-    The seed can be drawn once the round's seed block (fixed when the round started) is mined, i.e. when
-    the chain is past it; until then the verifier waits for that block (`wait_seed_block`). It can be drawn
+    The seed can be drawn once the block after the round's seed block (fixed when the round started: the seed is the
+    RANDAO value revealed in it, that next block's mixHash) is mined, i.e. when the chain is past it; until then the
+    verifier waits (`wait_seed_block`). It can be drawn
     only before `open_end` (so that solvers can still open): a round whose seed was not drawn by then is
-    never verified, and the verifier has nothing to do in it.
+    never verified, and the verifier has nothing to do in it. Before round 0's start (a run with a start delay)
+    it is `before_attest` too: the verifier registers and waits; windows all count from `times.start`.
     """
     if times.finished:
         return "finished"
@@ -32,5 +34,5 @@ def get_verifier_phase(now: int, times: RoundTimes, seed_drawn: bool, block_numb
             return "attest"
         if now >= times.open_end:
             return "after_attest"
-        return "draw_seed" if block_number > times.seed_block else "wait_seed_block"
+        return "draw_seed" if block_number > times.randao_block else "wait_seed_block"
     return "after_attest"

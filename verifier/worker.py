@@ -34,8 +34,10 @@ from eth_account.signers.local import LocalAccount
 from node.bootstrap import RunNode
 from node.checker import CommitmentChecker
 from node.credits import CreditWithdrawer
+from node.disputes import JurorRegistryReader
 from node.logs import log_event
 from node.opening import draw_round_seed, report_unopened
+from node.plant_checks import PlantDefence
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
@@ -74,6 +76,8 @@ class VerifierWorker(RunNode):
     role_dir = "verifiers"
     sits_on_juries: ClassVar[bool] = True
     """A dishonest verifier never sits on juries (its adversary is its attestations)."""
+    checks_plants: ClassVar[bool] = True
+    """Check every plant revealed over its own seats and dispute a false one (node/plant_checks.py, issue 37)."""
 
     def __init__(
         self,
@@ -101,6 +105,12 @@ class VerifierWorker(RunNode):
         self.credits = CreditWithdrawer(self.protocol, account, self.log)
         self._seen_round: tuple[int, bool] = (-1, False)
         self._uncovered_round = -1
+        self.plant_defence: PlantDefence | None = None
+        if self.checks_plants and not juror_only:
+            self.plant_defence = PlantDefence(
+                self.protocol, account, self.state, self.log, JurorRegistryReader(self.chain), self.get_checker,
+                self._own_seats,
+            )  # fmt: skip
         self.jury: JuryDuty | None = None
         if (jury or juror_only) and self.sits_on_juries:
             self.jury = JuryDuty(
@@ -194,10 +204,22 @@ class VerifierWorker(RunNode):
         elif phase == "attest":
             self._attest_round(times.round, now >= times.open_end)
         self.finalize_and_claim(now)
+        if self.plant_defence is not None:
+            self.plant_defence.tick(ctx, times, now)
         if self.jury is not None and self.jury.registered:
             self.jury.tick(now)
         done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
-        return done and (self.jury is None or not self.jury.pending())
+        disputing = self.plant_defence is not None and bool(self.plant_defence.desk.open_records())
+        return done and not disputing and (self.jury is None or not self.jury.pending())
+
+    def _own_seats(self, round_index: int) -> dict[str, list[AttestationRef]]:
+        """Solver -> the seats of its commitment this verifier attested in the round (its own records)."""
+        out: dict[str, list[AttestationRef]] = {}
+        for record in self.list_attestations():
+            if record["round"] == round_index:
+                ref = AttestationRef(record["run_id"], round_index, record["solver"], record["slot"])
+                out.setdefault(record["solver"], []).append(ref)
+        return out
 
     def _claim_fault_reward(self, ref: AttestationRef) -> None:
         """A standing fail proves its solver's fault: take this seat's equal share of the provers' reward."""

@@ -42,6 +42,7 @@ from node.credits import CreditWithdrawer
 from node.disputes import JurorRegistryReader
 from node.logs import log_event
 from node.opening import report_unresolved_commitments
+from node.plant_checks import challenge_plant_segment, find_false_segment
 from node.plants import report_unrevealed_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.finality import DurableReadCursor
@@ -49,7 +50,7 @@ from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
-from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject, get_plant_subject
+from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject
 from protocol.opening import OpeningError
 from protocol.types import AttestationRef, ClaimStatus
 from whistleblower.decide import (
@@ -249,33 +250,19 @@ class Whistleblower(RunNode):
         order = order_plant_checks(
             reveal_block_hash, ctx.run_id, r, solver, self.address, [e.segment for e in opening.entries]
         )
-        true, reason, segment = True, "", order[0]
-        for segment in order:
-            true, reason = self.checker.is_plant_true(r, solver, commitment, segment, secret)
-            log_event(self.log, "plant checked", solver=solver, segment=segment, verdict="true" if true else "false")
-            if not true:
-                break
+        segment, reason = find_false_segment(self.checker, self.log, r, solver, commitment, secret, order)
         check = {
             "id": key,
             "round": r,
             "solver": solver,
-            "status": "right" if true else "challenged",
-            "finding": reason if not true else f"{len(order)} opened segment(s) replay as the planted training",
+            "status": "right" if segment is None else "challenged",
+            "finding": reason,
         }
         self.state.put("check", key, check)
-        if true:
+        if segment is None:
             return
-        opened = next(e for e in opening.entries if e.segment == segment)
-        subject = get_plant_subject(ctx.run_id, r, solver, segment)
-        bond = self.protocol.dispute_terms(ctx.run_id).challenge_bond
-
-        def transact() -> None:
-            self.protocol.challenge_plant(
-                self.account, ctx.run_id, r, solver, commitment, opened.segment, opened.leaf, list(opened.proof), bond
-            )
-
-        if self.desk.send(subject, solver, "plant", reason, transact):
-            log_event(self.log, "challenged plant", solver=solver, segment=opened.segment, reason=reason)
+        if challenge_plant_segment(self.protocol, self.account, self.desk, ctx, r, solver, commitment, segment, reason):
+            log_event(self.log, "challenged plant", solver=solver, segment=segment, reason=reason)
 
     def _set(self, check: dict, status: str, finding: str) -> None:
         self.state.put("check", check["id"], {**check, "status": status, "finding": finding})

@@ -5,7 +5,7 @@ import {Script, console} from "forge-std/Script.sol";
 import {Protocol, ProtocolDeployer} from "./ProtocolDeployer.sol";
 
 /// @title Deploy
-/// @notice Deploys the six protocol contracts in one broadcast:
+/// @notice Deploys the eleven protocol contracts in one broadcast:
 ///
 ///     DEPLOYER_PRIVATE_KEY=0x... UNBONDING_DELAY=604800 BLOCK_SECONDS=12 ALLOW_PRIVATE_PEERS=false \
 ///       forge script script/Deploy.s.sol --rpc-url $RPC --broadcast
@@ -33,5 +33,6 @@ contract Deploy is Script {
         console.log("VerifierRegistry", address(p.verifierRegistry));
         console.log("Plants", address(p.plants));
         console.log("PeerDirectory", address(p.peerDirectory));
+        console.log("BlockRandomness", address(p.blockRandomness));
     }
 }

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {Vm} from "forge-std/Vm.sol";
+import {BlockRandomness} from "../src/BlockRandomness.sol";
 import {Disputes} from "../src/Disputes.sol";
 import {FaultRewards} from "../src/FaultRewards.sol";
 import {JurorRegistry} from "../src/JurorRegistry.sol";
@@ -20,8 +21,9 @@ import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {IStakeManager} from "../src/interfaces/IStakeManager.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {IVerifierRegistry} from "../src/interfaces/IVerifierRegistry.sol";
+import {IBlockRandomness} from "../src/interfaces/IBlockRandomness.sol";
 
-/// @notice The ten protocol contracts of one deployment.
+/// @notice The eleven protocol contracts of one deployment.
 struct Protocol {
     StakeManager stakeManager;
     RunRegistry runRegistry;
@@ -33,6 +35,7 @@ struct Protocol {
     VerifierRegistry verifierRegistry;
     Plants plants;
     PeerDirectory peerDirectory;
+    BlockRandomness blockRandomness;
 }
 
 /// @title ProtocolDeployer
@@ -45,8 +48,8 @@ library ProtocolDeployer {
     error DeploymentMismatch(string which, address expected, address deployed);
 
     /// @notice Deploy StakeManager, RunRegistry, Verification, Disputes, ModelShares, JurorRegistry, FaultRewards,
-    ///         VerifierRegistry, Plants, PeerDirectory (in that order) from `deployer`, which must be the account whose
-    ///         next ten CREATE nonces these use.
+    ///         VerifierRegistry, Plants, PeerDirectory, BlockRandomness (in that order) from `deployer`, which must be
+    ///         the account whose next eleven CREATE nonces these use.
     /// @param deployer The account sending the deployments (the test contract, or the broadcaster).
     /// @param unbondingDelay StakeManager's unbonding delay (seconds).
     /// @param blockSeconds The chain's block time (RunRegistry.blockSeconds).
@@ -56,11 +59,12 @@ library ProtocolDeployer {
         returns (Protocol memory p)
     {
         // at[i]: the address of the i-th deployment (StakeManager, RunRegistry, Verification, Disputes, ModelShares,
-        // JurorRegistry, FaultRewards, VerifierRegistry, Plants, PeerDirectory); an array rather than ten locals keeps the
-        // constructor calls within the stack limit
-        address[10] memory at;
+        // JurorRegistry, FaultRewards, VerifierRegistry, Plants, PeerDirectory, BlockRandomness); an array rather than
+        // eleven locals keeps the constructor calls within the stack limit. BlockRandomness (no peers) comes last so the
+        // other ten keep the addresses they had before it existed.
+        address[11] memory at;
         uint64 nonce = VM.getNonce(deployer);
-        for (uint256 i; i < 10; ++i) {
+        for (uint256 i; i < 11; ++i) {
             at[i] = VM.computeCreateAddress(deployer, nonce + i);
         }
         p.stakeManager = new StakeManager(unbondingDelay, at[1], at[2], at[3], at[5], at[7], at[8]);
@@ -73,7 +77,8 @@ library ProtocolDeployer {
             IModelShares(at[4]),
             IFaultRewards(at[6]),
             IVerifierRegistry(at[7]),
-            IPlants(at[8])
+            IPlants(at[8]),
+            IBlockRandomness(at[10])
         );
         p.disputes = new Disputes(
             IStakeManager(at[0]),
@@ -89,6 +94,7 @@ library ProtocolDeployer {
         p.verifierRegistry = new VerifierRegistry(IStakeManager(at[0]), IRunRegistry(at[1]), at[2]);
         p.plants = new Plants(IRunRegistry(at[1]), IVerification(at[2]), IStakeManager(at[0]), at[3]);
         p.peerDirectory = new PeerDirectory(allowPrivatePeers);
+        p.blockRandomness = new BlockRandomness();
         _check("StakeManager", at[0], address(p.stakeManager));
         _check("RunRegistry", at[1], address(p.runRegistry));
         _check("Verification", at[2], address(p.verification));
@@ -99,6 +105,7 @@ library ProtocolDeployer {
         _check("VerifierRegistry", at[7], address(p.verifierRegistry));
         _check("Plants", at[8], address(p.plants));
         _check("PeerDirectory", at[9], address(p.peerDirectory));
+        _check("BlockRandomness", at[10], address(p.blockRandomness));
     }
 
     function _check(string memory which, address expected, address deployed) private pure {

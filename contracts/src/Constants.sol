@@ -78,6 +78,18 @@ library Constants {
     /// @notice Blocks after the seed block during which `drawSeed` can read its hash (EVM `blockhash` reaches
     ///         256 blocks back); after that the round cannot be verified.
     uint256 internal constant SEED_HORIZON_BLOCKS = 256;
+    /// @notice The seed is the RANDAO value revealed *in* the seed block: the mixHash of the block RANDAO_LAG_BLOCKS
+    ///         after it. A block's own mixHash is the mix its predecessor's proposer completed, so the proposer of the
+    ///         block before the seed block, which can still include commits, would know it; the mix the seed block's
+    ///         proposer completes is known to nobody before the last block that can take a commit (docs/security.md).
+    uint256 internal constant RANDAO_LAG_BLOCKS = 1;
+    /// @notice Upper bound on a run's start delay (`RunConfig.startDelay`, seconds from createRun to round 0's start),
+    ///         1 day. A delay lets nodes start and solvers register plant anchors before round 0; minutes to hours
+    ///         cover that. It is bounded because round 0's seed block is counted in blocks from the creation block
+    ///         (`ceil((startDelay + commitWindow) / blockSeconds)`): every slot the chain skips during the delay
+    ///         postpones it by a block, and a seed block mined after openEnd leaves round 0 unverifiable (void). A day
+    ///         is 7,200 slots of 12 s, which a 1% skip rate postpones by about 14 minutes; a week, by about 100.
+    uint256 internal constant MAX_START_DELAY = 1 days;
 
     // ---------------------------------------------------------------- ownership shares and revenue
     /// @notice Fixed-point scale of the revenue-per-share accumulator. At least MAX_TOTAL_SHARES, so the

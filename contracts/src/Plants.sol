@@ -8,6 +8,7 @@ import {IPlants} from "./interfaces/IPlants.sol";
 import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
+import {IBlockRandomness} from "./interfaces/IBlockRandomness.sol";
 import {Planting} from "./libraries/Planting.sol";
 import {AttestationRef} from "./interfaces/Types.sol";
 
@@ -21,10 +22,18 @@ import {AttestationRef} from "./interfaces/Types.sol";
 ///      a; round r's secret is x_r = s_(N-1-r), a preimage of x_(r-1) (x_(-1) = the anchor). From round a + 2 on,
 ///      round r is planted iff uint256(keccak256(abi.encode(PLANT_TAG, x_r, runId, r, solver, seedBase(r - 1))))
 ///      % 10_000 < rateBps: the solver knows it when round r starts, verifiers learn it only from the reveal, and
-///      the previous round's seed base did not exist when the anchor was fixed, so nobody chooses. A reveal is
-///      checked by hashing it up to the last revealed link (at most MAX_REVEAL_GAP hashes; a solver that skipped
-///      more rounds first reveals an older secret). Terms are set once by the run's creator during round 0
-///      (plants start in round 2 at the earliest), with the pool as msg.value; anyone may top the pool up.
+///      the previous round's seed base did not exist when the anchor was fixed, so nobody chooses.
+///      Plants from round 0 (issue 37): when the creator sets the terms before round 0 starts (a run with a start
+///      delay), the terms fix the run seed block, the first block that can carry round 0's start time
+///      (block.number + ceil((start - now) / blockSeconds)), and an anchor registered before the start is eligible
+///      from round 0; round 0 then draws with seedBase(-1) = the RANDAO value revealed in the run seed block
+///      (`drawRunSeed`, proven by a header), which did not exist when any such anchor was fixed. Every round of such a
+///      run can be planted, so no round is publicly safe for a lazy pass; a solver that anchors after the start is
+///      unpaid in its first PLANT_DELAY_ROUNDS rounds, as a late anchor always was (its pay is blocked, so nothing of
+///      it is paid). Terms set after the start keep the older rule: rounds 0 and 1 are paid as usual, never planted.
+///      A reveal is checked by hashing it up to the last revealed link (at most MAX_REVEAL_GAP hashes; a solver that
+///      skipped more rounds first reveals an older secret). Terms are set once by the run's creator during round 0
+///      (before any plant either way), with the pool as msg.value; anyone may top the pool up.
 ///      The bond and penalty of a pass on a planted commitment are held per seat until the round settles
 ///      (`releaseForfeit`): a plant can be disputed over every segment until the challenge window closes, and if a jury
 ///      finds it false the passes were right, so their forfeits go back to their verifiers (issue 36, finding 2).
@@ -36,6 +45,7 @@ contract Plants is IPlants, PullPayments {
         uint96 jackpot; // paid to each fail on a planted commitment, while the pool lasts
         uint96 penalty; // verifier stake slashed from each pass on a planted commitment
         bool set;
+        uint64 seedBlock; // the run seed block, if set before round 0 started (plants from round 0); else 0
     }
 
     /// @notice A solver's chain in a run: the last revealed link (the anchor until the first reveal) and rounds.
@@ -44,6 +54,7 @@ contract Plants is IPlants, PullPayments {
         uint64 linkRoundPlusOne; // round of `link` + 1 (0: the anchor)
         uint64 anchorRound; // the round the anchor was registered in
         bool set;
+        bool early; // registered before round 0 started
     }
 
     /// @notice What the reveal of a (run, round, solver) said.
@@ -60,6 +71,12 @@ contract Plants is IPlants, PullPayments {
         uint96 amount;
     }
 
+    /// @notice Round 0's plant seed base (bytes12 of the run seed block's RANDAO value), once drawn (`drawRunSeed`).
+    struct RunSeed {
+        bytes12 base;
+        bool drawn;
+    }
+
     IRunRegistry public immutable runRegistry;
     IVerification public immutable verification;
     IStakeManager public immutable stakeManager;
@@ -68,6 +85,7 @@ contract Plants is IPlants, PullPayments {
     mapping(uint256 runId => PlantTerms) internal _terms;
     /// @notice ETH available for jackpots per run.
     mapping(uint256 runId => uint256) public pool;
+    mapping(uint256 runId => RunSeed) internal _runSeeds;
     mapping(uint256 runId => mapping(address solver => Chain)) internal _chains;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => Reveal))) internal _reveals;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => mapping(uint8 slot => Forfeit))))
@@ -75,8 +93,16 @@ contract Plants is IPlants, PullPayments {
 
     /// @notice The run's plant terms were set and `funded` (msg.value) added to its pool, which now holds `pool`.
     event PlantTermsSet(
-        uint256 indexed runId, uint256 rateBps, uint256 jackpot, uint256 penalty, uint256 funded, uint256 pool
+        uint256 indexed runId,
+        uint256 rateBps,
+        uint256 jackpot,
+        uint256 penalty,
+        uint256 funded,
+        uint256 pool,
+        uint256 seedBlock
     );
+    /// @notice Round 0's plant seed base was drawn from the RANDAO value of the run seed block `seedBlock`.
+    event RunSeedDrawn(uint256 indexed runId, uint256 seedBlock, bytes32 seedBase);
     /// @notice ETH from outside was added to a run's plant pool (`fundPool`).
     event PlantPoolFunded(uint256 indexed runId, address indexed from, uint256 amount, uint256 pool);
     /// @notice The bond and penalty of the pass of seat `slot` on a planted commitment (`amount`: the bond from
@@ -101,8 +127,9 @@ contract Plants is IPlants, PullPayments {
         bool returned,
         uint256 pool
     );
-    /// @notice A solver registered the anchor of its chain of round secrets in round `round`.
-    event PlantAnchorSet(uint256 indexed runId, address indexed solver, bytes32 anchor, uint64 round);
+    /// @notice A solver registered the anchor of its chain of round secrets in round `round` (`early`: before round 0
+    ///         started, so eligible from round 0 if the terms were set before the start too).
+    event PlantAnchorSet(uint256 indexed runId, address indexed solver, bytes32 anchor, uint64 round, bool early);
     /// @notice A solver revealed its secret of `round` in the round's reveal window; `planted` says whether that round's
     ///         commitment was planted.
     event PlantRevealed(
@@ -140,6 +167,8 @@ contract Plants is IPlants, PullPayments {
     error UnexpectedEther(address from);
     error NotSettled(uint256 runId, uint64 round);
     error NothingHeld(uint8 slot);
+    error NoRunSeed(uint256 runId);
+    error RunSeedAlreadyDrawn(uint256 runId);
 
     modifier onlyVerification() {
         if (msg.sender != address(verification)) revert NotVerification(msg.sender);
@@ -170,7 +199,9 @@ contract Plants is IPlants, PullPayments {
 
     // ------------------------------------------------------------------ terms and pool
 
-    /// @notice Set a run's plant terms once, during round 0 (the creator only), funding the pool with msg.value.
+    /// @notice Set a run's plant terms once, during round 0 (the creator only), funding the pool with msg.value. Set
+    ///         before round 0 starts (a run with a start delay), they also fix the run seed block, and every round of
+    ///         the run can be planted (see the contract's notes); set later, rounds 0 and 1 are never planted.
     /// @param runId The run.
     /// @param rateBps Planted commitments per 10,000 (<= MAX_PLANT_RATE_BPS; 0 turns planting off).
     /// @param jackpot Paid to each fail on a planted commitment while the pool lasts.
@@ -184,11 +215,13 @@ contract Plants is IPlants, PullPayments {
         if (rateBps > Constants.MAX_PLANT_RATE_BPS) revert RateTooHigh(rateBps, Constants.MAX_PLANT_RATE_BPS);
         uint256 stake = runRegistry.runEconomics(runId).verifierMinStake;
         if (penalty > stake) revert PenaltyAboveStake(penalty, stake);
-        _terms[runId] = PlantTerms({rateBps: rateBps, jackpot: jackpot, penalty: penalty, set: true});
+        uint64 seedBlock = _runSeedBlock(runId);
+        _terms[runId] =
+            PlantTerms({rateBps: rateBps, jackpot: jackpot, penalty: penalty, set: true, seedBlock: seedBlock});
         pool[runId] += msg.value;
         // INVARIANT: the event names what this call added (msg.value), so events folded never count an earlier
         //            fundPool twice (issue 36, finding 9).
-        emit PlantTermsSet(runId, rateBps, jackpot, penalty, msg.value, pool[runId]);
+        emit PlantTermsSet(runId, rateBps, jackpot, penalty, msg.value, pool[runId], seedBlock);
     }
 
     /// @notice Add msg.value to a run's plant pool (anyone).
@@ -209,9 +242,32 @@ contract Plants is IPlants, PullPayments {
         if (!runRegistry.hasJoined(runId, msg.sender)) revert NotJoined(runId, msg.sender);
         Chain storage c = _chains[runId][msg.sender];
         if (c.set) revert AnchorAlreadySet(runId, msg.sender);
-        uint64 round = runRegistry.roundTimes(runId).round;
-        _chains[runId][msg.sender] = Chain({link: anchor, linkRoundPlusOne: 0, anchorRound: round, set: true});
-        emit PlantAnchorSet(runId, msg.sender, anchor, round);
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        // INVARIANT: early anchors land before the run seed block (its timestamp is >= round 0's start), so none was
+        //            fixed knowing round 0's plant seed.
+        bool early = t.round == 0 && block.timestamp < t.start;
+        _chains[runId][msg.sender] =
+            Chain({link: anchor, linkRoundPlusOne: 0, anchorRound: t.round, set: true, early: early});
+        emit PlantAnchorSet(runId, msg.sender, anchor, t.round, early);
+    }
+
+    /// @notice Fix round 0's plant seed base (anyone, once) from the RANDAO value revealed in the run seed block: the
+    ///         mixHash of block seedBlock + RANDAO_LAG_BLOCKS, proven by that block's RLP header (IBlockRandomness:
+    ///         callable in the 256 blocks after it). Like Verification.drawSeed, not the seed block's own mixHash,
+    ///         which the proposer of the block before it, where an early anchor can still land, knows. Solver nodes
+    ///         with an early anchor draw it before they train round 0; until it is drawn round 0 is not planted, so
+    ///         a node plants round 0 only once it reads the drawn value, and a round 0 nobody drew stays unplanted.
+    /// @param runId The run (its terms set before round 0 started).
+    /// @param header The RLP-encoded header of block `runSeedOf(runId).seedBlock + RANDAO_LAG_BLOCKS`.
+    function drawRunSeed(uint256 runId, bytes calldata header) external {
+        uint64 seedBlock = _terms[runId].seedBlock;
+        if (seedBlock == 0) revert NoRunSeed(runId);
+        if (_runSeeds[runId].drawn) revert RunSeedAlreadyDrawn(runId);
+        // INVARIANT: the RANDAO value revealed in the run seed block (the next block's mixHash, as Verification.drawSeed)
+        IBlockRandomness randomness = IBlockRandomness(verification.blockRandomness());
+        bytes12 base = bytes12(randomness.randaoOf(seedBlock + Constants.RANDAO_LAG_BLOCKS, header));
+        _runSeeds[runId] = RunSeed({base: base, drawn: true});
+        emit RunSeedDrawn(runId, seedBlock, bytes32(base));
     }
 
     /// @notice Reveal the caller's secret of `round`: of the current round inside its reveal window (from attestEnd
@@ -233,7 +289,7 @@ contract Plants is IPlants, PullPayments {
         if (!current) return; // an older secret only shortens the chain: a round's reveal counts in its window only
         uint256 revealEnd = _revealEnd(t);
         if (block.timestamp >= revealEnd) revert OutsideRevealWindow(t.attestEnd, revealEnd);
-        _recordReveal(runId, round, secret, c.anchorRound);
+        _recordReveal(runId, round, secret);
     }
 
     /// @notice Slash a solver that did not reveal its secret of the current round in the reveal window although its
@@ -335,7 +391,7 @@ contract Plants is IPlants, PullPayments {
 
     /// @inheritdoc IPlants
     function payOf(uint256 runId, uint64 round, address solver) external view returns (Pay) {
-        if (_terms[runId].rateBps == 0 || round < Constants.PLANT_DELAY_ROUNDS) return Pay.Normal;
+        if (!_isPlantingRound(runId, round)) return Pay.Normal;
         // INVARIANT: while planting is on, pay needs an anchor old enough: skipping it is no way out of planting
         if (!_isEligible(runId, round, solver)) return Pay.Unpaid;
         Reveal memory r = _reveals[runId][round][solver];
@@ -345,7 +401,7 @@ contract Plants is IPlants, PullPayments {
 
     /// @inheritdoc IPlants
     function isPayBlocked(uint256 runId, uint64 round, address solver) external view returns (bool) {
-        return _terms[runId].rateBps > 0 && round >= Constants.PLANT_DELAY_ROUNDS && !_isEligible(runId, round, solver);
+        return _isPlantingRound(runId, round) && !_isEligible(runId, round, solver);
     }
 
     /// @notice The held forfeit of a pass on a planted commitment (zero once released, or if none).
@@ -381,6 +437,17 @@ contract Plants is IPlants, PullPayments {
         return (terms.rateBps, terms.jackpot, terms.penalty);
     }
 
+    /// @notice The run seed (round 0's plant seed base): its block (0 unless the terms were set before the start),
+    ///         whether it was drawn, and its value (bytes12 of the block's RANDAO value, left-aligned).
+    /// @param runId The run.
+    /// @return seedBlock The run seed block.
+    /// @return drawn Whether `drawRunSeed` fixed it.
+    /// @return seedBase The value (zero until drawn).
+    function runSeedOf(uint256 runId) external view returns (uint256 seedBlock, bool drawn, bytes32 seedBase) {
+        RunSeed memory rs = _runSeeds[runId];
+        return (_terms[runId].seedBlock, rs.drawn, bytes32(rs.base));
+    }
+
     /// @notice A solver's chain in a run (the last revealed link and its round + 1, the anchor's round).
     /// @param runId The run.
     /// @param solver The solver.
@@ -393,16 +460,18 @@ contract Plants is IPlants, PullPayments {
 
     /// @dev The plant draw of round `round` (protocol.planting.is_round_planted): only for an eligible round whose
     ///      predecessor's seed was drawn.
-    function _isPlanted(uint256 runId, uint64 round, address solver, bytes32 secret, uint64 anchorRound)
-        internal
-        view
-        returns (bool)
-    {
-        uint16 rateBps = _terms[runId].rateBps;
-        if (rateBps == 0 || round < anchorRound + Constants.PLANT_DELAY_ROUNDS) return false;
-        (bool drawn, bytes32 previousBase,) = verification.seedOf(runId, round - 1);
+    function _isPlanted(uint256 runId, uint64 round, address solver, bytes32 secret) internal view returns (bool) {
+        if (!_isEligible(runId, round, solver)) return false;
+        bool drawn;
+        bytes32 previousBase;
+        if (round == 0) {
+            RunSeed memory rs = _runSeeds[runId]; // an early anchor's round 0: the run seed
+            (drawn, previousBase) = (rs.drawn, bytes32(rs.base));
+        } else {
+            (drawn, previousBase,) = verification.seedOf(runId, round - 1);
+        }
         if (!drawn) return false;
-        return Planting.draw(secret, runId, round, solver, previousBase) < rateBps;
+        return Planting.draw(secret, runId, round, solver, previousBase) < _terms[runId].rateBps;
     }
 
     /// @dev Revert unless `secret` is the caller's secret of `round`: it hashes to the chain's last link in
@@ -423,8 +492,8 @@ contract Plants is IPlants, PullPayments {
     }
 
     /// @dev Record the reveal of the current round in its window, and have Verification apply a plant.
-    function _recordReveal(uint256 runId, uint64 round, bytes32 secret, uint64 anchorRound) internal {
-        bool planted = _isPlanted(runId, round, msg.sender, secret, anchorRound);
+    function _recordReveal(uint256 runId, uint64 round, bytes32 secret) internal {
+        bool planted = _isPlanted(runId, round, msg.sender, secret);
         _reveals[runId][round][msg.sender] =
             Reveal({revealed: true, planted: planted, reported: false, disproven: false});
         emit PlantRevealed(runId, round, msg.sender, secret, planted);
@@ -432,10 +501,31 @@ contract Plants is IPlants, PullPayments {
         if (planted) verification.onPlantRevealed(runId, round, msg.sender);
     }
 
-    /// @dev Whether a solver's commitment of `round` can be planted: planting on, its anchor two rounds old.
+    /// @dev Whether a solver's commitment of `round` can be planted: planting on, and its anchor two rounds old or,
+    ///      if the terms were set before the start, registered before the start (protocol.planting.is_plant_eligible).
     function _isEligible(uint256 runId, uint64 round, address solver) internal view returns (bool) {
         Chain memory c = _chains[runId][solver];
-        return _terms[runId].rateBps > 0 && c.set && round >= c.anchorRound + Constants.PLANT_DELAY_ROUNDS;
+        PlantTerms memory terms = _terms[runId];
+        if (terms.rateBps == 0 || !c.set) return false;
+        return (c.early && terms.seedBlock != 0) || round >= c.anchorRound + Constants.PLANT_DELAY_ROUNDS;
+    }
+
+    /// @dev Whether pay in `round` follows the plant rules (protocol.planting.is_planting_round): planting on, and the
+    ///      round PLANT_DELAY_ROUNDS or later, or any round when the terms were set before the start.
+    function _isPlantingRound(uint256 runId, uint64 round) internal view returns (bool) {
+        PlantTerms memory terms = _terms[runId];
+        return terms.rateBps > 0 && (terms.seedBlock != 0 || round >= Constants.PLANT_DELAY_ROUNDS);
+    }
+
+    /// @dev The run seed block when called before round 0 starts: the first block whose timestamp is surely at least
+    ///      the start (blocks are at least blockSeconds apart); 0 once the start has passed.
+    function _runSeedBlock(uint256 runId) internal view returns (uint64) {
+        IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
+        if (block.timestamp >= t.start) return 0;
+        uint256 blockSeconds = runRegistry.blockSeconds();
+        // INVARIANT: block n + k is at least k * blockSeconds later than block n, so the seed block's timestamp is at
+        //            least start: every anchor registered before the start (setAnchor's `early`) lands before it.
+        return uint64(block.number + (t.start - block.timestamp + blockSeconds - 1) / blockSeconds);
     }
 
     /// @dev The end of the current round's reveal window: the middle of its challenge window.

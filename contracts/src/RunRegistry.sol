@@ -13,8 +13,8 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
 /// @title RunRegistry
 /// @notice Runs, their rounds, solver commitments, theta_(r+1) claims and round settlement.
-/// @dev One round of a run is open at a time. Round r starts at `roundStart` (run creation for round 0,
-///      the settlement of round r-1 afterwards) and runs through fixed windows:
+/// @dev One round of a run is open at a time. Round r starts at `roundStart` (run creation + `startDelay` for
+///      round 0, the settlement of round r-1 afterwards) and runs through fixed windows:
 ///        [start, commitEnd)            solvers commit (one commitment per solver and round), in blocks
 ///                                      before the round's seed block
 ///        [commitEnd, attestEnd)        the seed is drawn from the seed block's hash and verifiers attest
@@ -26,9 +26,13 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 ///      A commitment is one storage write: the slot of (run, solver) holds the round and the first 28
 ///      bytes of keccak256(abi.encode(root, deltaHash, tokens)); joining the run creates that slot,
 ///      so every commit rewrites a warm-able non-zero slot. The fields go into the `Committed` event.
-///      Seed block: when a round starts (createRun, settle) in block B, its seed block is fixed at
+///      Seed block: when a round starts (settle) in block B, its seed block is fixed at
 ///      B + ceil(commitWindow / blockSeconds), blockSeconds being the chain's block time declared at deployment (`roundTimes(run).seedBlock`); Verification.drawSeed
-///      takes the round's seed from that block's hash, which no commitment of the round can have seen.
+///      takes the round's seed from that block's hash, which no commitment of the round can have seen. Round 0's is
+///      fixed at creation, in block B: B + ceil((startDelay + commitWindow) / blockSeconds).
+///      Start delay: before round 0's start (`roundTimes(run).start`) solvers join, verifiers register and solvers
+///      anchor their plant chains; `commit` reverts RoundNotStarted until then, and every window is counted from the
+///      start, so nothing else needs to know about the delay.
 ///      ETH held: the bonds of claims that are posted, challenged, upheld, or settled and not yet withdrawn.
 contract RunRegistry is IRunRegistry, IRunCreator {
     /// @notice Hot state of a run: everything `commit` and `settle` read, in one slot. The run is finished
@@ -119,11 +123,13 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     // Seed block of each run's current round: one slot per run, not one per (run, round), so settle rewrites a
     // non-zero slot (~5,000 gas) instead of filling a fresh one (~22,100). Only the current round needs it: drawSeed
     // runs while its round is current (inside its attest window, hence before settle); SeedDrawn records it.
-    // INVARIANT: every commitment of a round lands in a block before its seed block. A round starting at time
-    //          `start` in block B has seedBlock = B + ceil(Wc / T), T = blockSeconds. A commit at time t < commitEnd =
-    //          start + Wc lands in a block b with (b - B) * T <= t - start (each block is at least T after its
-    //          parent), so b - B <= (t - start) / T < Wc / T <= ceil(Wc / T): b < seedBlock. `commit` also reverts
-    //          from the seed block on, so even a chain faster than T never lets a commitment see its seed.
+    // INVARIANT: every commitment of a round lands in a block before its seed block. A round fixed at time c in
+    //          block B (its creation for round 0, its start for later rounds) starts at start = c + D (D = startDelay
+    //          for round 0, 0 afterwards) and has seedBlock = B + ceil((D + Wc) / T), T = blockSeconds. A commit at
+    //          time t < commitEnd = c + D + Wc lands in a block b with (b - B) * T <= t - c (each block is at least T
+    //          after its parent), so b - B <= (t - c) / T < (D + Wc) / T <= ceil((D + Wc) / T): b < seedBlock.
+    //          `commit` also reverts from the seed block on, so even a chain faster than T never lets a commitment
+    //          see its seed.
     mapping(uint256 runId => uint256) internal _seedBlock;
 
     /// @notice A run was created; `config` is everything it was created with, `rewardPool` the ETH sent.
@@ -191,6 +197,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     error RunIsFinished(uint256 runId);
     error WrongRound(uint64 given, uint64 current);
     error CommitWindowClosed(uint256 commitEnd);
+    error RoundNotStarted(uint256 start);
     error SeedBlockReached(uint256 seedBlock);
     error NotJoined(uint256 runId, address solver);
     error AlreadyJoined(uint256 runId, address solver);
@@ -255,14 +262,17 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     // ------------------------------------------------------------------ runs
 
-    /// @notice Create a run; `msg.value` is its reward pool, paid out to share holders as rounds settle.
+    /// @notice Create a run; `msg.value` is its reward pool, paid out to share holders as rounds settle. Round 0
+    ///         starts `config.startDelay` seconds from now (at most MAX_START_DELAY): solvers can join, verifiers
+    ///         register and solvers anchor their plant chains before anything can be committed.
     /// @param config The run's configuration (see RunConfig); validated here.
     /// @return runId The new run's id (1, 2, ...).
     function createRun(RunConfig calldata config) external payable returns (uint256 runId) {
         _validate(config);
         runId = ++runCount;
+        uint256 start = block.timestamp + config.startDelay;
         _state[runId] = RunState({
-            roundStart: uint40(block.timestamp),
+            roundStart: uint40(start),
             round: 0,
             commitWindow: config.commitWindow,
             solverMinStake: uint88(config.solverMinStake),
@@ -300,11 +310,12 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         });
         theta0Hash[runId] = config.theta0Hash;
         creatorOf[runId] = msg.sender;
-        _seedBlock[runId] = _seedBlockFrom(config.commitWindow);
+        // INVARIANT: counted from this block, so every commit before commitEnd = start + commitWindow lands before it.
+        _seedBlock[runId] = _seedBlockFrom(uint256(config.startDelay) + config.commitWindow);
         // INVARIANT: all of msg.value goes to the run's pool (after every write): this balance holds claim bonds only.
         address token = modelShares.createRunShares{value: msg.value}(runId, config.revenueReleasePeriod);
         emit RunCreated(runId, msg.sender, config, token, msg.value);
-        emit RoundStarted(runId, 0, block.timestamp, config.theta0Hash);
+        emit RoundStarted(runId, 0, start, config.theta0Hash);
     }
 
     /// @notice Join a run as a solver: creates the caller's commitment slot (so each commit is one
@@ -340,7 +351,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     /// @notice Commit to this round's training: the Merkle root of the segment leaves, the pseudo-
     ///         gradient's state hash and the tokens trained on. One per solver and round, inside the
-    ///         commit window and before the round's seed block (`SeedBlockReached` otherwise, even while the
+    ///         commit window (from the round's start: `RoundNotStarted` during round 0's start delay) and before the
+    ///         round's seed block (`SeedBlockReached` otherwise, even while the
     ///         window's time is open), with bonded solver stake of at least the run's minimum.
     /// @param runId The run.
     /// @param round The current round of the run.
@@ -348,10 +360,8 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param deltaHash State hash of the pseudo-gradient theta_r - c_H.
     /// @param tokens Tokens trained on this round (the sum over the leaves).
     function commit(uint256 runId, uint64 round, bytes32 root, bytes32 deltaHash, uint64 tokens) external {
-        RunState memory state = _loadState(runId);
-        if (state.roundStart == 0) revert UnknownRun(runId);
-        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
-        if (round != state.round) revert WrongRound(round, state.round);
+        RunState memory state = _current(runId, round);
+        if (block.timestamp < state.roundStart) revert RoundNotStarted(state.roundStart);
         uint256 commitEnd = uint256(state.roundStart) + state.commitWindow;
         if (block.timestamp >= commitEnd) revert CommitWindowClosed(commitEnd);
         uint256 seedBlock = _seedBlock[runId];
@@ -455,9 +465,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param round The current round.
     /// @param thetaHash State hash of theta_(r+1) = outer step over the accepted pseudo-gradients.
     function postClaim(uint256 runId, uint64 round, bytes32 thetaHash) external payable {
-        RunState memory state = _existing(runId);
-        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
-        if (round != state.round) revert WrongRound(round, state.round);
+        RunState memory state = _current(runId, round);
         RunParams memory p = _loadParams(runId);
         uint256 challengeEnd = uint256(state.roundStart) + state.commitWindow + p.attestWindow + p.challengeWindow;
         if (block.timestamp < challengeEnd) revert ChallengeWindowOpen(challengeEnd);
@@ -480,10 +488,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @param runId The run.
     /// @param round The current round.
     function settle(uint256 runId, uint64 round) external {
-        RunState memory state = _loadState(runId);
-        if (state.roundStart == 0) revert UnknownRun(runId);
-        if (state.round >= state.maxRounds) revert RunIsFinished(runId);
-        if (round != state.round) revert WrongRound(round, state.round);
+        RunState memory state = _current(runId, round);
         // INVARIANT: no open dispute at settlement: the round's share denominators (totals, jurorVotes) are final.
         if (state.openDisputes != 0) revert DisputesOpen(state.openDisputes);
         // INVARIANT: no commitment escapes both opening and the unopened slash: each was resolved (Verification).
@@ -832,25 +837,35 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         ) revert CommitmentMismatch(runId, round, solver);
     }
 
-    /// @dev The seed block of a round starting in this block: block.number + ceil(commitWindow / blockSeconds).
-    function _seedBlockFrom(uint256 commitWindow) internal view returns (uint256) {
-        return block.number + (commitWindow + blockSeconds - 1) / blockSeconds;
+    /// @dev The seed block of a round whose commit window ends `toCommitEnd` seconds from now (commitWindow for a round
+    ///      starting now, startDelay + commitWindow for round 0 at creation): block.number + ceil(toCommitEnd /
+    ///      blockSeconds).
+    function _seedBlockFrom(uint256 toCommitEnd) internal view returns (uint256) {
+        return block.number + (toCommitEnd + blockSeconds - 1) / blockSeconds;
     }
 
     /// @dev The windows against the chain's block time T (protocol/windows.py checks the same before a run is sent):
     ///      the commit window holds at least one block before the seed block (Wc >= 2T); the seed block and the block
     ///      that draws from it (ceil(Wc / T) * T + T after the start on a chain keeping time) come before openEnd with
     ///      one missed block of slack; and the draw window ends before the seed block's hash leaves the EVM's reach
-    ///      (SEED_HORIZON_BLOCKS blocks of T), so the whole draw window is usable.
+    ///      (SEED_HORIZON_BLOCKS blocks of T), so the whole draw window is usable. Round 0's seed block, counted from
+    ///      the creation block, comes ceil((D + Wc) / T) * T - D after its start (D = startDelay): the same when D is
+    ///      whole blocks, otherwise less than a block earlier or later, so both rules hold for both offsets.
     function _validateWindows(RunConfig calldata c) internal view {
         uint256 t = blockSeconds;
         if (c.commitWindow < 2 * t) revert InvalidConfig("commitWindow must be at least 2 blocks (2 * blockSeconds)");
         uint256 seedAt = (uint256(c.commitWindow) + t - 1) / t * t;
-        // INVARIANT: on a chain keeping its block time, the seed can be drawn before openEnd (one block of slack).
-        if (seedAt + 2 * t > uint256(c.commitWindow) + c.attestWindow / 2) {
-            revert InvalidConfig("attestWindow / 2 must cover the seed block and 2 more blocks after the commit window");
+        uint256 seedAt0 = (uint256(c.startDelay) + c.commitWindow + t - 1) / t * t - c.startDelay;
+        uint256 openAt = uint256(c.commitWindow) + c.attestWindow / 2;
+        // INVARIANT: on a chain keeping its block time, the seed (the RANDAO value in the block RANDAO_LAG_BLOCKS after
+        //            the seed block) can be drawn before openEnd (one block of slack), in round 0 and in every later
+        //            round: the later of the two seed blocks counts.
+        if ((seedAt0 > seedAt ? seedAt0 : seedAt) + (2 + Constants.RANDAO_LAG_BLOCKS) * t > openAt) {
+            revert InvalidConfig("attestWindow / 2 must cover the seed block and 3 more blocks after the commit window");
         }
-        if (uint256(c.commitWindow) + c.attestWindow / 2 > seedAt + Constants.SEED_HORIZON_BLOCKS * t) {
+        // INVARIANT: ... and that block's hash is within reach until openEnd in every round: the earlier counts.
+        uint256 reach = (Constants.SEED_HORIZON_BLOCKS + Constants.RANDAO_LAG_BLOCKS) * t;
+        if (openAt > (seedAt0 < seedAt ? seedAt0 : seedAt) + reach) {
             revert InvalidConfig("attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block");
         }
         // INVARIANT: an attestation made at the end of the attest window can still be replayed (as long as a verifier
@@ -881,6 +896,10 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         }
         if (c.commitWindow == 0 || c.attestWindow == 0 || c.challengeWindow == 0 || c.disputeTimeout == 0) {
             revert InvalidConfig("every window must be positive");
+        }
+        // INVARIANT: a bounded delay bounds how far a chain skipping slots can postpone round 0's seed block.
+        if (c.startDelay > Constants.MAX_START_DELAY) {
+            revert InvalidConfig("startDelay must be at most MAX_START_DELAY");
         }
         _validateWindows(c);
         uint256 lifetime = uint256(c.commitWindow) + c.attestWindow + 2

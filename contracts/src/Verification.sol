@@ -3,6 +3,7 @@ pragma solidity ^0.8.28;
 
 import {Constants} from "./Constants.sol";
 import {PullPayments} from "./base/PullPayments.sol";
+import {IBlockRandomness} from "./interfaces/IBlockRandomness.sol";
 import {IDisputes} from "./interfaces/IDisputes.sol";
 import {IFaultRewards} from "./interfaces/IFaultRewards.sol";
 import {IModelShares} from "./interfaces/IModelShares.sol";
@@ -22,16 +23,19 @@ import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 /// @dev Seed: nobody chooses it. RunRegistry fixes the round's seed block when the round starts
 ///      (`roundTimes(run).seedBlock` = start block + ceil(commitWindow / MIN_BLOCK_SECONDS)); every commitment of
 ///      the round lands before that block. `drawSeed` (anyone, once, in the attest window and in the
-///      SEED_HORIZON_BLOCKS blocks after the seed block) stores the first 12 bytes of blockhash(seedBlock) as the
-///      round's seed base: the same value whichever block the call lands in, so the caller only reads it.
-///      `seedOf(run, round)` returns it as bytes32 (12 bytes, zero-padded), which is the `blockHash` input of
-///      Sampling.seed / protocol.sampling.
+///      SEED_HORIZON_BLOCKS blocks after the seed block) stores the first 12 bytes of the seed block's RANDAO value
+///      (its header's mixHash, `block.prevrandao` inside it; BlockRandomness proves the header against
+///      blockhash(seedBlock)) as the round's seed base: the same value whichever block the call lands in, so the
+///      caller only reads it. Not the block hash: whoever builds the seed block could grind that (transactions,
+///      extraData), not the RANDAO value the beacon chain fixed before the block; withholding the block is one re-roll
+///      (docs/economics.md). `seedOf(run, round)` returns it as bytes32 (12 bytes, zero-padded), which is the
+///      `blockHash` input of Sampling.seed / protocol.sampling.
 ///      Per commitment: seed = Sampling.seed(seedBase, runId, round, solver); each seat q has its own sub-seed
 ///      s_q = Sampling.seatSeed(seed, q) = keccak256(abi.encode(SEAT_SEED_TAG, seed, q)). The verifier of seat q
 ///      is list[Sampling.seatIndex(seed, q, count)] -- the r_q-th index not held by seats 0 .. q-1, with
 ///      r_q = Sampling.sample(s_q, VERIFIER_DRAW_INDEX, count - q) -- over the run's verifier list as it was at the
 ///      end of block seedBlock - 1 (count = its size then): it does not depend on when the seed is drawn, and a
-///      verifier that registers or leaves after seeing the seed block's hash moves no seat. The list
+///      verifier that registers or leaves after seeing the seed block moves no seat. The list
 ///      (VerifierRegistry) holds active verifiers only, so register-and-leave sybils leave no dead entries, and a
 ///      verifier that leaves keeps its stake reserved while it can still hold a seat. Each seat draws from its own sub-seed,
 ///      without replacement, so the seats of one commitment go to distinct verifiers, and a block of sybils
@@ -126,21 +130,24 @@ contract Verification is PullPayments, IVerification {
     IFaultRewards public immutable faultRewards;
     IVerifierRegistry public immutable verifierRegistry;
     IPlants public immutable plants;
+    /// @notice Proves the seed block's RANDAO value from its header (drawSeed); Plants reads it here too.
+    IBlockRandomness public immutable blockRandomness;
 
     mapping(uint256 runId => mapping(uint64 round => RoundSeed)) internal _seeds;
     mapping(uint256 runId => mapping(uint64 round => RoundTally)) internal _tallies;
     mapping(uint256 runId => mapping(address solver => CommitmentStatus)) internal _live;
     mapping(uint256 runId => mapping(uint64 round => mapping(address solver => CommitmentStatus))) internal _archive;
 
-    /// @notice The seed of a round was fixed from the hash of block `blockNumber` (the round's seed block, fixed
-    ///         when the round started); `seedBase` is its first 12 bytes, the input of every sampling seed of the
-    ///         round. `verifierCount` is the list snapshot: the entries registered before the seed block.
+    /// @notice The seed of a round was fixed from the RANDAO value `randao` (header mixHash) of block `blockNumber`
+    ///         (the round's seed block, fixed when the round started); `seedBase` is its first 12 bytes, the input of
+    ///         every sampling seed of the round. `verifierCount` is the list snapshot: the entries registered before
+    ///         the seed block.
     event SeedDrawn(
         uint256 indexed runId,
         uint64 indexed round,
         bytes32 seedBase,
         uint256 blockNumber,
-        bytes32 blockHash,
+        bytes32 randao,
         uint256 verifierCount
     );
     /// @notice A verifier attested (with the run's attestation bond) that every sampled segment of its seat
@@ -228,7 +235,6 @@ contract Verification is PullPayments, IVerification {
     error OutsideAttestWindow(uint256 opensAt, uint256 closesAt);
     error SeedAlreadyDrawn(uint256 runId, uint64 round);
     error SeedNotDrawn(uint256 runId, uint64 round);
-    error SeedBlockNotMined(uint256 seedBlock);
     error SeedBlockExpired(uint256 seedBlock);
     error OutsideDrawWindow(uint256 opensAt, uint256 closesAt);
     error SeatVoid(uint8 slot);
@@ -264,6 +270,7 @@ contract Verification is PullPayments, IVerification {
     /// @param faultRewards_ FaultRewards (holds the provers' part of each solver slash).
     /// @param verifierRegistry_ The VerifierRegistry (each run's verifier list, by block).
     /// @param plants_ Plants (planted faults: which commitments were planted, jackpots, the plant pool).
+    /// @param blockRandomness_ BlockRandomness (the seed block's RANDAO value, proven by its header).
     constructor(
         IStakeManager stakeManager_,
         IRunRegistry runRegistry_,
@@ -271,7 +278,8 @@ contract Verification is PullPayments, IVerification {
         IModelShares modelShares_,
         IFaultRewards faultRewards_,
         IVerifierRegistry verifierRegistry_,
-        IPlants plants_
+        IPlants plants_,
+        IBlockRandomness blockRandomness_
     ) {
         stakeManager = stakeManager_;
         runRegistry = runRegistry_;
@@ -280,6 +288,7 @@ contract Verification is PullPayments, IVerification {
         faultRewards = faultRewards_;
         verifierRegistry = verifierRegistry_;
         plants = plants_;
+        blockRandomness = blockRandomness_;
     }
 
     /// @notice Slash proceeds from the StakeManager; nothing else may send ETH without a function.
@@ -291,14 +300,17 @@ contract Verification is PullPayments, IVerification {
     // ------------------------------------------------------------------ seed
 
     /// @notice Fix the current round's seed (anyone, once, from commitEnd until the opening deadline `openEnd` =
-    ///         commitEnd + attestWindow / 2, so that whoever holds the seed can still open) from the hash of the
-    ///         round's seed block (`roundTimes(run).seedBlock`, fixed when the round started; every commitment of
-    ///         the round landed before it). The result does not depend on the block this call lands in: the seed,
-    ///         every sample and every seat are the same for every caller. Also fixes the verifier-list snapshot (the
-    ///         VerifierRegistry's list at the end of seedBlock - 1, so no registration or exit after it, e.g. by a
-    ///         sybil that saw the seed block's hash, changes a seat), and the round's parameters.
-    ///         Callable in blocks seedBlock + 1 .. seedBlock + SEED_HORIZON_BLOCKS only: before, the hash does not
-    ///         exist yet (SeedBlockNotMined); after, the EVM no longer serves it (SeedBlockExpired). If nobody
+    ///         commitEnd + attestWindow / 2, so that whoever holds the seed can still open) from the RANDAO value
+    ///         revealed in the round's seed block (`roundTimes(run).seedBlock`, fixed when the round started; every
+    ///         commitment of the round landed before it): the mixHash of block seedBlock + RANDAO_LAG_BLOCKS, proven
+    ///         by that block's header (BlockRandomness). Not the seed block's own mixHash: the proposer of the block
+    ///         before it completed that mix and can still include commits. The result does not depend on the block
+    ///         this call lands in nor on who calls: the seed, every sample and every seat are the same for every
+    ///         caller. Also fixes the verifier-list snapshot (the VerifierRegistry's list at the end of
+    ///         seedBlock - 1, so no registration or exit after it changes a seat), and the round's parameters.
+    ///         Callable in the SEED_HORIZON_BLOCKS blocks after block seedBlock + RANDAO_LAG_BLOCKS only: before,
+    ///         that block's hash does not exist yet (BlockRandomness.BlockHashUnavailable); after, the EVM no longer
+    ///         serves the hash that proves the header (SeedBlockExpired). If nobody
     ///         draws in those 256 blocks before openEnd, the round cannot be verified: nothing can be opened or
     ///         attested, so no commitment of it is accepted or paid, its commitments are reported void (nobody is
     ///         slashed), and theta stays (the round's claim is theta_r itself, no pseudo-gradient being
@@ -306,7 +318,9 @@ contract Verification is PullPayments, IVerification {
     ///         slow to mine the seed block before openEnd (the run's windows must leave room for it).
     /// @param runId The run.
     /// @param round The current round.
-    function drawSeed(uint256 runId, uint64 round) external {
+    /// @param header The seed block's RLP-encoded header (protocol.adapters.chain: get_block_header_rlp); reverts
+    ///        from BlockRandomness (HeaderMismatch, MalformedHeader) unless it is that block's.
+    function drawSeed(uint256 runId, uint64 round, bytes calldata header) external {
         IRunRegistry.RoundTimes memory t = runRegistry.roundTimes(runId);
         if (t.finished) revert RunIsFinished(runId);
         if (round != t.round) revert WrongRound(round, t.round);
@@ -317,15 +331,19 @@ contract Verification is PullPayments, IVerification {
         }
         if (_seeds[runId][round].attestEnd != 0) revert SeedAlreadyDrawn(runId, round);
         uint256 seedBlock = t.seedBlock;
-        if (block.number <= seedBlock) revert SeedBlockNotMined(seedBlock);
-        // INVARIANT: the EVM serves blockhash(seedBlock) for 256 blocks only (0 after): past that, no seed at all.
-        if (block.number > seedBlock + Constants.SEED_HORIZON_BLOCKS) revert SeedBlockExpired(seedBlock);
+        // INVARIANT: the RANDAO value revealed in the seed block (the next block's mixHash), not a hash: no builder
+        //            can grind it, only withhold its block (one re-roll), and nobody knew it while commits could land.
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        // INVARIANT: the EVM serves a block hash for 256 blocks only (0 after), and without it the header, hence the
+        //            RANDAO value, cannot be proven: past that, no seed at all. (Before that block is mined its hash
+        //            does not exist either: randaoOf reverts BlockHashUnavailable.)
+        if (block.number > randaoBlock + Constants.SEED_HORIZON_BLOCKS) revert SeedBlockExpired(randaoBlock);
         IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
-        bytes32 blockHash = blockhash(seedBlock);
-        // INVARIANT: the list as it was before the seed block: nobody who saw the seed block's hash changed it.
+        bytes32 randao = blockRandomness.randaoOf(randaoBlock, header);
+        // INVARIANT: the list as it was before the seed block: nobody who saw the seed block changed it.
         uint256 count = verifierRegistry.sizeAt(runId, seedBlock - 1);
         _seeds[runId][round] = RoundSeed({
-            seed: bytes12(blockHash),
+            seed: bytes12(randao),
             attestEnd: uint32(t.attestEnd),
             challengeEnd: uint32(t.challengeEnd),
             seedBlock: uint32(seedBlock),
@@ -337,7 +355,7 @@ contract Verification is PullPayments, IVerification {
         });
         // INVARIANT: the bond is fixed per round here, so every return or forfeit moves exactly what _record took.
         _tallies[runId][round] = RoundTally({totalChecks: 0, paidCommitments: 0, attestationBond: p.attestationBond});
-        emit SeedDrawn(runId, round, bytes32(bytes12(blockHash)), seedBlock, blockHash, count);
+        emit SeedDrawn(runId, round, bytes32(bytes12(randao)), seedBlock, randao, count);
     }
 
     // ------------------------------------------------------------------ attestations

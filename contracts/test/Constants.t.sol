@@ -49,6 +49,8 @@ contract ConstantsTest is Test {
         assertEq(_u("MIN_BLOCK_SECONDS"), Constants.MIN_BLOCK_SECONDS, "MIN_BLOCK_SECONDS");
         assertEq(_u("MAX_BLOCK_SECONDS"), Constants.MAX_BLOCK_SECONDS, "MAX_BLOCK_SECONDS");
         assertEq(_u("SEED_HORIZON_BLOCKS"), Constants.SEED_HORIZON_BLOCKS, "SEED_HORIZON_BLOCKS");
+        assertEq(_u("RANDAO_LAG_BLOCKS"), Constants.RANDAO_LAG_BLOCKS, "RANDAO_LAG_BLOCKS");
+        assertEq(_u("MAX_START_DELAY"), Constants.MAX_START_DELAY, "MAX_START_DELAY");
         assertEq(_u("REVENUE_PRECISION"), Constants.REVENUE_PRECISION, "REVENUE_PRECISION");
         assertEq(_u("MAX_TOTAL_SHARES"), Constants.MAX_TOTAL_SHARES, "MAX_TOTAL_SHARES");
         assertEq(_u("MIN_SUPPLY_FOR_RELEASE"), Constants.MIN_SUPPLY_FOR_RELEASE, "MIN_SUPPLY_FOR_RELEASE");

@@ -644,8 +644,9 @@ contract OpeningTest is Fixture {
         IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
         vm.warp(t.openEnd);
         vm.roll(t.seedBlock + 1);
+        bytes memory header = seedHeader(runId);
         vm.expectRevert(abi.encodeWithSelector(Verification.OutsideDrawWindow.selector, t.commitEnd, t.openEnd));
-        ver.drawSeed(runId, 0);
+        ver.drawSeed(runId, 0, header);
         vm.expectEmit(address(reg));
         emit RunRegistry.CommitmentUnopened(runId, 0, solvers[0], outsider, false);
         vm.prank(outsider);
@@ -731,7 +732,7 @@ contract OpeningTest is Fixture {
         RunConfig memory cfg = defaultConfig();
         // every attest window that fits the fixture's chain, its commit window being whole blocks (Windows.t.sol)
         cfg.attestWindow =
-            uint32(bound(attestSeed, 4 * BLOCK_SECONDS, 2 * Constants.SEED_HORIZON_BLOCKS * BLOCK_SECONDS + 1));
+            uint32(bound(attestSeed, 6 * BLOCK_SECONDS, 2 * (Constants.SEED_HORIZON_BLOCKS + 1) * BLOCK_SECONDS + 1));
         uint256 id = createRun(cfg);
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         assertEq(t.openEnd, t.commitEnd + cfg.attestWindow / 2);

@@ -25,6 +25,7 @@ contract PlantsTest is Fixture {
     uint256 internal runId;
     bytes32[] internal chain; // chain[i] = s_i, i = 0 .. maxRounds
     bytes32[] internal chain1; // solver 1's chain, when a test gives it an anchor (_anchorSolver1)
+    bool internal withSolver1; // _toPlantRound also anchors solver 1, with a chain that does not plant round 2
 
     function setUp() public override {
         super.setUp();
@@ -85,27 +86,39 @@ contract PlantsTest is Fixture {
         }
         vm.prank(solvers[0]);
         plants.setAnchor(runId, chain[chain.length - 1]);
+        if (withSolver1) {
+            for (uint256 attempt;; ++attempt) {
+                _buildChain1(attempt);
+                bytes32 secret1 = chain1[chain1.length - 2 - PLANT_ROUND];
+                if (Planting.draw(secret1, runId, PLANT_ROUND, solvers[1], previousBase) >= RATE) break;
+            }
+            vm.prank(solvers[1]);
+            plants.setAnchor(runId, chain1[chain1.length - 1]);
+        }
         _emptyRound();
         _emptyRound();
         assertEq(seedBaseOf(runId, PLANT_ROUND - 1), previousBase, "the rehearsal saw the same seed base");
     }
 
-    /// @dev Solver 1 registers an anchor in round 0 (before _toPlantRound), so its round-2 commitment is paid once it
-    ///      reveals (_revealSolver1); the chain's seed is fixed so that its round 2 is not planted.
+    /// @dev Solver 1 registers an anchor in round 0 too (in _toPlantRound), so its round-2 commitment is paid once it
+    ///      reveals (_revealSolver1); its chain is chosen, like solver 0's, so that its round 2 is not planted.
     function _anchorSolver1() internal {
+        withSolver1 = true;
+    }
+
+    /// @dev Solver 1's chain from attempt `attempt`'s seed.
+    function _buildChain1(uint256 attempt) internal {
         delete chain1;
-        chain1.push(keccak256("solver 1"));
+        chain1.push(keccak256(abi.encode("solver 1", attempt)));
         for (uint256 i; i < defaultConfig().maxRounds; ++i) {
             chain1.push(Planting.next(chain1[i]));
         }
-        vm.prank(solvers[1]);
-        plants.setAnchor(runId, chain1[chain1.length - 1]);
     }
 
     function _revealSolver1() internal {
         _revealAs(solvers[1], PLANT_ROUND, chain1[chain1.length - 2 - PLANT_ROUND]);
         (,, bool planted,) = plants.plantOf(runId, PLANT_ROUND, solvers[1]);
-        assertFalse(planted, "solver 1's fixed chain does not plant round 2");
+        assertFalse(planted, "solver 1's chosen chain does not plant round 2");
     }
 
     function _ref(uint8 slot) internal view returns (AttestationRef memory) {
@@ -149,7 +162,7 @@ contract PlantsTest is Fixture {
 
     function test_setTerms_byCreatorInRoundZero_succeeds() public {
         vm.expectEmit(address(plants));
-        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL);
+        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL, 0);
         _setTerms();
         (uint256 rate, uint256 jackpot, uint256 penalty) = plants.termsOf(runId);
         assertEq(rate, RATE);
@@ -565,7 +578,7 @@ contract PlantsTest is Fixture {
         vm.prank(outsider);
         plants.fundPool{value: 1}(runId);
         vm.expectEmit(address(plants));
-        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL + 1);
+        emit Plants.PlantTermsSet(runId, RATE, JACKPOT, PENALTY, POOL, POOL + 1, 0);
         _setTerms();
         assertEq(address(plants).balance, 1 + POOL, "fundPool's 1 + setTerms' funded (the old fold: 1 + POOL + 1)");
     }

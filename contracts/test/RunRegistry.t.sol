@@ -155,14 +155,18 @@ contract RunRegistryTest is Fixture {
     {
         RunConfig memory c = defaultConfig();
         // commit + attest + 2 * (challenge + 3 * dispute) <= 10 tenths of the unbonding delay; the attest window's
-        // first half holds the seed block and 2 more blocks and ends within the seed block's horizon (Windows.t.sol)
+        // first half holds the seed block and 3 more blocks and ends within reach of its RANDAO block (Windows.t.sol)
         c.commitWindow = uint32(bound(commitW, 2 * BLOCK_SECONDS, UNBONDING_DELAY / 10));
         uint256 seedAt = (c.commitWindow + BLOCK_SECONDS - 1) / BLOCK_SECONDS * BLOCK_SECONDS;
         c.attestWindow = uint32(
             bound(
                 attestW,
-                2 * (seedAt + 2 * BLOCK_SECONDS - c.commitWindow),
-                2 * (seedAt + Constants.SEED_HORIZON_BLOCKS * BLOCK_SECONDS - c.commitWindow) + 1
+                2 * (seedAt + (2 + Constants.RANDAO_LAG_BLOCKS) * BLOCK_SECONDS - c.commitWindow),
+                2
+                    * (seedAt
+                        + (Constants.SEED_HORIZON_BLOCKS + Constants.RANDAO_LAG_BLOCKS)
+                        * BLOCK_SECONDS
+                        - c.commitWindow) + 1
             )
         );
         // the challenge window covers attestWindow / 2 and 2 more blocks (issue 37: an attestation at the attest

@@ -9,6 +9,8 @@ import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
 import {Verification} from "../src/Verification.sol";
+import {BlockRandomness} from "../src/BlockRandomness.sol";
+import {TestHeaders} from "./utils/TestHeaders.sol";
 import {Sampling} from "../src/libraries/Sampling.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
@@ -60,10 +62,12 @@ contract VerificationTest is Fixture {
 
     // ------------------------------------------------------------------ seed
 
-    function test_drawSeed_seedBlockHash_succeeds() public view {
+    function test_drawSeed_seedBlockRandao_succeeds() public view {
         bytes32 base = seedBaseOf(runId, 0);
         uint256 seedBlock = reg.roundTimes(runId).seedBlock;
-        assertEq(base, bytes32(bytes12(blockhash(seedBlock))), "first 12 bytes of blockhash(seedBlock)");
+        assertEq(base, bytes32(bytes12(TestHeaders.mixOf(seedBlock))), "first 12 bytes of the seed block's RANDAO");
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        assertTrue(base != bytes32(bytes12(blockhash(randaoBlock))), "not of the proven block's hash");
         assertTrue(base != bytes32(0));
         assertEq(uint256(base) << 96, 0, "12 bytes, zero padded");
         Verification.RoundSeed memory rs = ver.roundSeed(runId, 0);
@@ -74,18 +78,20 @@ contract VerificationTest is Fixture {
     }
 
     function test_drawSeed_twice_reverts() public {
+        bytes memory header = seedHeader(runId);
         vm.expectRevert(abi.encodeWithSelector(Verification.SeedAlreadyDrawn.selector, runId, 0));
-        ver.drawSeed(runId, 0);
+        ver.drawSeed(runId, 0, header);
     }
 
     function test_drawSeed_duringCommitWindow_reverts() public {
         uint256 id = createRun(defaultConfig());
+        bytes memory header = seedHeader(id);
         vm.expectRevert(
             abi.encodeWithSelector(
                 Verification.OutsideDrawWindow.selector, block.timestamp + WINDOW, block.timestamp + WINDOW + WINDOW / 2
             )
         );
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, header);
     }
 
     /// @dev From the opening deadline on nobody may draw: a seed drawn then would leave solvers no time to open.
@@ -93,9 +99,10 @@ contract VerificationTest is Fixture {
         uint256 id = createRun(defaultConfig());
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         vm.warp(bound(at, t.openEnd, t.attestEnd - 1));
-        vm.roll(t.seedBlock + 1);
+        vm.roll(t.seedBlock + 1 + Constants.RANDAO_LAG_BLOCKS);
+        bytes memory header = seedHeader(id);
         vm.expectRevert(abi.encodeWithSelector(Verification.OutsideDrawWindow.selector, t.commitEnd, t.openEnd));
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, header);
     }
 
     /// @dev A fresh run whose round 0 has two commitments and four verifiers (registered in its creation block), at
@@ -138,37 +145,39 @@ contract VerificationTest is Fixture {
         uint256 id = _committedRound();
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         uint256 snap = vm.snapshotState();
-        vm.roll(t.seedBlock + 1);
-        ver.drawSeed(id, 0);
+        vm.roll(t.seedBlock + 1 + Constants.RANDAO_LAG_BLOCKS);
+        ver.drawSeed(id, 0, seedHeader(id));
         (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
-        assertEq(seed, bytes32(bytes12(blockhash(t.seedBlock))));
+        assertEq(seed, bytes32(bytes12(TestHeaders.mixOf(t.seedBlock))));
         uint256 oldRuleChoices;
         for (uint256 k = 1; k <= Constants.SEED_HORIZON_BLOCKS; ++k) {
             vm.revertToState(snap);
-            vm.roll(t.seedBlock + k);
+            vm.roll(t.seedBlock + Constants.RANDAO_LAG_BLOCKS + k);
             vm.warp(t.commitEnd + (k - 1) * (t.openEnd - t.commitEnd - 1) / (Constants.SEED_HORIZON_BLOCKS - 1));
+            bytes memory header = seedHeader(id);
             if (bytes12(blockhash(block.number - 1)) != bytes12(seed)) ++oldRuleChoices;
-            ver.drawSeed(id, 0);
+            ver.drawSeed(id, 0, header);
             (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
             assertEq(seedK, seed, "seed");
             assertEq(samplesK, samples, "sampled segments");
             assertEq(seatsK, seats, "seats");
             assertEq(ver.roundSeed(id, 0).verifierCount, 4, "snapshot");
         }
-        assertEq(oldRuleChoices, Constants.SEED_HORIZON_BLOCKS - 1, "the parent-block rule gave a new seed per block");
+        assertEq(oldRuleChoices, Constants.SEED_HORIZON_BLOCKS, "the parent-block rule gave a new seed per block");
     }
 
     function testFuzz_drawSeed_anyBlockAndTime_sameOutcome_succeeds(uint256 blockSeed, uint256 timeSeed) public {
         uint256 id = _committedRound();
         IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
         uint256 snap = vm.snapshotState();
-        vm.roll(t.seedBlock + 1);
-        ver.drawSeed(id, 0);
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(randaoBlock + 1);
+        ver.drawSeed(id, 0, seedHeader(id));
         (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
         vm.revertToState(snap);
-        vm.roll(bound(blockSeed, t.seedBlock + 1, t.seedBlock + Constants.SEED_HORIZON_BLOCKS));
+        vm.roll(bound(blockSeed, randaoBlock + 1, randaoBlock + Constants.SEED_HORIZON_BLOCKS));
         vm.warp(bound(timeSeed, t.commitEnd, t.openEnd - 1));
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, seedHeader(id));
         (bytes32 seedK, uint256[] memory samplesK, address[] memory seatsK) = _outcome(id);
         assertEq(seedK, seed);
         assertEq(samplesK, samples);
@@ -179,42 +188,110 @@ contract VerificationTest is Fixture {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
         vm.roll(seedBlock + 17);
-        bytes32 h = blockhash(seedBlock);
+        bytes memory header = seedHeader(id);
+        bytes32 randao = TestHeaders.mixOf(seedBlock);
         vm.expectEmit(address(ver));
-        emit Verification.SeedDrawn(id, 0, bytes32(bytes12(h)), seedBlock, h, 4);
-        ver.drawSeed(id, 0);
+        emit Verification.SeedDrawn(id, 0, bytes32(bytes12(randao)), seedBlock, randao, 4);
+        ver.drawSeed(id, 0, header);
+    }
+
+    /// @dev The seed block's builder chose its contents (here: extraData) to grind its hash: every such header is
+    ///      the block's own (blockhash proves it), and every one gives the same seed, samples and seats, because the
+    ///      seed is the block's RANDAO value, which the builder does not choose.
+    function testFuzz_drawSeed_grindedSeedBlockContents_sameOutcome_succeeds(bytes32 extraData) public {
+        uint256 id = _committedRound();
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(randaoBlock + 1);
+        uint256 snap = vm.snapshotState();
+        ver.drawSeed(id, 0, seedHeader(id));
+        (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
+        vm.revertToState(snap);
+        bytes memory grinded = TestHeaders.build(randaoBlock, TestHeaders.mixOf(t.seedBlock), abi.encode(extraData));
+        vm.setBlockhash(randaoBlock, keccak256(grinded));
+        ver.drawSeed(id, 0, grinded);
+        (bytes32 seedG, uint256[] memory samplesG, address[] memory seatsG) = _outcome(id);
+        assertEq(seedG, seed, "seed");
+        assertEq(samplesG, samples, "sampled segments");
+        assertEq(seatsG, seats, "seats");
+        assertTrue(bytes12(blockhash(randaoBlock)) != bytes12(seed), "the hash moved, the seed did not");
+    }
+
+    /// @dev A header that is not the seed block's (a forged RANDAO value) is refused: its hash is not blockhash.
+    function test_drawSeed_forgedHeader_reverts() public {
+        uint256 id = _committedRound();
+        uint256 randaoBlock = reg.roundTimes(id).seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(randaoBlock + 1);
+        bytes memory header = seedHeader(id);
+        bytes memory forged = TestHeaders.build(randaoBlock, keccak256("a RANDAO value of my choice"), "");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                BlockRandomness.HeaderMismatch.selector, randaoBlock, keccak256(header), keccak256(forged)
+            )
+        );
+        ver.drawSeed(id, 0, forged);
+        assertGt(address(ver.blockRandomness()).code.length, 0, "wired at deployment");
+    }
+
+    /// @dev The attack behind RANDAO_LAG_BLOCKS: the seed block's own mixHash is the mix the proposer of the block
+    ///      before it completed, and that proposer can still include commits (and verifier registrations) in its block,
+    ///      knowing the seed. Its header is refused: only the next block's mixHash, the RANDAO value revealed in the
+    ///      seed block, which no one knew while a commit could land, is the seed.
+    function test_drawSeed_seedBlockOwnMixHash_reverts() public {
+        uint256 id = _committedRound();
+        IRunRegistry.RoundTimes memory t = reg.roundTimes(id);
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(randaoBlock + 1);
+        bytes memory header = seedHeader(id);
+        bytes memory early = TestHeaders.build(t.seedBlock, keccak256("known to the previous proposer"), "");
+        vm.setBlockhash(t.seedBlock, keccak256(early));
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                BlockRandomness.HeaderMismatch.selector, randaoBlock, keccak256(header), keccak256(early)
+            )
+        );
+        ver.drawSeed(id, 0, early);
     }
 
     function testFuzz_drawSeed_beforeSeedBlock_reverts(uint256 blockSeed) public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
-        vm.roll(bound(blockSeed, seedBlock - WINDOW / BLOCK_SECONDS, seedBlock));
-        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockNotMined.selector, seedBlock));
-        ver.drawSeed(id, 0);
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(bound(blockSeed, seedBlock - WINDOW / BLOCK_SECONDS, randaoBlock));
+        bytes memory header = seedHeader(id);
+        vm.expectRevert(abi.encodeWithSelector(BlockRandomness.BlockHashUnavailable.selector, randaoBlock));
+        ver.drawSeed(id, 0, header);
     }
 
     function test_drawSeed_inSeedBlock_reverts() public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
         assertEq(block.number, seedBlock);
-        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockNotMined.selector, seedBlock));
-        ver.drawSeed(id, 0);
+        bytes memory header = seedHeader(id);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                BlockRandomness.BlockHashUnavailable.selector, seedBlock + Constants.RANDAO_LAG_BLOCKS
+            )
+        );
+        ver.drawSeed(id, 0, header);
     }
 
     function testFuzz_drawSeed_afterHorizon_reverts(uint256 blockSeed) public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
-        vm.roll(bound(blockSeed, seedBlock + Constants.SEED_HORIZON_BLOCKS + 1, seedBlock + 1_000_000));
-        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, seedBlock));
-        ver.drawSeed(id, 0);
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(bound(blockSeed, randaoBlock + Constants.SEED_HORIZON_BLOCKS + 1, seedBlock + 1_000_000));
+        bytes memory header = seedHeader(id);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, randaoBlock));
+        ver.drawSeed(id, 0, header);
     }
 
     function test_drawSeed_lastBlockOfHorizon_succeeds() public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
-        vm.roll(seedBlock + Constants.SEED_HORIZON_BLOCKS);
-        ver.drawSeed(id, 0);
-        assertEq(seedBaseOf(id, 0), bytes32(bytes12(blockhash(seedBlock))));
+        vm.roll(seedBlock + Constants.RANDAO_LAG_BLOCKS + Constants.SEED_HORIZON_BLOCKS);
+        ver.drawSeed(id, 0, seedHeader(id));
+        assertEq(seedBaseOf(id, 0), bytes32(bytes12(TestHeaders.mixOf(seedBlock))));
     }
 
     /// @dev Nobody drew within the horizon: the round cannot be verified. No attestation, so no commitment is accepted
@@ -222,9 +299,11 @@ contract VerificationTest is Fixture {
     function test_drawSeed_expired_roundUnverifiedNextRoundWorks_succeeds() public {
         uint256 id = _committedRound();
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
-        vm.roll(seedBlock + Constants.SEED_HORIZON_BLOCKS + 1);
-        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, seedBlock));
-        ver.drawSeed(id, 0);
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(randaoBlock + Constants.SEED_HORIZON_BLOCKS + 1);
+        bytes memory header = seedHeader(id);
+        vm.expectRevert(abi.encodeWithSelector(Verification.SeedBlockExpired.selector, randaoBlock));
+        ver.drawSeed(id, 0, header);
         AttestationRef memory ref = AttestationRef(id, 0, solvers[0], 0);
         vm.expectRevert(abi.encodeWithSelector(Verification.SeedNotDrawn.selector, id, 0));
         ver.attestPass(ref, c0);
@@ -252,7 +331,7 @@ contract VerificationTest is Fixture {
         uint256 seedBlock = reg.roundTimes(id).seedBlock;
         uint256 snap = vm.snapshotState();
         vm.roll(seedBlock + 30);
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, seedHeader(id));
         (bytes32 seed, uint256[] memory samples, address[] memory seats) = _outcome(id);
         address[] memory many = _manySeats(id);
         vm.revertToState(snap);
@@ -265,7 +344,7 @@ contract VerificationTest is Fixture {
             vreg.register(id);
         }
         vm.roll(seedBlock + 30);
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, seedHeader(id));
         assertEq(vreg.size(id), 24, "the sybils are in the list");
         assertEq(ver.roundSeed(id, 0).verifierCount, 4, "but not in the round's snapshot");
         (bytes32 seedS, uint256[] memory samplesS, address[] memory seatsS) = _outcome(id);
@@ -334,7 +413,7 @@ contract VerificationTest is Fixture {
         }
         vm.warp(t.commitEnd);
         vm.roll(t.seedBlock + 200);
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, seedHeader(id));
         assertEq(ver.roundSeed(id, 0).verifierCount, before - leave);
         assertEq(vreg.size(id), before - leave + after_ - leaveAfter);
     }
@@ -353,7 +432,7 @@ contract VerificationTest is Fixture {
             }
             vm.warp(t.commitEnd);
             vm.roll(t.seedBlock + 2);
-            ver.drawSeed(id, 0);
+            ver.drawSeed(id, 0, seedHeader(id));
             assertEq(ver.roundSeed(id, 0).verifierCount, cuts[c]);
         }
     }
@@ -382,7 +461,7 @@ contract VerificationTest is Fixture {
         vm.prank(verifiers[1]);
         vreg.register(id);
         assertEq(vreg.verifierAt(id, 3, block.number), verifiers[1], "a return appends");
-        ver.drawSeed(id, 0);
+        ver.drawSeed(id, 0, seedHeader(id));
         assertEq(ver.roundSeed(id, 0).verifierCount, 3, "the snapshot is the list before the seed block");
         address[] memory many = _manySeats(id);
         for (uint256 i; i < many.length; ++i) {
@@ -391,18 +470,20 @@ contract VerificationTest is Fixture {
     }
 
     function test_drawSeed_wrongRound_reverts() public {
+        bytes memory header = seedHeader(runId);
         vm.expectRevert(abi.encodeWithSelector(Verification.WrongRound.selector, 1, 0));
-        ver.drawSeed(runId, 1);
+        ver.drawSeed(runId, 1, header);
     }
 
     function test_drawSeed_finishedRun_reverts() public {
+        bytes memory header = seedHeader(runId);
         vm.mockCall(
             address(reg),
             abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
             abi.encode(0, 0, 0, 0, 0, true, 0, 0)
         );
         vm.expectRevert(abi.encodeWithSelector(Verification.RunIsFinished.selector, runId));
-        ver.drawSeed(runId, 0);
+        ver.drawSeed(runId, 0, header);
     }
 
     // ------------------------------------------------------------------ seats and samples

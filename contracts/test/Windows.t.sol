@@ -133,13 +133,13 @@ contract WindowsTest is Fixture {
         uint256 t = bound(tSeed, Constants.MIN_BLOCK_SECONDS, Constants.MAX_BLOCK_SECONDS);
         uint256 wc = bound(wSeed, 2 * t, 4 hours);
         uint256 seedAt = (wc + t - 1) / t * t;
-        uint256 runId = _lockstepRun(t, wc, 2 * (seedAt + 2 * t - wc));
+        uint256 runId = _lockstepRun(t, wc, 2 * (seedAt + (2 + Constants.RANDAO_LAG_BLOCKS) * t - wc));
         IRunRegistry.RoundTimes memory times = reg.roundTimes(runId);
         _step(times, seedAt / t - 1, t); // the last block before the seed block: still inside the commit window
         CommitmentData memory c = commitAs(runId, solvers[0]);
-        _step(times, seedAt / t + 1, t); // the block after the seed block
-        assertLt(block.timestamp, times.openEnd, "the block after the seed block comes before openEnd");
-        ver.drawSeed(runId, 0);
+        _step(times, seedAt / t + 1 + Constants.RANDAO_LAG_BLOCKS, t); // the block after the RANDAO block
+        assertLt(block.timestamp, times.openEnd, "the block after the RANDAO block comes before openEnd");
+        ver.drawSeed(runId, 0, seedHeader(runId));
         openCommitment(runId, solvers[0], c);
         assertEq(uint8(reg.openingOf(runId, 0, solvers[0])), uint8(IRunRegistry.Opening.Opened));
     }
@@ -150,13 +150,15 @@ contract WindowsTest is Fixture {
         uint256 t = bound(tSeed, Constants.MIN_BLOCK_SECONDS, Constants.MAX_BLOCK_SECONDS);
         uint256 wc = bound(wSeed, 2 * t, 4 hours);
         uint256 seedAt = (wc + t - 1) / t * t;
-        uint256 wa = 2 * (seedAt + Constants.SEED_HORIZON_BLOCKS * t - wc) + 1;
+        uint256 wa = 2 * (seedAt + (Constants.SEED_HORIZON_BLOCKS + Constants.RANDAO_LAG_BLOCKS) * t - wc) + 1;
         uint256 runId = _lockstepRun(t, wc, wa);
         IRunRegistry.RoundTimes memory times = reg.roundTimes(runId);
         uint256 lastBlock = (times.openEnd - 1 - times.start) / t; // blocks after the start block
         _step(times, lastBlock, t);
-        assertLe(block.number, times.seedBlock + Constants.SEED_HORIZON_BLOCKS, "within the horizon");
-        ver.drawSeed(runId, 0);
+        assertLe(
+            block.number, times.seedBlock + Constants.RANDAO_LAG_BLOCKS + Constants.SEED_HORIZON_BLOCKS, "within reach"
+        );
+        ver.drawSeed(runId, 0, seedHeader(runId));
         // one attest window second more and the draw window outlasts the horizon: refused
         RunConfig memory c = _config(wc, wa + 1);
         vm.prank(creator);
@@ -180,8 +182,8 @@ contract WindowsTest is Fixture {
         registerVerifiers(runId, 1);
         _step(times, 299, 12);
         commitAs(runId, solvers[0]);
-        _step(times, 301, 12);
-        ver.drawSeed(runId, 0);
+        _step(times, 302, 12);
+        ver.drawSeed(runId, 0, seedHeader(runId));
         (bool drawn,,) = ver.seedOf(runId, 0);
         assertTrue(drawn, "seed drawn");
     }

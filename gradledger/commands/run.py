@@ -128,6 +128,15 @@ def create(
         help="seconds to challenge attestations and claims; at least attest window / 2 + 2 blocks, so an attestation "
         "made at the end of the attest window can still be replayed and challenged",
     ),
+    start_delay: int = typer.Option(
+        0,
+        "--start-delay",
+        min=0,
+        help="seconds from the run's creation to round 0's start (at most MAX_START_DELAY, 86400): nodes started "
+        "after the run is created still make round 0, and solvers join and register their plant anchors before it. "
+        "Round 0's seed block counts from creation, so a delay that is not a multiple of the block time needs up to "
+        "a block more of attest window (0: round 0 starts at creation)",
+    ),
     reward_pool: float = typer.Option(
         30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
     ),
@@ -170,7 +179,9 @@ def create(
     (the manifest's `block_seconds`, then RunRegistry.blockSeconds before sending: createRun refuses windows whose
     seed block cannot be drawn before the opening deadline, with the same reason as printed here), and against the
     model's pace measured on this machine (protocol/windows.py: windows too short make every node miss every
-    round); --force skips the pace check only."""
+    round); --force skips the pace check only. --start-delay (at most MAX_START_DELAY) is checked with the windows:
+    round 0 then starts that long after creation, so nodes started afterwards still make it (docs/contracts.md,
+    "Start delay")."""
     from devnet.runs import RunRules, create_run
     from gradledger.run_inputs import resolve_run_inputs
     from node.pace import measure_window_needs
@@ -183,7 +194,7 @@ def create(
     configure_logging()
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
-    verify_windows_fit_chain(commit_window, attest_window, deployment.block_seconds)
+    verify_windows_fit_chain(commit_window, attest_window, deployment.block_seconds, start_delay)
     verify_challenge_window(attest_window, challenge_window, deployment.block_seconds)
     inputs = resolve_run_inputs(
         preset=preset, seed=seed, data=data, dataset=dataset, model_config=model_config, init_from=init_from,
@@ -198,19 +209,23 @@ def create(
     account = resolve_account(keystore, devnet_account, deployment.chain_id, default_devnet_account=0)
     rules = RunRules(
         rounds=rounds, samples_per_commitment=samples, commit_window_s=commit_window,
-        attest_window_s=attest_window, challenge_window_s=challenge_window,
+        attest_window_s=attest_window, challenge_window_s=challenge_window, start_delay_s=start_delay,
     )  # fmt: skip
     artifacts = open_artifact_store(store or root / "creator" / "artifacts")  # a missing bucket fails here, before
     run_id, terms = create_run(  # any transaction
         client, account, artifacts, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool),
         tokenizer_json=inputs.tokenizer_json, theta0_params=inputs.theta0_params,
     )  # fmt: skip
+    round0_start = client.round_times(run_id).start
     out = {
         "run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash),
         "windows_needed_s": {"commit": needs.commit_s, "attest": needs.attest_s},
-        "block_seconds": deployment.block_seconds,
+        "block_seconds": deployment.block_seconds, "start_delay_s": terms.start_delay, "round0_start": round0_start,
     }  # fmt: skip
-    typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']})")
+    starts = f"round 0 starts at chain time {round0_start}" + (
+        f", after a start delay of {terms.start_delay} s" if terms.start_delay else " (no start delay)"
+    )
+    typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']}); {starts}")
 
 
 class ReclaimError(GradledgerError):

@@ -13,7 +13,9 @@ What it adds to web3.py:
 - sending (protocol/adapters/transactions.py, mixed in): nonces per account, fees under the operator's
   cap, a signed transaction re-sent byte for byte and never replaced, done once as deep as the policy's
   confirmations;
-- anvil's time and mining controls, refused outside the devnet (chain id 31337).
+- anvil's time and mining controls, refused outside the devnet (chain id 31337);
+- a block's RLP-encoded header, checked against its hash, which the contracts take to prove the block's RANDAO
+  value (`get_block_header_rlp`, contracts/src/BlockRandomness.sol).
 Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
 """
 
@@ -22,10 +24,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 import requests
+import rlp  # type: ignore[import-untyped]
 from eth_abi import decode as abi_decode
 from eth_typing import ABIError, ChecksumAddress
 from eth_utils import function_abi_to_4byte_selector, to_checksum_address
@@ -33,6 +36,7 @@ from hexbytes import HexBytes
 from web3 import HTTPProvider, Web3
 from web3.contract import Contract
 from web3.exceptions import (
+    BlockNotFound,
     ContractCustomError,
     ContractLogicError,
     ContractPanicError,
@@ -45,6 +49,7 @@ from protocol.adapters.chain_errors import ChainError as ChainError
 from protocol.adapters.chain_errors import ChainUnavailableError as ChainUnavailableError
 from protocol.adapters.chain_errors import ContractRevertError as ContractRevertError
 from protocol.adapters.chain_errors import TxResult as TxResult
+from protocol.adapters.chain_errors import UnknownHeaderLayoutError as UnknownHeaderLayoutError
 from protocol.adapters.chain_errors import WrongChainError as WrongChainError
 from protocol.adapters.finality import (
     ChainPolicy,
@@ -53,9 +58,24 @@ from protocol.adapters.finality import (
 )
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.transactions import TransactionSender
+from protocol.hashing import keccak256
 from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
+
+HEADER_FIELDS = (
+    "parentHash", "sha3Uncles", "miner", "stateRoot", "transactionsRoot", "receiptsRoot", "logsBloom", "difficulty",
+    "number", "gasLimit", "gasUsed", "timestamp", "extraData", "mixHash", "nonce",
+)  # fmt: skip
+"""Every block header's fields, in their RLP order (JSON-RPC names); mixHash, the RANDAO value since the merge, is
+the 14th, where BlockRandomness.randaoOf reads it."""
+OPTIONAL_HEADER_FIELDS = (
+    "baseFeePerGas", "withdrawalsRoot", "blobGasUsed", "excessBlobGas", "parentBeaconBlockRoot", "requestsHash",
+)  # fmt: skip
+"""The fields later forks appended (London, Shanghai, Cancun, Prague), in order; a block has those of its fork."""
+_INTEGER_HEADER_FIELDS = frozenset(
+    {"difficulty", "number", "gasLimit", "gasUsed", "timestamp", "baseFeePerGas", "blobGasUsed", "excessBlobGas"}
+)
 
 logger = logging.getLogger("gradledger.chain")
 
@@ -82,6 +102,31 @@ _CONNECTION_ERRORS = (
     ProviderConnectionError,
     ConnectionError,
 )
+
+
+def encode_block_header(block: Mapping[str, Any]) -> bytes:
+    """The RLP encoding of a block's header from its JSON-RPC fields (as web3 returns them, or as 0x-hex strings):
+    HEADER_FIELDS, then whichever OPTIONAL_HEADER_FIELDS the block has. Its keccak256 is the block hash when the layout
+    is the one the node's fork uses; `ChainClient.get_block_header_rlp` checks that before a contract is given it.
+
+    Raises UnknownHeaderLayoutError when a required field is missing (a node whose blocks we cannot encode).
+    """
+    missing = [name for name in HEADER_FIELDS if block.get(name) is None]
+    if missing:
+        raise UnknownHeaderLayoutError(
+            f"block {block.get('number')} has no header field(s) {missing}: the node serves a block layout this client "
+            "cannot encode; use an execution client that returns every header field"
+        )
+    names = [*HEADER_FIELDS, *(name for name in OPTIONAL_HEADER_FIELDS if block.get(name) is not None)]
+    return rlp.encode([_header_value(name, block[name]) for name in names])
+
+
+def _header_value(name: str, value: Any) -> int | bytes:
+    """A header field as RLP encodes it: integers by value (big-endian, no leading zeros), the rest as byte strings
+    (hashes, the coinbase address, logsBloom, extraData, the 8-byte nonce)."""
+    if name in _INTEGER_HEADER_FIELDS:
+        return int(value, 16) if isinstance(value, str) else int(value)
+    return bytes(HexBytes(value))
 
 
 class ChainClient(TransactionSender):
@@ -269,6 +314,30 @@ class ChainClient(TransactionSender):
 
     def get_block(self, block: BlockIdentifier = "latest") -> Any:
         return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
+
+    def get_block_header_rlp(self, block_number: int) -> bytes:
+        """Block `block_number`'s RLP-encoded header, which Verification.drawSeed (and Plants) take to prove the
+        block's RANDAO value against blockhash (contracts/src/BlockRandomness.sol). Checked here, against the hash the
+        node serves, so a layout this client does not know fails with its reason instead of an on-chain
+        HeaderMismatch after paying for the transaction.
+        """
+        try:
+            block = self.get_block(block_number)
+        except BlockNotFound:
+            raise ChainError(
+                f"block {block_number} is not available from {self.rpc_url}: not mined yet, or pruned by the node"
+            ) from None
+        header = encode_block_header(block)
+        expected = bytes(HexBytes(block["hash"]))
+        if keccak256(header) != expected:
+            raise UnknownHeaderLayoutError(
+                f"block {block_number}'s header fields, RLP-encoded in the order this client knows ({len(header)} "
+                f"bytes), hash to 0x{keccak256(header).hex()}, not the block hash 0x{expected.hex()}: the node at "
+                f"{self.rpc_url} serves a header layout (fork or client) this client does not know, so the seed "
+                "block's RANDAO value cannot be proven; upgrade gradledger (protocol/adapters/chain.py, "
+                "OPTIONAL_HEADER_FIELDS) or use a client whose headers it knows"
+            )
+        return header
 
     def get_block_timestamps(self, numbers: Iterable[int], *, batch: int = 200) -> dict[int, int]:
         """Block number -> timestamp for many blocks, in JSON-RPC batches of `batch` requests."""

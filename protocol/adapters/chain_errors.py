@@ -22,6 +22,11 @@ class WrongChainError(ChainError):
     """The RPC endpoint serves another chain than the manifest's."""
 
 
+class UnknownHeaderLayoutError(ChainError):
+    """A block's header fields, RLP-encoded in the order this client knows, do not hash to the block's hash: the
+    node serves a header layout (fork, client) this client cannot prove on-chain."""
+
+
 class ContractRevertError(ChainError):
     """A call or transaction reverted; `error` is the decoded custom error name."""
 

@@ -33,6 +33,7 @@ from protocol.types import (
     PlantStatus,
     PlantTerms,
     RoundTimes,
+    RunSeed,
     RunTerms,
     decode_struct,
 )
@@ -210,10 +211,14 @@ class ProtocolClient:
         return self.chain.call("VerifierRegistry", "size", run_id)
 
     def draw_seed(self, account: LocalAccount, run_id: int, round_index: int) -> TxResult:
-        return self.chain.send(account, "Verification", "drawSeed", run_id, round_index)
+        """Verification.drawSeed with the header of the block after the current round's seed block (its mixHash is the
+        RANDAO value revealed in the seed block: the seed), fetched here so callers need only the round."""
+        header = self.chain.get_block_header_rlp(self.round_times(run_id).randao_block)
+        return self.chain.send(account, "Verification", "drawSeed", run_id, round_index, header)
 
     def seed_base(self, run_id: int, round_index: int) -> Hash32:
-        """The round's seed base (Verification.seedOf: the seed block hash's first 12 bytes; zero until drawn)."""
+        """The round's seed base (Verification.seedOf: the first 12 bytes of the seed block's RANDAO value, its
+        header's mixHash; zero until drawn)."""
         return to_hash32(self.chain.call_fields("Verification", "seedOf", run_id, round_index)["seedBase"])
 
     def seat_count(self, run_id: int, round_index: int) -> int:
@@ -540,6 +545,18 @@ class ProtocolClient:
 
     def set_plant_anchor(self, account: LocalAccount, run_id: int, anchor: Hash32) -> TxResult:
         return self.chain.send(account, "Plants", "setAnchor", run_id, anchor)
+
+    def run_seed(self, run_id: int) -> RunSeed:
+        """Plants.runSeedOf: the run seed block (0: the terms were set after the start), whether round 0's plant seed
+        was drawn, and its value (zero until drawn)."""
+        fields = self.chain.call_fields("Plants", "runSeedOf", run_id)
+        return RunSeed(int(fields["seedBlock"]), bool(fields["drawn"]), to_hash32(fields["seedBase"]))
+
+    def draw_run_seed(self, account: LocalAccount, run_id: int) -> TxResult:
+        """Plants.drawRunSeed with the header of the block after the run seed block (anyone, once, in the 256 blocks
+        after that block)."""
+        header = self.chain.get_block_header_rlp(self.run_seed(run_id).randao_block)
+        return self.chain.send(account, "Plants", "drawRunSeed", run_id, header)
 
     def plant_anchor_round(self, run_id: int, solver: str) -> int | None:
         """The round the solver registered its anchor in (None: no anchor)."""

@@ -193,12 +193,15 @@ def fold_run_history(
 
 
 def get_round_phase(history: RunHistory, index: int, now: int) -> str:
-    """Where round `index` stands at time `now`: settled, or the window or step it waits in."""
+    """Where round `index` stands at time `now`: settled, or the window or step it waits in ("start delay" before
+    round 0's start, which RoundStarted announces ahead when the run has a start delay)."""
     if index >= len(history.rounds):
         return "not started"
     rnd, s = history.rounds[index], history.terms
     if rnd.settled:
         return "settled"
+    if now < rnd.start_time:
+        return "start delay"  # round 0 of a run with a start delay: nothing can be committed before its start
     commit_end = rnd.start_time + s.commit_window
     attest_end = commit_end + s.attest_window
     challenge_end = attest_end + s.challenge_window

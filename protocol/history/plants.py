@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from protocol.constants import PLANT_DELAY_ROUNDS
+from protocol import planting
 from protocol.history.events import EventLike, HistoryError, compute_solver_fault_key, to_address, to_hash_hex
 from protocol.history.records import Commitment, PlantAnchor, PlantHistory
 from protocol.history.state import FoldState, Handler
@@ -33,6 +33,13 @@ def on_plant_terms_set(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None
     if s.ours(a):
         s.plant_terms = PlantTerms(int(a["rateBps"]), int(a["jackpot"]), int(a["penalty"]))
         s.plant_pool = int(a["pool"])
+        s.plant_seed_block = int(a["seedBlock"])
+
+
+def on_run_seed_drawn(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
+    """Plants.drawRunSeed: round 0's previous seed base, for a run whose terms were set before the start."""
+    if s.ours(a):
+        s.run_seed_base = to_hash_hex(a["seedBase"])
 
 
 def on_plant_pool_funded(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
@@ -64,7 +71,9 @@ def on_plant_forfeit_released(s: FoldState, e: EventLike, a: Mapping[str, Any]) 
 def on_plant_anchor_set(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if s.ours(a):
         solver = to_address(a["solver"])
-        s.anchors[solver] = PlantAnchor(solver, to_hash_hex(a["anchor"]), int(a["round"]), e.block_number)
+        s.anchors[solver] = PlantAnchor(
+            solver, to_hash_hex(a["anchor"]), int(a["round"]), e.block_number, early=bool(a["early"])
+        )
 
 
 def _set_commitment(s: FoldState, index: int, solver: str, **changes: Any) -> bool:
@@ -156,6 +165,7 @@ HANDLERS: dict[str, Handler] = {
     "PlantForfeitHeld": on_plant_forfeit_held,
     "PlantForfeitReleased": on_plant_forfeit_released,
     "PlantAnchorSet": on_plant_anchor_set,
+    "RunSeedDrawn": on_run_seed_drawn,
     "PlantRevealed": on_plant_revealed,
     "UnrevealedSlashed": on_unrevealed_slashed,
     "PlantDisproven": on_plant_disproven,
@@ -169,20 +179,27 @@ HANDLERS: dict[str, Handler] = {
 
 
 def freeze_plants(s: FoldState) -> PlantHistory:
-    return PlantHistory(s.plant_terms, s.plant_pool, tuple(s.anchors.values()))
+    return PlantHistory(s.plant_terms, s.plant_pool, tuple(s.anchors.values()), s.plant_seed_block, s.run_seed_base)
 
 
 def is_planting_round(s: FoldState, index: int) -> bool:
-    """Plants.payOf's first test: the run plants (rate > 0) and the round is PLANT_DELAY_ROUNDS or later."""
-    return s.plant_terms is not None and s.plant_terms.rate_bps > 0 and index >= PLANT_DELAY_ROUNDS
+    """Plants.payOf's first test (`protocol.planting.is_planting_round`)."""
+    rate = 0 if s.plant_terms is None else s.plant_terms.rate_bps
+    return planting.is_planting_round(rate, index, from_round_zero=s.plant_seed_block != 0)
 
 
 def with_eligibility(s: FoldState, index: int, commitments: Iterable[Commitment]) -> tuple[Commitment, ...]:
-    """The round's commitments with `plant_eligible` set as Plants._isEligible: the run plants and the solver's
-    anchor was registered at least PLANT_DELAY_ROUNDS rounds before (a younger anchor, or none, leaves it unpaid)."""
+    """The round's commitments with `plant_eligible` set as Plants._isEligible (`protocol.planting.is_plant_eligible`
+    in a planting round; a commitment without an eligible anchor there is unpaid)."""
     out = []
     for c in commitments:
         anchor = s.anchors.get(c.solver)
-        eligible = is_planting_round(s, index) and anchor is not None and anchor.round + PLANT_DELAY_ROUNDS <= index
+        eligible = (
+            is_planting_round(s, index)
+            and anchor is not None
+            and planting.is_plant_eligible(
+                anchor.round, index, early_anchor=anchor.early, from_round_zero=s.plant_seed_block != 0
+            )
+        )
         out.append(replace(c, plant_eligible=eligible))
     return tuple(out)

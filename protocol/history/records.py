@@ -246,7 +246,7 @@ class Round:
     claimer: str | None = None
     pool_released: int = 0
     plants_on: bool = False
-    """The run plants (rate > 0) and the round is PLANT_DELAY_ROUNDS or later: its pay follows the plant rules."""
+    """The round's pay follows the plant rules (`protocol.planting.is_planting_round`)."""
     abstentions: tuple[Abstention, ...] = ()
     verifiers_per_commitment: int = 0
     """The run's seats per commitment (its terms): with the seed's verifier count, the seats a commitment needs."""
@@ -460,12 +460,14 @@ class Participant:
 @dataclass(frozen=True)
 class PlantAnchor:
     """A solver's registered chain anchor (Plants.setAnchor): its rounds from `round` + PLANT_DELAY_ROUNDS on can
-    be planted, and must be revealed to be paid."""
+    be planted, and must be revealed to be paid; from round 0 if it was registered before the start (`early`) and
+    the run's terms were too."""
 
     solver: str
     anchor: str
     round: int
     block: int
+    early: bool = False
 
 
 @dataclass(frozen=True)
@@ -476,6 +478,10 @@ class PlantHistory:
     terms: PlantTerms | None = None
     pool: int = 0
     anchors: tuple[PlantAnchor, ...] = ()
+    seed_block: int = 0
+    """The run seed block (0: the terms were set after the start, so rounds 0 and 1 are never planted)."""
+    run_seed_base: str | None = None
+    """Round 0's previous seed base once drawn (Plants.drawRunSeed)."""
 
     @property
     def rate_bps(self) -> int:

@@ -94,6 +94,10 @@ class FoldState:
     plant_terms: PlantTerms | None = None
     plant_pool: int = 0
     anchors: dict[str, PlantAnchor] = field(default_factory=dict)
+    plant_seed_block: int = 0
+    """The run seed block the terms fixed (0: set after the start, so rounds 0 and 1 are never planted)."""
+    run_seed_base: str | None = None
+    """Round 0's previous seed base (Plants.drawRunSeed), once drawn."""
     applying_plant: tuple[int, str] | None = None
     """(round, solver) of the last planted reveal: the jackpots that follow in its transaction carry no round."""
 

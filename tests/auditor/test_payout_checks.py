@@ -229,7 +229,7 @@ def test_an_unpaid_commitment_minted_fails_the_shares_check():
     )
     ev = planted_run(claimed=(SOLVER_A, SOLVER_B, SOLVER_D))
     result, _ = payout_checks.check_shares(_fold(ev))
-    assert not result.passed and "no anchor two rounds old" in result.detail
+    assert not result.passed and "no eligible anchor" in result.detail
 
 
 def test_a_solver_slashed_for_a_planted_fail_fails_the_slash_check():

@@ -81,7 +81,8 @@ def test_json_export_has_the_documented_keys():
     assert data["rounds"][1]["attestations"][-1]["state"] == "finalized"
     settings = data["run"]["settings"]  # the on-chain RunConfig, snake_case, hashes as 0x-hex
     assert list(settings)[:4] == ["config_hash", "dataset_root", "theta0_hash", "inner_steps"]
-    assert len(settings) == 22 and settings["max_rounds"] == data["run"]["max_rounds"] == 2
+    assert len(settings) == 23 and settings["max_rounds"] == data["run"]["max_rounds"] == 2
+    assert settings["start_delay"] == 0
     assert settings["theta0_hash"] == "0x" + "10" * 32 and settings["attestation_bond"] == ETH
     assert json.loads(json.dumps(data)) == data  # plain JSON types only
 

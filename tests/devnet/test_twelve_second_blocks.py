@@ -143,6 +143,10 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
         seed_blocks = -(-RULES.commit_window_s // BLOCK_SECONDS)
         for seed in seeds:
             assert seed.args["blockNumber"] == starts[seed.args["round"]].block_number + seed_blocks, seed.args
+            # from the seed block's RANDAO value (its header's mixHash), not its hash
+            seed_block = chain.get_block(seed.args["blockNumber"])
+            assert seed.args["randao"] == bytes(seed_block["mixHash"]) != bytes(seed_block["hash"]), seed.args
+            assert seed.args["seedBase"] == bytes(seed_block["mixHash"])[:12] + bytes(20), seed.args
 
         # The cheater was failed and slashed its stake in each round (SolverFaultProven); the honest solver's work was
         # accepted and paid in both, the cheater's in neither.

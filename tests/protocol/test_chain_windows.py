@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.constants import MAX_BLOCK_SECONDS, MIN_BLOCK_SECONDS, SEED_HORIZON_BLOCKS
+from protocol.constants import MAX_BLOCK_SECONDS, MIN_BLOCK_SECONDS, RANDAO_LAG_BLOCKS, SEED_HORIZON_BLOCKS
 from protocol.errors import ConfigError
 from protocol.windows import (
     CHALLENGE_TOO_SHORT,
@@ -45,9 +45,9 @@ def solidity_formula(wc: int, wa: int, t: int) -> str | None:
     if wc < 2 * t:
         return "commitWindow must be at least 2 blocks (2 * blockSeconds)"
     seed_at = (wc + t - 1) // t * t
-    if seed_at + 2 * t > wc + wa // 2:
-        return "attestWindow / 2 must cover the seed block and 2 more blocks after the commit window"
-    if wc + wa // 2 > seed_at + 256 * t:
+    if seed_at + (2 + 1) * t > wc + wa // 2:  # 2 + RANDAO_LAG_BLOCKS
+        return "attestWindow / 2 must cover the seed block and 3 more blocks after the commit window"
+    if wc + wa // 2 > seed_at + (256 + 1) * t:  # (SEED_HORIZON_BLOCKS + RANDAO_LAG_BLOCKS) blocks
         return "attestWindow / 2 must end within SEED_HORIZON_BLOCKS blocks of the seed block"
     return None
 
@@ -66,10 +66,11 @@ def test_accepted_windows_keep_their_promises_on_a_chain_keeping_its_block_time(
     promises = (
         # a commitment sent on seeing the first block after the start lands in the commit window
         2 * t <= wc,
-        # a draw sent on seeing the seed block lands before open_end, with a block time to spare
-        (n + 1) * t + t <= open_end,
-        # a draw sent at any second of the draw window, up to its last, lands within the seed block's horizon
-        (open_end - 1) // t + 1 <= n + SEED_HORIZON_BLOCKS,
+        # a draw sent on seeing the block after the seed block (its mixHash: the RANDAO value revealed in the seed
+        # block) lands before open_end, with a block time to spare
+        (n + RANDAO_LAG_BLOCKS + 1) * t + t <= open_end,
+        # a draw sent at any second of the draw window, up to its last, lands within that block's horizon
+        (open_end - 1) // t + 1 <= n + RANDAO_LAG_BLOCKS + SEED_HORIZON_BLOCKS,
     )
     assert (get_block_time_problem(wc, wa, t) is None) == all(promises), promises
     if all(promises):  # and before the seed block, no block is ever inside the draw window: nobody sees the seed

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT
+from gradledger.adversarial_demo import ADVERSARIAL_RULES
 from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
 from protocol.constants import BPS_DENOMINATOR, JUROR_REWARD_BPS, PLANT_DELAY_ROUNDS, WINNER_REWARD_BPS
 from protocol.economics import (
@@ -22,6 +23,7 @@ from protocol.economics import (
     ETH,
     PRODUCTION_POPULATION,
     PRODUCTION_ROUND_VALUE,
+    RANDAO_SEED_DRAWS,
     WATCH_FRACTIONS,
     EconomicsError,
     EconomicTerms,
@@ -122,11 +124,34 @@ def test_needed_seats_is_the_contracts_strict_majority(seats, verifiers):
 
 
 @given(st.integers(1, 2000))
-def test_the_first_rounds_of_a_run_cannot_be_planted(rounds):
-    terms = replace(DEMO, rounds=rounds)
+def test_the_first_rounds_of_a_run_without_a_start_delay_cannot_be_planted(rounds):
+    terms = replace(DEMO, rounds=rounds, unplantable_rounds=PLANT_DELAY_ROUNDS)
     assert terms.unplantable_share == Fraction(min(PLANT_DELAY_ROUNDS, rounds), rounds)
     assert terms.planted_share == terms.plant_rate * (1 - terms.unplantable_share)
     assert replace(terms, unplantable_rounds=0).planted_share == terms.plant_rate
+
+
+@pytest.mark.parametrize("rules", [DEMO_RULES, ADVERSARIAL_RULES, PRODUCTION_RULES])
+def test_a_run_that_plants_after_a_start_delay_plants_from_round_zero_and_one_without_from_round_two(rules):
+    """from_rules follows Plants: terms set before the start (devnet sends setTerms right after createRun, so any
+    start delay) make every round plantable; no delay, or no planting, leaves PLANT_DELAY_ROUNDS unplantable."""
+    assert rules.start_delay_s > 0 and rules.plant_rate_bps > 0  # every preset plants from round 0
+    assert EconomicTerms.from_rules(rules, DEMO_INNER_STEPS, 5).unplantable_rounds == 0
+    for other in (replace(rules, start_delay_s=0), replace(rules, plant_rate_bps=0)):
+        assert EconomicTerms.from_rules(other, DEMO_INNER_STEPS, 5).unplantable_rounds == PLANT_DELAY_ROUNDS
+    assert EconomicTerms.from_rules(replace(rules, start_delay_s=1), DEMO_INNER_STEPS, 5).unplantable_share == 0
+
+
+@given(st.integers(1, 2**40))
+def test_a_randao_seed_leaves_a_producer_two_seeds_whatever_it_grinds_and_a_blockhash_seed_all(draws):
+    assert DEMO.seed_from_randao and PRODUCTION.seed_from_randao  # the protocol's rule (Verification.drawSeed)
+    assert DEMO.get_seed_draws(draws) == min(draws, RANDAO_SEED_DRAWS) == min(draws, 2)
+    assert replace(DEMO, seed_from_randao=False).get_seed_draws(draws) == draws
+
+
+def test_a_producer_draws_at_least_one_seed():
+    with pytest.raises(EconomicsError, match="at least one seed"):
+        DEMO.get_seed_draws(0)
 
 
 # -- the honest roles and the cost of verification at the default terms -----------------------------------------
@@ -142,6 +167,17 @@ def test_plant_checks_add_one_segment_per_planted_commitment():
         PRODUCTION, unchecked
     )
     assert extra == PRODUCTION.planted_share * PRODUCTION.steps_per_segment / PRODUCTION.inner_steps
+
+
+def test_seat_holders_checking_plants_replay_each_planted_seat_once_more():
+    seat_checks = PRODUCTION_POPULATION
+    assert seat_checks.seat_plant_check, "built: node/plant_checks.py"
+    extra = compute_verification_cost_ratio(PRODUCTION, seat_checks) - compute_verification_cost_ratio(
+        PRODUCTION, replace(PRODUCTION_POPULATION, seat_plant_check=False)
+    )
+    seat = PRODUCTION.samples * PRODUCTION.steps_per_segment
+    assert extra == PRODUCTION.planted_share * PRODUCTION.seats * seat / PRODUCTION.inner_steps
+    assert compute_verification_cost_ratio(PRODUCTION, seat_checks) <= Fraction(1, 10)
 
 
 def test_the_presets_rely_on_no_unpaid_pass_rechecks():

@@ -1,7 +1,8 @@
-"""Every strategy row of the economics bench, priced under issue 37's rules (protocol/economics_strategies.py,
-docs/economics.md): what each defence buys, shown by pricing the attack without it and with it, the rows that still
-pay (only a rule change fixes them), and the agreement of the analytic rows with the simulation that plays them with
-the protocol's own draws (bench/economics_sim.py)."""
+"""Every strategy row of the economics bench, priced under issue 37's rules as built (protocol/economics_strategies.py,
+docs/economics.md): what each defence buys, shown by pricing the attack without it and with it (the built rules --
+plants from round 0 with a start delay, a RANDAO seed -- against the rules before them), the rows that still pay
+(with nobody checking plants; only a rule change fixes them), and the agreement of the analytic rows with the
+simulation that plays them with the protocol's own draws (bench/economics_sim.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.economics_frontier import is_rule_bound, price_rule_fixes
 from bench.economics_sim import Preset, Simulation, get_roles
 from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT, RunRules
 from gradledger.adversarial_demo import ADVERSARIAL_RULES
 from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
+from protocol.constants import PLANT_DELAY_ROUNDS
 from protocol.economics import (
     COMPUTE_SHARE,
     DEMO_POPULATION,
@@ -34,6 +37,7 @@ from protocol.economics import (
     get_rewards,
 )
 from protocol.economics_strategies import (
+    GRINDING_DRAWS,
     JURY_TRUST_SHARE,
     STRATEGIES,
     Strategy,
@@ -52,8 +56,6 @@ DEFAULTS = {
     "adversarial-demo": (ADVERSARIAL, DEMO_POPULATION, DEMO_ROUND_VALUE),
     "production": (PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE),
 }
-RULE_BOUND = {"lazy_unplantable", "reroll_seed"}
-"""The only kinds a counted row may still profit with (docs/economics.md, What still pays)."""
 
 
 def profit(strategy: Strategy, terms: EconomicTerms, population: Population, round_value: int) -> Fraction:
@@ -67,6 +69,17 @@ def strategy(kind: str, **fields) -> Strategy:
 
 def unwatched(population: Population) -> Population:
     return replace(population, recheck_fraction=Fraction(0), plant_check=Fraction(0))
+
+
+def before_issue_37(terms: EconomicTerms) -> EconomicTerms:
+    """The rules before plants from round 0 and the RANDAO seed: two unplantable rounds, a blockhash seed."""
+    return replace(terms, unplantable_rounds=PLANT_DELAY_ROUNDS, seed_from_randao=False)
+
+
+def preset_of(name: str, population: Population | None = None) -> Preset:
+    terms, default, value = DEFAULTS[name]
+    population = population or default
+    return Preset(name, terms, population, build_valuation(terms, population, value, COMPUTE_SHARE))
 
 
 # -- the rows ------------------------------------------------------------------------------------------------------
@@ -92,19 +105,39 @@ def test_sybil_jurors_below_a_third_are_counted_and_lose_and_above_are_listed_on
 
 
 @pytest.mark.parametrize("preset", sorted(DEFAULTS))
-@pytest.mark.parametrize("watched", [True, False])
-def test_every_counted_row_loses_but_those_only_a_rule_change_fixes(preset, watched):
-    """At F = 0, with and without plant checks: the rows that still pay are the ones docs/economics.md lists, and
-    partial laziness where a preset samples twice per seat (the demos); a false plant nobody checks costs nothing."""
+def test_every_counted_row_loses_as_built_with_plant_checks(preset):
+    """At F = 0 and every plant checked, as built (plants from round 0, a RANDAO seed), no counted row pays."""
     terms, population, value = DEFAULTS[preset]
-    population = population if watched else unwatched(population)
     paying = {s.name for s in STRATEGIES if s.dishonest and not get_exclusion(s, terms)
               if profit(s, terms, population, value) >= 0}  # fmt: skip
-    allowed = {s.name for s in STRATEGIES if (s.kind in RULE_BOUND and s.draws > 2) or s.kind == "lazy_unplantable"}
-    allowed |= {s.name for s in STRATEGIES if s.kind == "partial_lazy" and terms.samples > 1}
-    allowed |= set() if watched else {s.name for s in STRATEGIES if s.kind in ("forge_plant", "grief_plant")}
-    assert paying <= allowed
-    assert strategy("reroll_seed", draws=2).name not in paying
+    assert paying == set()
+    assert not any(is_rule_bound(s, preset_of(preset)) for s in STRATEGIES)
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_with_nobody_watching_seat_holders_checking_plants_make_every_counted_row_lose(preset):
+    """Without seat holders checking the plants of their seats (the rules before issue 37) the rows that pay with
+    nobody watching are the plant rows, which no term deters (rule-bound); with them (as built: node/plant_checks.py)
+    every counted row loses at F = 0 with no whistleblower."""
+    terms, population, value = DEFAULTS[preset]
+    nobody = unwatched(population)
+    assert nobody.seat_plant_check, "seat holders are verifiers doing their own seats, not watchers"
+    assert all(profit(s, terms, nobody, value) < 0 for s in STRATEGIES if s.dishonest and not get_exclusion(s, terms))
+    before = replace(nobody, seat_plant_check=False)
+    paying = {s for s in STRATEGIES if s.dishonest and not get_exclusion(s, terms)
+              if profit(s, terms, before, value) >= 0}  # fmt: skip
+    assert {s.kind for s in paying} == {"forge_plant", "grief_plant"}
+    assert all(is_rule_bound(s, preset_of(preset, before)) for s in paying)
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+def test_the_rule_fixes_price_the_built_rules_against_the_rules_before_them(preset):
+    fixes = price_rule_fixes(preset_of(preset))
+    assert fixes["as_built"]["status"] == "built" and fixes["as_built"]["best_dishonest_profit"] < 0
+    assert fixes["as_built"]["best_dishonest_profit_no_watchers"] < 0
+    assert fixes["before_issue_37_rules"]["best_dishonest_profit"] > 0
+    unchecked = fixes["without_seat_plant_checks"]  # a forged plant nobody checks
+    assert unchecked["status"] == "reference" and unchecked["best_dishonest_profit_no_watchers"] > 0
 
 
 # -- R3: self-defence makes failing everything lose at F = 0 -------------------------------------------------------
@@ -161,12 +194,13 @@ def test_lazy_verifier_pays_without_plants_and_loses_with_them():
 
 
 @pytest.mark.parametrize("preset", sorted(DEFAULTS))
-def test_laziness_where_plants_are_publicly_impossible_pays_until_plants_start_in_round_zero(preset):
+def test_laziness_where_plants_are_publicly_impossible_paid_until_plants_started_in_round_zero(preset):
     terms, population, value = DEFAULTS[preset]
     lazy = strategy("lazy_unplantable")
-    assert profit(lazy, terms, population, value) > 0 and not get_exclusion(lazy, terms)
-    fixed = replace(terms, unplantable_rounds=0)
-    assert profit(lazy, fixed, population, value) == 0 and "honest play" in get_exclusion(lazy, fixed)
+    old = before_issue_37(terms)  # terms set during round 0: rounds 0 and 1 publicly unplantable
+    assert profit(lazy, old, population, value) > 0 and not get_exclusion(lazy, old)
+    assert terms.unplantable_rounds == 0  # as built: every preset has a start delay
+    assert profit(lazy, terms, population, value) == 0 and "honest play" in get_exclusion(lazy, terms)
 
 
 def test_replaying_one_of_two_draws_pays_and_one_sample_per_seat_makes_it_honest_play():
@@ -180,7 +214,7 @@ def test_replaying_one_of_two_draws_pays_and_one_sample_per_seat_makes_it_honest
 
 def test_forged_plant_pays_without_plant_checks_and_loses_with_them_or_with_seat_holders_checking():
     forge = strategy("forge_plant", fraction=Fraction(1))
-    assert profit(forge, DEMO, unwatched(DEMO_POPULATION), DEMO_ROUND_VALUE) > 0
+    assert profit(forge, DEMO, replace(unwatched(DEMO_POPULATION), seat_plant_check=False), DEMO_ROUND_VALUE) > 0
     assert profit(forge, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
     seat_checks = replace(unwatched(DEMO_POPULATION), seat_plant_check=True)
     assert profit(forge, DEMO, seat_checks, DEMO_ROUND_VALUE) < 0
@@ -189,7 +223,7 @@ def test_forged_plant_pays_without_plant_checks_and_loses_with_them_or_with_seat
 def test_a_false_plant_nobody_checks_griefs_for_free_and_seat_holders_checking_make_it_lose():
     grief = strategy("grief_plant")
     valuation = build_valuation(DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE, COMPUTE_SHARE)
-    free = compute_expectation(grief, DEMO, unwatched(DEMO_POPULATION), valuation)
+    free = compute_expectation(grief, DEMO, replace(unwatched(DEMO_POPULATION), seat_plant_check=False), valuation)
     assert free.profit == 0 and free.harm > 0
     seat_checks = replace(unwatched(DEMO_POPULATION), seat_plant_check=True)
     assert compute_expectation(grief, DEMO, seat_checks, valuation).profit < 0
@@ -202,11 +236,11 @@ def test_preemptive_challenger_pays_with_the_old_demo_bond_and_loses_with_the_ne
     assert profit(preempt, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
 
 
-# -- the seed: leaving a commitment unopened re-rolls nothing, a block producer's grinding does -------------------
+# -- the seed: leaving a commitment unopened re-rolls nothing; a RANDAO seed leaves a producer one re-roll ------------
 
 
 @pytest.mark.parametrize("preset", sorted(DEFAULTS))
-def test_withholding_the_opening_is_no_reroll_and_one_reroll_loses_but_grinding_pays(preset):
+def test_withholding_the_opening_is_no_reroll_one_reroll_loses_and_grinding_paid_only_a_blockhash_seed(preset):
     terms, population, value = DEFAULTS[preset]
     one_segment = Strategy("", "fake", segments=1)
     assert profit(strategy("reroll_unopened"), terms, population, value) == profit(
@@ -214,8 +248,21 @@ def test_withholding_the_opening_is_no_reroll_and_one_reroll_loses_but_grinding_
     )
     assert profit(strategy("reroll_seed", draws=2), terms, population, value) < 0
     grinder = strategy("reroll_seed", share=Fraction(1, 10))
-    assert profit(grinder, terms, population, value) > 0
-    assert profit(replace(grinder, draws=2), terms, population, value) < 0  # a RANDAO seed: only one re-roll
+    assert grinder.draws == GRINDING_DRAWS and "RANDAO leaves it one re-roll" in grinder.name
+    assert profit(grinder, terms, population, value) < 0 and not get_exclusion(grinder, terms)
+    assert profit(grinder, replace(terms, seed_from_randao=False), population, value) > 0  # a blockhash seed
+
+
+@pytest.mark.parametrize("preset", sorted(DEFAULTS))
+@pytest.mark.parametrize("share", [Fraction(1, 10), Fraction(1)])
+def test_a_randao_seed_caps_every_reroll_at_two_draws(preset, share):
+    """A reroll_seed row trying 2**20 seeds prices like 2 under a RANDAO seed, and like 2**20 under a blockhash one."""
+    terms, population, value = DEFAULTS[preset]
+    row = Strategy("", "reroll_seed", Fraction(1, 2), share=share, draws=2**20)
+    blockhash = replace(terms, seed_from_randao=False)
+    assert profit(row, terms, population, value) == profit(replace(row, draws=2), terms, population, value)
+    assert profit(row, blockhash, population, value) > profit(replace(row, draws=2), blockhash, population, value)
+    assert profit(replace(row, draws=2), blockhash, population, value) == profit(row, terms, population, value)
 
 
 # -- a value-driven cheat: poisoning one segment -----------------------------------------------------------------
@@ -242,14 +289,24 @@ def test_poisoning_pays_exactly_above_the_break_even_value(samples, seats, stake
 
 
 @pytest.mark.parametrize(
-    "kind", ["fail_all", "lazy", "silent_griefer", "accomplice_skip", "reroll_unopened", "lazy_unplantable"]
+    ("kind", "fields", "old_rules"),
+    [
+        ("fail_all", {}, False),
+        ("lazy", {}, False),
+        ("silent_griefer", {}, False),
+        ("accomplice_skip", {}, False),
+        ("reroll_unopened", {}, False),
+        ("reroll_seed", {"share": Fraction(1, 10)}, False),  # grinding, capped by RANDAO at one re-roll
+        ("lazy_unplantable", {}, True),  # the rules before a start delay: rounds 0 and 1 publicly unplantable
+    ],
 )
-def test_the_analytic_rows_agree_with_the_simulation(kind):
+def test_the_analytic_rows_agree_with_the_simulation(kind, fields, old_rules):
     """The demo preset, 600 rounds played twice on the same draws (honest, then deviating): the simulated mean profit
     is within 4 standard errors (plus the solver-bucket rounding) of the analytic expectation."""
     terms, population, value = DEFAULTS["demo"]
+    terms = before_issue_37(terms) if old_rules else terms
     preset = Preset("demo", terms, population, build_valuation(terms, population, value, COMPUTE_SHARE))
-    row = strategy(kind)
+    row = strategy(kind, **fields)
     players = frozenset(get_roles(preset, row))
     rounds = 600
     base = Simulation(preset, None, rounds, seed=5).play({"p": players})["p"]
@@ -257,6 +314,7 @@ def test_the_analytic_rows_agree_with_the_simulation(kind):
     diffs = [d - b for d, b in zip(dev, base, strict=True)]
     stderr = statistics.stdev(diffs) / math.sqrt(rounds) if any(diffs) else 0
     expected = compute_expectation(row, terms, population, preset.valuation).profit
+    assert expected != 0
     assert abs(statistics.fmean(diffs) - expected) <= 4 * stderr + ETH // 1000, (
         kind,
         statistics.fmean(diffs),

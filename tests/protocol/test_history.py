@@ -593,3 +593,34 @@ def test_plant_terms_after_fund_pool_count_only_what_set_terms_brought():
     assert ledger.by_kind["plant pools"] == 15 * ETH
     assert ledger.implied_balance == 10 * ETH + 15 * ETH  # the reward pool and the plant pool, each once
     assert fold_run_history(ev.events, 1, ev.timestamps).plants.pool == 15 * ETH
+
+
+def test_terms_set_before_the_start_put_every_round_under_the_plant_rules():
+    """Plants from round 0 (issue 37): terms set before the start (PlantTermsSet.seedBlock != 0) make rounds 0 and 1
+    planting rounds too; an anchor registered before the start is eligible from round 0, a later one only two rounds
+    after its own, and a commitment without an eligible anchor in a planting round is unpaid."""
+    ev = planted_run()
+    ev.events = [with_args(e, seedBlock=7) if e.name == "PlantTermsSet" else e for e in ev.events]
+    ev.events = [
+        with_args(e, early=True) if e.name == "PlantAnchorSet" and e.args["round"] == 0 else e for e in ev.events
+    ]
+    h = fold_run_history(ev.events, 1, ev.timestamps)
+    assert h.plants.seed_block == 7
+    assert {a.solver: a.early for a in h.plants.anchors} == {
+        SOLVER_A: True, SOLVER_B: True, SOLVER_C: True, SOLVER_D: False,
+    }  # fmt: skip
+    first = h.rounds[1]
+    assert first.plants_on
+    # SOLVER_D anchored in round 1, after the start: its round 1 is a planting round it cannot be planted in, unpaid
+    assert not first.commitment_of(SOLVER_D).plant_eligible and first.pay_of(SOLVER_D) == PlantPay.UNPAID
+    assert first.paid == ()
+    # round 2 folds as before: the early anchors are eligible, SOLVER_D's anchor is still one round old
+    eligible = {c.solver: c.plant_eligible for c in h.rounds[2].commitments}
+    assert eligible == {SOLVER_A: True, SOLVER_B: True, SOLVER_C: True, SOLVER_D: False}
+    # the same early anchors under terms set after the start: rounds 0 and 1 follow the usual rules
+    ev = planted_run()
+    ev.events = [
+        with_args(e, early=True) if e.name == "PlantAnchorSet" and e.args["round"] == 0 else e for e in ev.events
+    ]
+    first = fold_run_history(ev.events, 1, ev.timestamps).rounds[1]
+    assert not first.plants_on and first.pay_of(SOLVER_D) == PlantPay.NORMAL and first.paid == (SOLVER_D,)

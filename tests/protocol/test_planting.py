@@ -94,3 +94,18 @@ def test_plant_frequency_matches_the_rate():
     base = keccak256(b"previous seed base")
     planted = sum(is_round_planted(get_round_secret(chain, r), 3, r, SOLVER, base, 500) for r in range(4000))
     assert 145 <= planted <= 255
+
+
+def test_plants_from_round_zero_need_an_early_anchor_and_early_terms():
+    from protocol.planting import is_planting_round
+
+    # terms set after the start: rounds before PLANT_DELAY_ROUNDS never follow the plant rules
+    assert not is_planting_round(2000, 0) and not is_planting_round(2000, 1) and is_planting_round(2000, 2)
+    assert not is_planting_round(0, 5, from_round_zero=True)
+    # terms set before the start: every round does
+    assert is_planting_round(2000, 0, from_round_zero=True)
+    # an early anchor is eligible from round 0 only when the terms were early too
+    assert is_plant_eligible(0, 0, early_anchor=True, from_round_zero=True)
+    assert not is_plant_eligible(0, 0, early_anchor=True, from_round_zero=False)
+    assert not is_plant_eligible(0, 1, early_anchor=False, from_round_zero=True)
+    assert is_plant_eligible(0, 2, early_anchor=False, from_round_zero=True)

@@ -56,7 +56,8 @@ def test_a_verdict_without_draws_is_an_error():
     [
         (110, False, 60, "before_attest"),
         (120, False, 50, "wait_seed_block"),  # the seed block (50) is not behind the chain yet
-        (120, False, 51, "draw_seed"),
+        (120, False, 51, "wait_seed_block"),  # nor its successor (51), whose mixHash is the RANDAO value revealed in 50
+        (120, False, 52, "draw_seed"),
         (127, False, 51, "after_attest"),  # open_end passed undrawn: nobody can draw, open or attest this round
         (125, True, 60, "attest"),
         (135, True, 60, "after_attest"),

@@ -39,11 +39,12 @@ interface IRunRegistry {
     }
 
     /// @notice The current round of a run, its deadlines (block timestamps, seconds) and its seed block (a block
-    ///         number fixed when the round started: start block + ceil(commitWindow / MIN_BLOCK_SECONDS); every
+    ///         number fixed when the round started: start block + ceil(commitWindow / blockSeconds); round 0's when
+    ///         the run was created: creation block + ceil((startDelay + commitWindow) / blockSeconds); every
     ///         commitment of the round lands before it, and the round's seed is the hash of that block).
     struct RoundTimes {
         uint64 round;
-        uint256 start;
+        uint256 start; // round 0's lies in the future during the run's start delay (nothing can be committed yet)
         uint256 commitEnd;
         uint256 attestEnd;
         uint256 challengeEnd;
@@ -76,6 +77,8 @@ interface IRunRegistry {
     function runEconomics(uint256 runId) external view returns (RunEconomics memory);
     /// @notice The current round of a run and its deadlines.
     function roundTimes(uint256 runId) external view returns (RoundTimes memory);
+    /// @notice The chain's block time declared at deployment: blocks are at least this many seconds apart.
+    function blockSeconds() external view returns (uint256);
     /// @notice Whether a solver joined a run (also after it left).
     function hasJoined(uint256 runId, address solver) external view returns (bool);
     /// @notice Solver stake a commitment needs (and the amount a solver fault slashes).

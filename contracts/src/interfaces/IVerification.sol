@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {IBlockRandomness} from "./IBlockRandomness.sol";
 import {AttestationRef, LeafData} from "./Types.sol";
 
 /// @notice What the Disputes contract uses of Verification.
@@ -31,10 +32,14 @@ interface IVerification {
     function onResolved(AttestationRef calldata ref, Resolution resolution)
         external
         returns (address attester, bool isFail, uint256 forfeitedBond);
+    /// @notice The contract that proves a recent block's RANDAO value from its header (drawSeed's seed source; Plants
+    ///         reads the same value).
+    function blockRandomness() external view returns (IBlockRandomness);
     /// @notice The verifier assigned to a seat.
     function attesterOf(AttestationRef calldata ref) external view returns (address);
-    /// @notice A round's seed (RunRegistry opens commitments with it): whether it was drawn, its base (the
-    ///         `blockHash` input of Sampling.seed) and the verifier-list snapshot it fixed.
+    /// @notice A round's seed (RunRegistry opens commitments with it): whether it was drawn, its base (the first 12
+    ///         bytes of the seed block's RANDAO value, the `blockHash` input of Sampling.seed) and the verifier-list
+    ///         snapshot it fixed.
     function seedOf(uint256 runId, uint64 round)
         external
         view

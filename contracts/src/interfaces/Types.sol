@@ -26,6 +26,7 @@ struct RunConfig {
     uint128 sharesPerRound; // share units (18 decimals) minted at most per settled round
     uint32 revenueReleasePeriod; // seconds over which each revenue payment is released
     uint32 maxRounds; // rounds of the run; the reward pool is paid out across them
+    uint32 startDelay; // seconds from creation to round 0's start (<= MAX_START_DELAY): nodes start and solvers anchor
 }
 
 /// @notice A solver's commitment for one round, passed back by later calls and checked against the

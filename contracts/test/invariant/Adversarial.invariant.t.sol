@@ -457,11 +457,13 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
     }
 
     function _drawSeedNow(IRunRegistry.RoundTimes memory t) internal {
-        if (block.number <= t.seedBlock || block.number > t.seedBlock + Constants.SEED_HORIZON_BLOCKS) return;
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        if (block.number <= randaoBlock || block.number > randaoBlock + Constants.SEED_HORIZON_BLOCKS) return;
+        bytes memory header = seedHeader(runId);
         _fold();
         vm.prank(_cast.coordinator);
-        try ver.drawSeed(runId, t.round) {}
-            catch {
+        try ver.drawSeed(runId, t.round, header) {}
+        catch {
             _drop();
         }
     }
@@ -521,7 +523,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
                 _fold();
                 vm.prank(v);
                 try vreg.register(runId) {}
-                    catch {
+                catch {
                     _drop();
                 }
             }
@@ -613,7 +615,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             _fold();
             vm.prank(_cast.coordinator);
             try reg.reportUnopened(runId, r, committers[i]) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -628,7 +630,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             _fold();
             vm.prank(_cast.coordinator);
             try plants.reportUnrevealed(runId, r, committers[i]) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -651,7 +653,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
                 _fold();
                 vm.prank(_cast.coordinator);
                 try ver.reportAbstention(ref) {}
-                    catch {
+                catch {
                     _drop();
                 }
                 _fold();
@@ -665,7 +667,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             for (uint8 slot; slot < SLOTS; ++slot) {
                 _fold();
                 try ver.finalize(AttestationRef(runId, r, committers[i], slot)) {}
-                    catch {
+                catch {
                     _drop();
                 }
             }
@@ -682,7 +684,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             _fold();
             vm.prank(_cast.coordinator);
             try reg.postClaim{value: bond}(runId, t.round, correctTheta(t.round)) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -698,7 +700,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             _fold();
             vm.prank(_cast.whistleblower);
             try dis.challengeClaim{value: bond}(runId, t.round, claim.nonce) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -803,7 +805,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
         if (live && block.timestamp >= d.deadline) {
             _fold();
             try dis.expire(s) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -843,7 +845,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             }
             _fold();
             try dis.execute(s) {}
-                catch {
+            catch {
                 _drop();
             }
             _fold();
@@ -923,18 +925,18 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
                 if (_isHonestVerifier(_seats[r][committers[i]][slot].verifier)) {
                     _fold();
                     try ver.claimVerifierShares(ref) {}
-                        catch {
+                    catch {
                         _drop();
                     }
                     _fold();
                     try faults.claimFaultReward(ref) {}
-                        catch {
+                    catch {
                         _drop();
                     }
                 }
                 _fold();
                 try plants.releaseForfeit(ref) {}
-                    catch {
+                catch {
                     _drop();
                 }
             }
@@ -955,7 +957,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
                 _fold();
                 vm.prank(juror);
                 try dis.claimJurorReward(s, seat) {}
-                    catch {
+                catch {
                     _drop();
                 }
             }
@@ -1168,7 +1170,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
             _flow(address(plants), address(0), amount);
             _py(-int256(amount));
         } else if (sig == Plants.PlantTermsSet.selector) {
-            (,,, uint256 funded,) = abi.decode(log.data, (uint256, uint256, uint256, uint256, uint256));
+            (,,, uint256 funded,,) = abi.decode(log.data, (uint256, uint256, uint256, uint256, uint256, uint256));
             _flow(address(0), address(plants), funded);
             _py(int256(funded));
         } else if (sig == Plants.PlantPoolFunded.selector) {
@@ -1549,7 +1551,7 @@ abstract contract AdversarialSetup is Fixture {
             _registerVerifierAs(cast_.attackerVerifiers[i]);
         }
 
-        Protocol memory p = Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants, directory);
+        Protocol memory p = Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants, directory, randomness);
         world = new HonestWorld(p, runId, MAX_ROUNDS, cast_, jurorAddrs, jurorSks, jurorPks);
         attacker = new AttackerHandler(
             p,

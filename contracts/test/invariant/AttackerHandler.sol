@@ -4,6 +4,7 @@ pragma solidity ^0.8.28;
 import {Protocol} from "../../script/ProtocolDeployer.sol";
 import {Fixture} from "../utils/Fixture.sol";
 import {TestMerkle} from "../utils/TestMerkle.sol";
+import {TestHeaders} from "../utils/TestHeaders.sol";
 import {Constants} from "../../src/Constants.sol";
 import {Disputes} from "../../src/Disputes.sol";
 import {IModelShares} from "../../src/interfaces/IModelShares.sol";
@@ -440,8 +441,9 @@ contract AttackerHandler is AdversarialBase {
 
     function _playOpen(IRunRegistry.RoundTimes memory t, uint256 seed, address solver) internal {
         if (!_seedDrawn(t.round)) {
+            bytes memory header = seedHeader(runId);
             world.fold();
-            try ver.drawSeed(runId, t.round) {}
+            try ver.drawSeed(runId, t.round, header) {}
             catch {
                 _drop();
             }
@@ -618,18 +620,18 @@ contract AttackerHandler is AdversarialBase {
         } else if (op % 6 < 4) {
             world.fold();
             try sm.requestUnbond(role, amount % 2 == 0 ? amount : type(uint256).max) {}
-                catch {
+            catch {
                 _drop();
             }
             world.fold();
             try sm.requestUnbond(role, amount) {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
             world.fold();
             try sm.withdraw(role) {}
-                catch {
+            catch {
                 _drop();
             }
         }
@@ -646,50 +648,50 @@ contract AttackerHandler is AdversarialBase {
         if (k == 0) {
             world.fold();
             try reg.join(run) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 1) {
             world.fold();
             try reg.leaveRun(run) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 2) {
             world.fold();
             try vreg.register(run) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 3) {
             world.fold();
             try vreg.deregister(run) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 4) {
             world.fold();
             try vreg.releaseVerifier(run) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 5 && who == _cast.attackerJuror) {
             // a return with the registered key (a first registration's proof of possession was made in setUp)
             world.fold();
             try jurors.registerJuror(jurorPks[jurorIndexPlusOne[who] - 1], "") {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 6) {
             world.fold();
             try jurors.deregisterJuror() {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
             world.fold();
             try jurors.releaseJuror() {}
-                catch {
+            catch {
                 _drop();
             }
         }
@@ -792,14 +794,34 @@ contract AttackerHandler is AdversarialBase {
         }
     }
 
+    /// @notice An attacker draws a round's seed, with the seed block's header or (one time in four) a forged one:
+    ///         the same block with a RANDAO value of its choice, which must be refused (HeaderMismatch).
     function drawRoundSeed(uint256 roundSeed, uint256 when) external act(when) {
         uint64 round = _round(roundSeed);
+        uint256 run = _run(roundSeed >> 16);
+        (bytes memory header, uint256 seedBlock) = _seedHeaderOf(run, (roundSeed >> 24) % 4 == 0);
         vm.prank(_attacker(roundSeed >> 8));
-        try ver.drawSeed(_run(roundSeed >> 16), round) {
+        try ver.drawSeed(run, round, header) {
             ++calls["drawSeed"];
+            (, bytes32 base,) = ver.seedOf(run, round);
+            if (base != bytes32(bytes12(TestHeaders.mixOf(seedBlock)))) {
+                _violation("a seed was drawn from other than the seed block's RANDAO value");
+            }
         } catch {
             _drop();
         }
+    }
+
+    /// @dev The header of `run`'s current seed block (empty for a run that does not exist), or a forged one.
+    function _seedHeaderOf(uint256 run, bool forged) internal returns (bytes memory header, uint256 seedBlock) {
+        try reg.roundTimes(run) returns (IRunRegistry.RoundTimes memory t) {
+            seedBlock = t.seedBlock;
+        } catch {
+            return (header, 0);
+        }
+        header = seedHeader(run);
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        if (forged) header = TestHeaders.build(randaoBlock, keccak256(abi.encode("forged", seedBlock)), "");
     }
 
     // ------------------------------------------------------------------ attestations
@@ -974,7 +996,7 @@ contract AttackerHandler is AdversarialBase {
             uint64 round = _round(thetaSeed);
             vm.prank(who);
             try reg.withdrawClaimBond(runId, round) {}
-                catch {
+            catch {
                 _drop();
             }
         }
@@ -1051,7 +1073,7 @@ contract AttackerHandler is AdversarialBase {
             bytes32 anchor = op % 12 == 6 ? keccak256(abi.encode("garbage anchor", solver)) : anchorOf(solver);
             world.fold();
             try plants.setAnchor(_run(roundSeed >> 8), anchor) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 1) {
@@ -1074,7 +1096,7 @@ contract AttackerHandler is AdversarialBase {
             _give(solver, amount);
             world.fold();
             try plants.fundPool{value: amount}(_run(roundSeed >> 8)) {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
@@ -1105,19 +1127,19 @@ contract AttackerHandler is AdversarialBase {
         if (k == 0) {
             world.fold();
             try ver.claimSolverShares(runId, round, solver) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 1) {
             world.fold();
             try ver.claimVerifierShares(ref) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 2) {
             world.fold();
             try faults.claimFaultReward(ref) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 3) {
@@ -1125,13 +1147,13 @@ contract AttackerHandler is AdversarialBase {
         } else if (k == 4) {
             world.fold();
             try faults.sweepFaultReward(runId, round, solver) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 5) {
             world.fold();
             try shares.sweepRoundRelease(_run(roundSeed >> 8), round) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 6) {
@@ -1140,14 +1162,14 @@ contract AttackerHandler is AdversarialBase {
                 DisputeSubject memory subject = world.disputeAt(roundSeed % n);
                 world.fold();
                 try dis.sweepUnclaimedJurorRewards(subject) {}
-                    catch {
+                catch {
                     _drop();
                 }
             }
         } else if (k == 7) {
             world.fold();
             try shares.reclaimUnownedRevenue(_run(roundSeed >> 8)) {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
@@ -1165,7 +1187,7 @@ contract AttackerHandler is AdversarialBase {
         for (uint8 seat; seat < d.poolSize; ++seat) {
             world.fold();
             try dis.claimJurorReward(s, seat) {}
-                catch {
+            catch {
                 _drop();
             }
         }
@@ -1174,33 +1196,33 @@ contract AttackerHandler is AdversarialBase {
     function _withdrawAll() internal {
         world.fold();
         try ver.withdraw() {}
-            catch {
+        catch {
             _drop();
         }
         world.fold();
         try dis.withdraw() {}
-            catch {
+        catch {
             _drop();
         }
         world.fold();
         try faults.withdraw() {}
-            catch {
+        catch {
             _drop();
         }
         world.fold();
         try plants.withdraw() {}
-            catch {
+        catch {
             _drop();
         }
         world.fold();
         try shares.withdraw() {}
-            catch {
+        catch {
             _drop();
         }
         RunShares t = shares.shareToken(runId);
         world.fold();
         try t.withdrawRevenue() {}
-            catch {
+        catch {
             _drop();
         }
     }
@@ -1218,31 +1240,31 @@ contract AttackerHandler is AdversarialBase {
             _give(who, amount);
             world.fold();
             try shares.payRevenue{value: amount}(_run(toSeed)) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 1) {
             world.fold();
             try t.transfer(to, amountSeed % (t.balanceOf(who) + 1)) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 2) {
             world.fold();
             try t.approve(to, amountSeed) {}
-                catch {
+            catch {
                 _drop();
             }
         } else if (k == 3) {
             world.fold();
             try t.transferFrom(to, who, amountSeed % (t.balanceOf(to) + 1)) {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
             world.fold();
             try t.withdrawRevenue() {}
-                catch {
+            catch {
                 _drop();
             }
         }
@@ -1258,7 +1280,7 @@ contract AttackerHandler is AdversarialBase {
         if (withdraw_) {
             vm.prank(who);
             try directory.withdraw() {}
-                catch {
+            catch {
                 _drop();
             }
         } else {
@@ -1269,7 +1291,7 @@ contract AttackerHandler is AdversarialBase {
             }
             vm.prank(who);
             try directory.announce(string(url)) {}
-                catch {
+            catch {
                 _drop();
             }
         }

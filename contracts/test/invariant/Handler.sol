@@ -333,8 +333,9 @@ contract Handler is Fixture {
         if (t.finished || block.timestamp >= t.openEnd) return;
         if (seedBaseOf(runId, t.round) != bytes32(0)) return;
         if (block.timestamp < t.commitEnd) vm.warp(t.commitEnd); // the seed waits for the commit window
-        vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1); // and for its block
-        ver.drawSeed(runId, t.round);
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(block.number < randaoBlock ? randaoBlock + 1 : block.number + 1); // and for its RANDAO block
+        ver.drawSeed(runId, t.round, seedHeader(runId));
         ++calls["drawSeed"];
     }
 

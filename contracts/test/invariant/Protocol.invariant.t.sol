@@ -50,7 +50,7 @@ abstract contract ProtocolChecks is Fixture {
             v[i] = verifiers[i];
         }
         handler = new Handler(
-            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants, directory),
+            Protocol(sm, reg, ver, dis, shares, jurors, faults, vreg, plants, directory, randomness),
             runId,
             s,
             v,

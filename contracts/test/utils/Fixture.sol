@@ -15,6 +15,7 @@ import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
 import {StakeManager} from "../../src/StakeManager.sol";
 import {Verification} from "../../src/Verification.sol";
+import {BlockRandomness} from "../../src/BlockRandomness.sol";
 import {BLS} from "../../src/libraries/BLS.sol";
 import {SegmentLeaf} from "../../src/libraries/SegmentLeaf.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
@@ -28,6 +29,7 @@ import {
 } from "../../src/interfaces/Types.sol";
 import {TestBLS} from "./TestBLS.sol";
 import {TestMerkle} from "./TestMerkle.sol";
+import {TestHeaders} from "./TestHeaders.sol";
 
 /// @notice Deployment, actors and protocol walk-throughs shared by the forge tests.
 abstract contract Fixture is Test {
@@ -51,6 +53,7 @@ abstract contract Fixture is Test {
     VerifierRegistry internal vreg;
     Plants internal plants;
     PeerDirectory internal directory;
+    BlockRandomness internal randomness;
 
     address internal creator = makeAddr("creator");
     address internal outsider = makeAddr("outsider");
@@ -97,6 +100,7 @@ abstract contract Fixture is Test {
         vreg = p.verifierRegistry;
         plants = p.plants;
         directory = p.peerDirectory;
+        randomness = p.blockRandomness;
     }
 
     // ------------------------------------------------------------------ configuration and actors
@@ -124,6 +128,7 @@ abstract contract Fixture is Test {
         c.sharesPerRound = 1000e18;
         c.revenueReleasePeriod = 30 days;
         c.maxRounds = 10;
+        c.startDelay = 0; // round 0 starts at creation (test/StartDelay.t.sol sets one)
     }
 
     function createRun(RunConfig memory c) internal returns (uint256 runId) {
@@ -316,12 +321,24 @@ abstract contract Fixture is Test {
     ///      then open every commitAs commitment of the round.
     function drawSeed(uint256 runId) internal {
         IRunRegistry.RoundTimes memory t = reg.roundTimes(runId);
-        vm.roll(block.number < t.seedBlock ? t.seedBlock + 1 : block.number + 1);
-        ver.drawSeed(runId, t.round);
+        uint256 randaoBlock = t.seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        vm.roll(block.number < randaoBlock ? randaoBlock + 1 : block.number + 1);
+        ver.drawSeed(runId, t.round, seedHeader(runId));
         address[] storage committers = _committers[runId][t.round];
         for (uint256 i; i < committers.length; ++i) {
             _autoOpen(runId, t.round, committers[i], _commitData[_key(runId, t.round, committers[i])]);
         }
+    }
+
+    /// @dev The header drawSeed takes, of block seedBlock + RANDAO_LAG_BLOCKS (the RANDAO value revealed in the seed
+    ///      block): RANDAO value TestHeaders.mixOf(seedBlock), so the seed base is bytes12 of it (the seeds the tests
+    ///      had under a blockhash seed). Once that block is mined its hash is made the header's, so blockhash proves
+    ///      it; call it before an expectRevert (it reads the RunRegistry).
+    function seedHeader(uint256 runId) internal returns (bytes memory header) {
+        uint256 seedBlock = reg.roundTimes(runId).seedBlock;
+        uint256 randaoBlock = seedBlock + Constants.RANDAO_LAG_BLOCKS;
+        header = TestHeaders.build(randaoBlock, TestHeaders.mixOf(seedBlock), "");
+        if (randaoBlock <= block.number) vm.setBlockhash(randaoBlock, keccak256(header));
     }
 
     /// @dev The round's seed base (Verification.seedOf; zero until drawn).
