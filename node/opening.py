@@ -17,28 +17,37 @@ import logging
 from eth_account.signers.local import LocalAccount
 
 from node.logs import log_event
-from protocol.adapters.chain import ContractRevertError
+from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.adapters.runs import RunContext
 from protocol.types import Opening, RoundTimes
 
 
+def reach_past_block(chain: ChainClient, target: int) -> bool:
+    """Whether the chain is past block `target`, mining the empty blocks up to it on an automining devnet.
+
+    An automining devnet mines only on transactions, so there the empty blocks are mined here (same timestamp unless
+    the devnet stamps a fixed interval: no window moves); a real chain, and a devnet mining on an interval (`anvil
+    --block-time`), bring the block by themselves: mining there would move the chain's time on by a block per block
+    mined. Callers mine only once the block may exist (after the commit window for a seed block, after the start for
+    the run seed block): blocks mined at one timestamp earlier would break the rule that blocks are at least
+    blockSeconds apart, which every seed block's position relies on.
+    """
+    block = chain.block_number()
+    if block > target:
+        return True
+    if chain.chain_id != DEVNET_CHAIN_ID or not chain.is_automining():
+        return False
+    chain.mine_blocks(target - block + 1, interval_s=0)
+    return True
+
+
 def draw_round_seed(protocol: ProtocolClient, account: LocalAccount, run_id: int, times: RoundTimes) -> bool:
     """Draw the current round's seed once the block after its seed block (whose mixHash is the RANDAO value revealed
-    in the seed block) is mined; False while waiting for it.
-
-    An automining devnet mines only on transactions, so there the empty blocks up to the seed block are
-    mined here (same timestamp unless the devnet stamps a fixed interval: no window moves); a real chain, and a
-    devnet mining on an interval (`anvil --block-time`), bring the seed block by themselves: mining there would
-    move the chain's time on by a block per block mined.
-    """
-    chain = protocol.chain
-    block = chain.block_number()
-    if block <= times.randao_block:
-        if chain.chain_id != DEVNET_CHAIN_ID or not chain.is_automining():
-            return False
-        chain.mine_blocks(times.randao_block - block + 1, interval_s=0)
+    in the seed block) is mined (`reach_past_block`: mined here on an automining devnet); False while waiting."""
+    if not reach_past_block(protocol.chain, times.randao_block):
+        return False
     try:
         protocol.draw_seed(account, run_id, times.round)
     except ContractRevertError as exc:

@@ -18,6 +18,7 @@ import logging
 from eth_account.signers.local import LocalAccount
 
 from node.logs import log_event
+from node.opening import reach_past_block
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.runs import RunContext
@@ -110,16 +111,20 @@ def get_pending_run_seed_block(
     return run_seed.randao_block if protocol.plant_of(ctx.run_id, 0, address).eligible else 0
 
 
-def draw_run_seed(protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext) -> None:
-    """Plants.drawRunSeed (anyone may; a solver that must know round 0's plant draw does it). Someone else's draw
-    landing first is fine."""
+def draw_run_seed(protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, ctx: RunContext) -> bool:
+    """Plants.drawRunSeed once the block after the run seed block is mined (`reach_past_block`: mined here on an
+    automining devnet, which the node calls only after round 0 started); False while waiting for it. Anyone may
+    draw; a solver that must know round 0's plant draw does it, and someone else's draw landing first is fine."""
+    if not reach_past_block(protocol.chain, protocol.run_seed(ctx.run_id).randao_block):
+        return False
     try:
         result = protocol.draw_run_seed(account, ctx.run_id)
     except ContractRevertError as exc:
         if exc.error != "RunSeedAlreadyDrawn":
             raise
-        return
+        return True
     log_event(log, "run seed drawn", run=ctx.run_id, tx=result.transaction_hash)
+    return True
 
 
 def is_reveal_due(protocol: ProtocolClient, address: str, ctx: RunContext, times: RoundTimes, now: int) -> bool:

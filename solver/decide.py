@@ -137,10 +137,9 @@ def decide_solver_action(view: SolverView) -> Action:
     if record is None or record.round != r:
         if is_round_trainable_in_time(times.commit_end - view.now, view.round_training_ms):
             if view.run_seed_block:
-                # INVARIANT: an early anchor's round 0 trains only once its plant draw is fixed (the run seed drawn)
-                if view.block > view.run_seed_block:
-                    return Action("draw_run_seed", r)
-                return Action("wait", r, seconds=1.0)
+                # INVARIANT: an early anchor's round 0 trains only once its plant draw is fixed (the run seed drawn);
+                # the act waits for the block that proves it (mining it on an automining devnet)
+                return Action("draw_run_seed", r)
             return Action("train", r)
         # too late to finish this round: a node that just started joins the next one; one that was due (it
         # followed earlier rounds and was down or restarted) missed it. Neither trains for nothing.

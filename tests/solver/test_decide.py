@@ -92,8 +92,7 @@ BASE = SolverView(
         ({"round_training_ms": 12_000}, "mark_missed"),  # it followed the run before: it was due, and is late
         ({"now": 1020, "first_round": True}, "sit_out"),  # started after the commit window closed
         # Plants from round 0: an early anchor's round 0 trains only once the run seed is drawn (node/plants.py)
-        ({"run_seed_block": 470}, "draw_run_seed"),  # the run seed block is mined: draw its RANDAO value first
-        ({"run_seed_block": 480}, "wait"),  # the run seed block is the current one: its hash does not exist yet
+        ({"run_seed_block": 470}, "draw_run_seed"),  # draw the run seed first (the act waits for its block)
         ({"run_seed_block": 470, "round_training_ms": 12_000, "first_round": True}, "sit_out"),  # too late anyway
         ({"unclaimed_rounds": (0, 1)}, "claim_shares"),
         ({"unwithdrawn_claim_bonds": (1,)}, "withdraw_claim_bond"),
