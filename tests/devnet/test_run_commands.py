@@ -68,19 +68,19 @@ def test_run_create_refuses_a_twelve_byte_corpus_before_any_transaction(deployme
 
 
 def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transaction(deployment, tmp_path):
-    """Windows of 2 s and 4 s (the shortest a 1-second chain holds: protocol/windows.py): every round would be
+    """Windows of 2 s and 6 s (the shortest a 1-second chain holds: protocol/windows.py): every round would be
     missed, the pool released to nobody. The refusal names the window
     each needs (measured here) and the flag; --force creates the run anyway and reports what it needed."""
     protocol = deployment.protocol
     creator = get_devnet_account(0).address
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
     home = _home(deployment, tmp_path / "home")
-    too_short = ("run", "create", "--preset", "tiny", "--commit-window", "2", "--attest-window", "4", "--json")
+    too_short = ("run", "create", "--preset", "tiny", "--commit-window", "2", "--attest-window", "6", "--json")
     result = _cli(*too_short, *home)
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "Traceback" not in result.stderr, result
     assert "the commit window of 2 s is shorter than the" in message and "pass --commit-window" in message, message
-    assert "the attest window of 4 s is shorter than the" in message and "pass --attest-window" in message, message
+    assert "the attest window of 6 s is shorter than the" in message and "pass --attest-window" in message, message
     assert "--force" in message
     assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
     assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
@@ -89,7 +89,7 @@ def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transacti
     assert forced.returncode == 0, forced
     out = json.loads(forced.stdout.strip().splitlines()[-1])
     assert out["run_id"] == runs + 1
-    assert out["windows_needed_s"]["commit"] > 2 and out["windows_needed_s"]["attest"] > 4, out
+    assert out["windows_needed_s"]["commit"] > 2 and out["windows_needed_s"]["attest"] > 6, out
 
 
 def test_run_create_refuses_windows_the_chain_block_time_cannot_hold_before_any_transaction(deployment, tmp_path):
@@ -104,7 +104,7 @@ def test_run_create_refuses_windows_the_chain_block_time_cannot_hold_before_any_
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "Traceback" not in result.stderr, result
     assert f'InvalidConfig("{DRAW_BEYOND_HORIZON}")' in message, message
-    assert "1-second blocks" in message and "pass --attest-window 513 or less" in message, message
+    assert "1-second blocks" in message and "pass --attest-window 515 or less" in message, message
     assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
     assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
     assert not (tmp_path / "home" / "creator" / "artifacts").exists(), "nothing was published"

@@ -33,7 +33,7 @@ from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest, write_manifest
 from protocol.constants import ROLE_SOLVER
-from protocol.types import RoundTimes
+from protocol.types import RoundTimes, get_randao_block
 from protocol.windows import get_block_time_problem
 from tests.chain_fixtures import Deployment, events_of, prepare_run, wait_until
 from tests.clock import DRIVEN_GENESIS
@@ -143,10 +143,10 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
         seed_blocks = -(-RULES.commit_window_s // BLOCK_SECONDS)
         for seed in seeds:
             assert seed.args["blockNumber"] == starts[seed.args["round"]].block_number + seed_blocks, seed.args
-            # from the seed block's RANDAO value (its header's mixHash), not its hash
-            seed_block = chain.get_block(seed.args["blockNumber"])
-            assert seed.args["randao"] == bytes(seed_block["mixHash"]) != bytes(seed_block["hash"]), seed.args
-            assert seed.args["seedBase"] == bytes(seed_block["mixHash"])[:12] + bytes(20), seed.args
+            # from the RANDAO value revealed in the seed block (the next block's header mixHash), not a hash
+            randao_block = chain.get_block(get_randao_block(seed.args["blockNumber"]))
+            assert seed.args["randao"] == bytes(randao_block["mixHash"]) != bytes(randao_block["hash"]), seed.args
+            assert seed.args["seedBase"] == bytes(randao_block["mixHash"])[:12] + bytes(20), seed.args
 
         # The cheater was failed and slashed its stake in each round (SolverFaultProven); the honest solver's work was
         # accepted and paid in both, the cheater's in neither.
