@@ -100,8 +100,9 @@ TYPED := protocol node
 typecheck: setup
 	$(VENV)/bin/mypy $(TYPED)
 
+# --durations=20: every run names its 20 slowest tests (issue 38), so a test that got slow is seen where it runs.
 pytest: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=20
 
 # A failing invariant prints its call sequence last, which pushes the reason out of a log's tail: on failure,
 # repeat the [FAIL: reason] lines and the fuzz seed at the very end (the full log stays in cache/forge-test.log).
