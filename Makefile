@@ -79,7 +79,10 @@ demo: setup
 demo-llama: setup
 	$(VENV)/bin/gradledger demo --model-config examples/llama-tiny.json
 
-test: setup lint pytest forge-test
+# pytest and forge run side by side (most of an end-to-end test's wall time is waiting on its nodes): --output-sync
+# prints each one's output whole when it ends, so the two logs never interleave.
+test: setup lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest forge-test
 
 # The fast developer loop: lint, the tests that start no node processes and take seconds, and the
 # contract tests with fewer fuzz/invariant runs. `make test` still runs everything.
@@ -87,22 +90,27 @@ check: setup lint
 	$(VENV)/bin/pytest -q -m "not e2e and not slow"
 	cd $(CONTRACTS) && FOUNDRY_FUZZ_RUNS=32 FOUNDRY_INVARIANT_RUNS=16 bin/forge test
 
-# ruff, the architecture contracts (.importlinter, docs/architecture.md) and mypy on the spec and node code.
+# ruff, the architecture contracts (.importlinter, docs/architecture.md) and mypy on every package and bench/.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(MAKE) --no-print-directory typecheck
 
-# The packages kept mypy-clean ([tool.mypy] in pyproject.toml).
-TYPED := protocol node
+# The packages kept mypy-clean ([tool.mypy] in pyproject.toml): every source package, and bench/ as the namespace
+# package `bench` (each is passed as `-p NAME`, so the bench scripts are not also found as top-level modules).
+TYPED := gradledger sim adversary solver verifier whistleblower auditor node devnet protocol bench
 
 typecheck: setup
-	$(VENV)/bin/mypy $(TYPED)
+	$(VENV)/bin/mypy $(addprefix -p ,$(TYPED))
 
 # --durations=20: every run names its 20 slowest tests (issue 38), so a test that got slow is seen where it runs.
+# -n $(PYTEST_WORKERS) (pytest-xdist): tests run in parallel workers, each with its own anvil and its own block of
+# node ports (tests/chain_fixtures.py `free_port`); --dist loadgroup hands tests out one by one, except that a module's
+# tests sharing a module-scoped fixture (one real run) stay on one worker (tests/conftest.py).
+PYTEST_WORKERS ?= 3
 pytest: setup
-	$(VENV)/bin/pytest -q --durations=20
+	$(VENV)/bin/pytest -q --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup
 
 # A failing invariant prints its call sequence last, which pushes the reason out of a log's tail: on failure,
 # repeat the [FAIL: reason] lines and the fuzz seed at the very end (the full log stays in cache/forge-test.log).
@@ -114,8 +122,12 @@ forge-test: setup
 		grep -E '^\[FAIL|Fuzz seed' cache/forge-test.log | cut -c1-400 | awk '!seen[$$0]++'; \
 	fi; exit $$status
 
+# Every generated cross-language file: the vectors from Python (tests/vectors/*.json), the BLS vectors, and the
+# contracts' constants and enums from Solidity (protocol/contract_constants.py, constants.json). block_headers.json
+# is real anvil blocks, written once by `python -m tests.vectors.generate_block_headers`.
 vectors: setup
 	$(PY) -m tests.vectors.generate
+	$(PY) -m tests.vectors.generate_bls
 
 # The execution profile's golden hashes (protocol/goldens.json), from this machine: run on the reference machine only,
 # after a deliberate change of the training code (docs/determinism.md). `gradledger profile check` compares with them.

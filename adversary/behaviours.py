@@ -3,7 +3,7 @@
 Never a default: nothing here runs unless a caller names a `Behaviour`. Each behaviour builds
 a dishonest segment -- end checkpoint plus the `SegmentRecord` (leaf fields) a cheater would
 commit -- from the honest machinery: training only ever advances through
-`protocol.training.run_inner_steps`, and a cheat changes what it is fed (fewer steps, half the
+`protocol.inner_step.run_inner_steps`, and a cheat changes what it is fed (fewer steps, half the
 batch, another solver's batch, bf16 autocast) or what is done with its result (noise,
 scaling, a reused or forged update). Every dishonest record claims what an honest one
 claims (the served start state, the config's token count), so a verifier cannot reject it
@@ -22,24 +22,22 @@ from enum import StrEnum
 
 import torch
 
+from protocol.checkpoints import (
+    ADAM_STEP,
+    State,
+    build_trainer,
+    compute_param_update,
+    get_checkpoint_state,
+    get_param_state,
+    get_params,
+)
 from protocol.config import RunConfig
 from protocol.data import TokenDataset
 from protocol.errors import GradledgerError
 from protocol.hashing import keccak256
+from protocol.inner_step import run_inner_steps
 from protocol.model import build_model
-from protocol.training import (
-    ADAM_STEP,
-    SegmentRecord,
-    State,
-    build_trainer,
-    compute_param_update,
-    compute_segment_record,
-    get_checkpoint_state,
-    get_param_state,
-    get_params,
-    run_inner_steps,
-    train_segment,
-)
+from protocol.training import SegmentRecord, compute_segment_record, train_segment
 
 SKIP_PERIOD = 10
 """Skipped steps: only steps whose index in the round is a multiple of this are trained."""

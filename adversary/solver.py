@@ -57,6 +57,7 @@ from protocol.hashing import Hash32, hash_to_hex, to_hash32
 from protocol.payload import PayloadStep
 from protocol.training import (
     PARAM,
+    RoundInputs,
     SegmentRecord,
     State,
     compute_param_update,
@@ -66,6 +67,7 @@ from protocol.training import (
 )
 from solver.decide import Action, RoundRecord
 from solver.node import SolverNode, SolverSettings
+from solver.round_training import SolverRoundInputs
 
 
 class SolverAdversary(StrEnum):
@@ -107,7 +109,7 @@ def train_dishonest_round(
     solver: str,
     save_checkpoint: Callable[[int, State], Hash32 | Future[Hash32]] | None = None,
     seed: int = 0,
-    start_moments: State | None = None,
+    start_moments: Mapping[str, torch.Tensor] | None = None,
 ) -> tuple[list[SegmentRecord], State]:
     """What `protocol.training.train_round` returns, for a solver that cheats on every segment.
 
@@ -190,16 +192,14 @@ class CheatingSolverNode(SolverNode):
         super().__init__(*args, **kwargs)
         self.behaviour, self.rounds, self.seed = Behaviour(behaviour), rounds, seed
 
-    def train_records(
-        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
-    ) -> tuple[list[SegmentRecord], State]:
-        if self.rounds is not None and round_index not in self.rounds:
-            return super().train_records(ctx, theta, round_index, writer)
+    def train_records(self, inputs: RoundInputs, writer: BackgroundStateWriter) -> tuple[list[SegmentRecord], State]:
+        if self.rounds is not None and inputs.round_index not in self.rounds:
+            return super().train_records(inputs, writer)
         records, end = train_dishonest_round(
-            self.behaviour, ctx.config, ctx.dataset, theta, round_index, self.address, writer.save, self.seed,
-            self.start_moments(ctx, round_index),
+            self.behaviour, inputs.config, inputs.dataset, inputs.theta, inputs.round_index, inputs.solver,
+            writer.save, self.seed, inputs.start_moments,
         )  # fmt: skip
-        log_event(self.log, "trained dishonestly", round=round_index, adversary=f"cheat:{self.behaviour.value}")
+        log_event(self.log, "trained dishonestly", round=inputs.round_index, adversary=f"cheat:{self.behaviour.value}")
         return records, end
 
 
@@ -230,17 +230,17 @@ class WithholdingDocumentSolverNode(SolverNode):
 class WrongPayloadSolverNode(SolverNode):
     """In a codec run: honest training, but P_r = C(Δ + e_r + u) with an injected u (`make_injected_update`)."""
 
-    def build_payload(self, ctx: RunContext, r: int, delta: State, residual: State) -> PayloadStep:
-        log_event(self.log, "injecting an update into the payload", level=logging.WARNING, round=r)
-        return super().build_payload(ctx, r, make_injected_update(delta), residual)
+    def build_payload(self, inputs: SolverRoundInputs, delta: State, residual: State) -> PayloadStep:
+        log_event(self.log, "injecting an update into the payload", level=logging.WARNING, round=inputs.round_index)
+        return super().build_payload(inputs, make_injected_update(delta), residual)
 
 
 class WrongResidualSolverNode(SolverNode):
     """In a codec run: honest training and codec, but e_r + u carried in place of the e-chain's e_r."""
 
-    def carried_residual(self, ctx: RunContext, r: int, delta: State) -> State:
+    def carried_residual(self, ctx: RunContext, r: int, theta: State) -> State:
         log_event(self.log, "injecting an update through e", level=logging.WARNING, round=r)
-        return make_injected_update(super().carried_residual(ctx, r, delta))
+        return make_injected_update(super().carried_residual(ctx, r, theta))
 
 
 FORGED_MOMENT_SCALE = 4.0
@@ -362,12 +362,12 @@ class UnopenableSolverNode(SolverNode):
         ctx, r = self.load(), action.round
         kind = UNOPENABLE_ROOTS[r % len(UNOPENABLE_ROOTS)]
         rng = random.Random(f"{self.address}:{r}")
-        root, delta, tokens = rng.randbytes(32), rng.randbytes(32), 2**64 - 1
+        root, delta, tokens = to_hash32(rng.randbytes(32)), to_hash32(rng.randbytes(32)), 2**64 - 1
         for event in reversed(self.chain.get_events(ctx.created_block, names=["Committed"])):
             a = event.args
             mine = a["solver"].lower() == self.address.lower()
             if (kind == "copied-root" and not mine) or (kind == "previous-root" and mine):
-                root, delta, tokens = bytes(a["root"]), bytes(a["deltaHash"]), a["tokens"]
+                root, delta, tokens = to_hash32(bytes(a["root"])), to_hash32(bytes(a["deltaHash"])), a["tokens"]
                 break
         theta_hash = self.protocol.theta_of(ctx.run_id, r)
         self.save_record(RoundRecord(ctx.run_id, r, "trained", theta_hash, root, delta, tokens, None))
@@ -391,11 +391,9 @@ class MalformedSolverNode(SolverNode):
     def malformation(self, round_index: int) -> str:
         return MALFORMATIONS[round_index % len(MALFORMATIONS)]
 
-    def train_records(
-        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
-    ) -> tuple[list[SegmentRecord], State]:
-        records, end = super().train_records(ctx, theta, round_index, writer)
-        if self.malformation(round_index) == "short-document":
+    def train_records(self, inputs: RoundInputs, writer: BackgroundStateWriter) -> tuple[list[SegmentRecord], State]:
+        records, end = super().train_records(inputs, writer)
+        if self.malformation(inputs.round_index) == "short-document":
             return records[:1], end
         return records, end
 

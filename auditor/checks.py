@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.commitment import verify_commitment_doc
+from protocol.commitment import CommitmentDoc, verify_commitment_doc
 from protocol.config import TrainConfig
 from protocol.errors import GradledgerError
-from protocol.hashing import hash_to_hex
+from protocol.hashing import hash_to_hex, to_hash32
 from protocol.history.records import RunHistory
 from protocol.outer import compute_outer_step
 from protocol.replay import verify_leaf_chain
@@ -169,9 +169,12 @@ def rederive_thetas(
             break
         accepted = rnd.accepted
         deltas: dict[str, State] = {}
-        missing = []
+        missing: list[str] = []
         for solver in accepted:
             commitment = rnd.commitment_of(solver)
+            if commitment is None:  # the fold accepts only commitments it saw: a history built otherwise is broken
+                missing.append(f"accepted solver {solver} has no commitment in round {rnd.index}")
+                continue
             try:
                 deltas[solver] = (load_update or load_state)(commitment.delta_hash, f"Δ of {solver} round {rnd.index}")
             except GradledgerError as exc:
@@ -244,7 +247,7 @@ class DocumentFacts:
 
     round: int
     solver: str
-    doc: Any | None  # protocol.commitment.CommitmentDoc
+    doc: CommitmentDoc | None
     where: str
     searched: str
     checkpoint_problems: tuple[str, ...] = ()
@@ -253,8 +256,9 @@ class DocumentFacts:
 
 
 StartHashes = Mapping[tuple[int, str], str | None]
-"""(round, solver) -> the hash of the c_0 its first leaf must start at (θ_r with fresh or carried AdamW moments,
-auditor/audit.py `compute_start_hashes`), None when the carried moments it must hold could not be read."""
+"""(round, solver) -> the hash of the c_0 its first leaf must start at (θ_r with fresh or carried AdamW moments by
+protocol/moments.py's rule, auditor/artifact_reads.py `compute_start_hashes`), None when the carried moments it must
+hold could not be read."""
 
 
 def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashes: StartHashes) -> str | None:
@@ -264,6 +268,8 @@ def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashe
         return f"commitment document missing (searched {searched})"
     rnd = history.rounds[found.round]
     c = rnd.commitment_of(found.solver)
+    if c is None:
+        return f"a document of {found.solver}, who did not commit in round {rnd.index} (document at {found.where})"
     doc = found.doc
     reason = verify_commitment_doc(
         doc, history.run_id, rnd.index, c.solver, bytes.fromhex(c.root[2:]), bytes.fromhex(c.delta_hash[2:]), c.tokens
@@ -283,7 +289,7 @@ def judge_document(history: RunHistory, found: DocumentFacts | None, start_hashe
                 history.run_id,
                 rnd.index,
                 c.solver,
-                bytes.fromhex(start_hash[2:]),
+                to_hash32(start_hash),
                 history.terms.num_segments,
             )
     return None if reason is None else f"{reason} (document at {found.where})"
@@ -310,7 +316,7 @@ def check_documents(
 
 def check_checkpoints(history: RunHistory, facts: Mapping[tuple[int, str], DocumentFacts]) -> CheckResult:
     """Every checkpoint a document names is present and hash-correct; Δ = θ_r - c_H."""
-    problems = []
+    problems: list[str] = []
     checked = 0
     for (index, solver), found in sorted(facts.items()):
         if found.doc is None:

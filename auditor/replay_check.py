@@ -236,8 +236,9 @@ def check_replays(
     """The check `accepted work replays`: every sampled segment of every accepted commitment of a settled round
     replays, judged as a verifier judges it; with the warning naming the segments nobody serves.
 
-    `documents` are the accepted commitments' documents as `auditor/audit.py` read them. A commitment whose document
-    is missing or fails its check (`judge_document`) is not replayed: the `commitment documents` check fails on it.
+    `documents` are the accepted commitments' documents as `auditor/artifact_reads.py` read them. A commitment whose
+    document is missing or fails its check (`judge_document`) is not replayed: the `commitment documents` check fails
+    on it.
     """
     work = [(rnd, solver) for rnd in history.settled_rounds for solver in rnd.accepted]
     sample = {"replay": settings.describe(), "audit_seed": settings.seed, "accepted_commitments": len(work)}

@@ -77,10 +77,10 @@ def round_int8_blocks(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     return decoded.view_as(tensor), flat.numel() + 4 * blocks.shape[0]
 
 
-def make_low_rank_step(rank: int, iterations: int):  # type: ignore[no-untyped-def]
+def make_low_rank_step(rank: int, iterations: int):
     """A stand-in for `compress_with_feedback` with the low-rank family (same signature, same residual rule)."""
 
-    def step(update: Mapping[str, torch.Tensor], codec: Codec, residual: Mapping[str, torch.Tensor] | None = None):  # type: ignore[no-untyped-def]
+    def step(update: Mapping[str, torch.Tensor], codec: Codec, residual: Mapping[str, torch.Tensor] | None = None):
         target, decoded, size = {}, {}, 0
         for name, value in update.items():
             x = value.detach().to(torch.float32)
@@ -102,14 +102,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rank", type=int, required=True, help="r of the low-rank factors")
     parser.add_argument("--iterations", type=int, default=2, help="power iterations per matrix and round")
     args, rest = parser.parse_known_args(argv)
-    simulate.compress_with_feedback = make_low_rank_step(args.rank, args.iterations)  # type: ignore[assignment]
+    simulate.compress_with_feedback = make_low_rank_step(args.rank, args.iterations)
     probe = f"lowrank-r{args.rank}-i{args.iterations} (int8 factors; float, not a protocol codec)"
     summarize = diloco.summarize_codec
 
-    def summarize_probe(*a, **k):  # type: ignore[no-untyped-def]
+    def summarize_probe(*a, **k):
         return {**summarize(*a, **k), "probe": probe}
 
-    diloco.summarize_codec = summarize_probe  # type: ignore[assignment]
+    diloco.summarize_codec = summarize_probe
     diloco.main(rest if any(a.startswith("--tag") for a in rest) else [*rest, f"--tag=-probe-lowrank-r{args.rank}"])
 
 

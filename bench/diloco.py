@@ -65,14 +65,14 @@ from sim.simulate import (
 RUN_SEED = "0x" + "d1" * 32
 SYNC_SOLVER = get_simulated_solver(1000)
 LONE_SOLVER = get_simulated_solver(0)
-FULL = {
+FULL: dict[str, Any] = {
     "steps": 1500,
     "hs": "10,25,50",
     "main_h": 25,
     "batch": 0,
     "codecs": "int2-c4096-k192,int2-c1024-k128",
 }
-QUICK = {"steps": 500, "hs": "10", "main_h": 10, "batch": 8, "codecs": "int2-c4096-k192"}
+QUICK: dict[str, Any] = {"steps": 500, "hs": "10", "main_h": 10, "batch": 8, "codecs": "int2-c4096-k192"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

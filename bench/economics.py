@@ -2,8 +2,8 @@
 
     python bench/economics.py [--quick] [--rounds R] [--seed S] [--compute-share c] [--workers W]
 
-Presets: the demo's run terms (gradledger.demo.DEMO_RULES, H=20, k=5), the adversarial demo's
-(gradledger.adversarial_demo.ADVERSARIAL_RULES) and the documented production preset (devnet.runs.PRODUCTION_RULES,
+Presets: the demo's run terms (protocol.run_presets.DEMO, H=20, k=5), the adversarial demo's
+(protocol.run_presets.ADVERSARIAL) and the documented production preset (protocol.run_presets.PRODUCTION,
 H=500, k=10), each played by a population (protocol.economics.DEMO_POPULATION / PRODUCTION_POPULATION) and valued at
 `--round-value` ETH for all the shares of a round, with a round of training costing `--compute-share` of a solver's
 round reward R_s (default 1/2). The rules are issue 37's (protocol/economics_strategies.py: majority acceptance,
@@ -93,23 +93,33 @@ WATCHED_KINDS = ("forge_plant", "grief_plant")
 
 
 def build_presets(compute_share: Fraction, round_value: dict[str, int]) -> dict[str, Preset]:
-    """The demos' rules at the demos' H and k, and the production preset's at PRODUCTION_INNER_STEPS."""
-    from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT
-    from gradledger.adversarial_demo import ADVERSARIAL_RULES
-    from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
+    """The demos' presets and the production preset, each at the H and k it fixes (protocol/run_presets.py)."""
+    from protocol.run_presets import ADVERSARIAL, DEMO, PRODUCTION
 
     terms = {
-        "demo": (EconomicTerms.from_rules(DEMO_RULES, DEMO_INNER_STEPS, 5), DEMO_POPULATION),
-        "adversarial-demo": (EconomicTerms.from_rules(ADVERSARIAL_RULES, DEMO_INNER_STEPS, 5), DEMO_POPULATION),
-        "production": (
-            EconomicTerms.from_rules(PRODUCTION_RULES, PRODUCTION_INNER_STEPS, PRODUCTION_STEPS_PER_SEGMENT),
-            PRODUCTION_POPULATION,
-        ),
+        "demo": (EconomicTerms.from_creation(DEMO), DEMO_POPULATION),
+        "adversarial-demo": (EconomicTerms.from_creation(ADVERSARIAL), DEMO_POPULATION),
+        "production": (EconomicTerms.from_creation(PRODUCTION), PRODUCTION_POPULATION),
     }
     return {
         name: Preset(name, t, pop, build_valuation(t, pop, round_value[name], compute_share))
         for name, (t, pop) in terms.items()
     }
+
+
+def describe_terms(t: EconomicTerms) -> dict[str, Any]:
+    """A preset's terms in the report, under the names and in the order the report has always used (the model's
+    letters: samples s, seats v, rounds), whatever the Python types are called."""
+    run = t.run
+    return {
+        "inner_steps": t.inner_steps, "steps_per_segment": t.steps_per_segment, "samples": t.samples,
+        "seats": t.seats, "jury_size": run.jury_size, "solver_min_stake": run.solver_min_stake,
+        "verifier_min_stake": run.verifier_min_stake, "attestation_bond": run.attestation_bond,
+        "challenge_bond": run.challenge_bond, "solver_share_bps": run.solver_share_bps,
+        "verifier_share_bps": run.verifier_share_bps, "juror_share_bps": run.juror_share_bps,
+        "plant": t.plant.__dict__, "plant_pool": t.plant_pool, "rounds": t.rounds,
+        "unplantable_rounds": t.unplantable_rounds, "seed_from_randao": t.seed_from_randao,
+    }  # fmt: skip
 
 
 def run_job(preset: Preset, index: int | None, rounds: int, seed: int) -> dict[str, Any]:
@@ -164,7 +174,7 @@ def build_row(strategy: Strategy, index: int, preset: Preset, runs: dict, unwatc
         "caught_per_round": float(expectation.caught),
         "harm_to_honest_per_round": _eth(expectation.harm),
         "stake_field": field,
-        "stake_ratio_now": float(getattr(t, field) / solver) if field else None,
+        "stake_ratio_now": float(getattr(t.run, field) / solver) if field else None,
         "break_even_stake_ratio": float(stake / solver) if stake is not None else None,
         "break_even": status,
     }
@@ -209,7 +219,7 @@ def analyse_preset(preset: Preset, runs: dict, unwatched: dict) -> dict[str, Any
     ]
     p1 = compute_one_segment_detection(t)
     return {
-        "terms": {k: (v.__dict__ if k == "plant" else v) for k, v in t.__dict__.items()},
+        "terms": describe_terms(t),
         "population": {
             **pop.__dict__,
             "recheck_fraction": float(pop.recheck_fraction),
@@ -272,7 +282,7 @@ def analyse_preset(preset: Preset, runs: dict, unwatched: dict) -> dict[str, Any
             "lazy_pass_per_seat": float(rho),
             "accomplice_pass_on_faked_segment": float(pop.recheck_fraction),
         },
-        "constraints": {"penalty_at_most_verifier_stake": t.plant.penalty <= t.verifier_min_stake},
+        "constraints": {"penalty_at_most_verifier_stake": t.plant.penalty <= t.run.verifier_min_stake},
         "plant_pool_per_round_eth": _eth(rho * m * t.seats * t.plant.jackpot),
         "plant_pool_rounds": float(t.plant_pool / (rho * m * t.seats * t.plant.jackpot))
         if rho and t.plant.jackpot

@@ -73,9 +73,10 @@ def profit_of(strategy: Strategy, preset: Preset) -> Fraction:
 
 def with_stake(terms: EconomicTerms, field: str, value: int) -> EconomicTerms:
     if field != "verifier_min_stake":
-        return replace(terms, **{field: value})
-    penalty = terms.plant.penalty * value // terms.verifier_min_stake if terms.verifier_min_stake else 0
-    return replace(terms, verifier_min_stake=value, plant=replace(terms.plant, penalty=penalty))
+        stake: dict[str, Any] = {field: value}  # a field named at run time: mypy cannot check it by name
+        return terms.with_run(**stake)
+    penalty = terms.plant.penalty * value // terms.run.verifier_min_stake if terms.run.verifier_min_stake else 0
+    return replace(terms, creation=terms.creation.with_run(verifier_min_stake=value).with_plant(penalty=penalty))
 
 
 def compute_break_even_stake(strategy: Strategy, preset: Preset) -> tuple[str, int | None]:
@@ -90,7 +91,7 @@ def compute_break_even_stake(strategy: Strategy, preset: Preset) -> tuple[str, i
 
     if field is None or profit(0) <= 0:
         return ("always_pays" if field is None and profit(None) > 0 else "never_pays"), None
-    low, high = 0, max(getattr(preset.terms, field), ETH)
+    low, high = 0, max(getattr(preset.terms.run, field), ETH)
     while profit(high) > 0:
         low, high = high, high * 2
         if high > 2**128:
@@ -170,9 +171,9 @@ def sweep_frontier(base: Preset, quick: bool) -> list[dict[str, Any]]:
     ]
     points = []
     for k, s, v, f, rate in grid:
-        terms = replace(
-            base.terms, steps_per_segment=k, samples=s, seats=v, plant=replace(base.terms.plant, rate_bps=rate)
-        )
+        terms = base.terms.with_run(
+            steps_per_segment=k, samples_per_commitment=s, verifiers_per_commitment=v
+        ).with_plant(rate_bps=rate)
         preset = replace(base, terms=terms, population=replace(base.population, recheck_fraction=f))
         best, name = get_best(preset, skip_rule_bound=True)
         ratio = compute_verification_cost_ratio(terms, preset.population)
@@ -189,7 +190,10 @@ def sweep_break_even(base: Preset) -> list[dict[str, Any]]:
         for k in (5, 10, 25):
             for s in (1, 2):
                 for v in range(1, 7):
-                    terms = replace(base.terms, steps_per_segment=k, samples=s, seats=v, solver_min_stake=stake * ETH)
+                    terms = base.terms.with_run(
+                        steps_per_segment=k, samples_per_commitment=s, verifiers_per_commitment=v,
+                        solver_min_stake=stake * ETH,
+                    )  # fmt: skip
                     points.append({"stake_eth": stake, "k": k, "samples": s, "seats": v,
                                    "ratio": float(compute_verification_cost_ratio(terms, base.population)),
                                    "break_even_eth": _eth(compute_break_even_value(terms, base.population,

@@ -3,7 +3,7 @@
 Every draw is the protocol's own code -- plant decisions from each solver's secret chain and the previous round's seed
 base (protocol.planting), seeds, seats and samples (protocol.sampling), whistleblower selection
 (whistleblower.decide.is_selected), juries (protocol.jury.draw_jury, get_appeal_jury_size), acceptance
-(protocol.types.is_commitment_accepted with get_needed_seats) -- and every transfer is a payoff of protocol.economics
+(protocol.types.is_tally_accepted with get_needed_seats) -- and every transfer is a payoff of protocol.economics
 (dispute payouts, fault rewards, plant forfeits and jackpots, abstention fees, unresolved fees), plus share value and
 compute cost. Random inputs are hashes of (seed, purpose, round, ...), so a play with everyone honest and one with a
 strategy's players deviating see the same blocks. Each simulated round is a round of a run of `terms.rounds` rounds
@@ -33,7 +33,7 @@ from protocol.economics import (
     get_coalition_size,
 )
 from protocol.economics_strategies import Strategy, get_faking
-from protocol.hashing import keccak256
+from protocol.hashing import ZERO_HASH, Hash32, keccak256
 from protocol.jury import JurorEntry, draw_jury
 from protocol.merkle import SegmentLeaf, compute_leaf_hash
 from protocol.planting import compute_chain_seed, compute_secret_chain, get_round_secret, is_round_planted
@@ -43,11 +43,11 @@ from protocol.sampling import (
     compute_seat_seed,
     compute_seat_verifier_indices,
 )  # fmt: skip
-from protocol.types import get_needed_seats, is_commitment_accepted
+from protocol.types import get_needed_seats, is_tally_accepted
 from whistleblower.decide import is_selected
 
 RUN_ID = 1
-ZERO = "0x" + "00" * 32
+ZERO = ZERO_HASH
 
 
 def _address(tag: str, index: int) -> str:
@@ -149,9 +149,9 @@ class Simulation:
                 self.pay_verdict(compute_dispute_total(terms, bool(won)), signers, *BACKGROUND[:2])
         value = self.value.round_value
         for bps, payees in (
-            (terms.solver_share_bps, paid),
-            (terms.verifier_share_bps, standing),
-            (terms.juror_share_bps, self.votes),
+            (terms.run.solver_share_bps, paid),
+            (terms.run.verifier_share_bps, standing),
+            (terms.run.juror_share_bps, self.votes),
         ):
             for payee in payees:
                 self._book(payee, value * bps // BPS_DENOMINATOR // len(payees))
@@ -234,8 +234,8 @@ class Simulation:
 
         hits = [any(is_wrong(x) for x in samples) for _, _, samples in seats]
         if not openable or (role == "reroll_unopened" and not planted and any(hits)):  # reported unopened: slashed
-            self._book(solver, -terms.solver_min_stake, caught=True)
-            self._book(POOL, terms.solver_min_stake)
+            self._book(solver, -terms.run.solver_min_stake, caught=True)
+            self._book(POOL, terms.run.solver_min_stake)
             return False, []
         atts = []
         for (slot, verifier, samples), hit in zip(seats, hits, strict=True):
@@ -243,8 +243,8 @@ class Simulation:
             self._book(verifier, -replayed * self.segment_cost)
             self.steps["seat"] += replayed * terms.steps_per_segment
             if action == "abstain":  # R4: reported (the solver reports its own), the bond to the pool
-                self._book(verifier, -terms.attestation_bond, caught=True)
-                self._book(POOL, terms.attestation_bond)
+                self._book(verifier, -terms.run.attestation_bond, caught=True)
+                self._book(POOL, terms.run.attestation_bond)
             atts.append(Attestation(slot, verifier, action, hit, named))
         attested = [a for a in atts if a.action != "abstain"]
         if planted:  # the reveal: passes forfeit bond and penalty to the plant pool, fails earn the jackpot
@@ -260,8 +260,8 @@ class Simulation:
         provers = [a.verifier for a in atts if a.action == "fail" and a.state in ("final", "upheld")]
         provers += [a.challenger for a in atts if a.action == "pass" and a.state == "overturned"]
         if provers:
-            self._book(solver, -terms.solver_min_stake, caught=True)
-            per_prover, to_pool = compute_fault_reward(terms.solver_min_stake, len(provers))
+            self._book(solver, -terms.run.solver_min_stake, caught=True)
+            per_prover, to_pool = compute_fault_reward(terms.run.solver_min_stake, len(provers))
             for prover in provers:
                 self._book(prover, per_prover)
             self._book(POOL, to_pool)
@@ -269,7 +269,7 @@ class Simulation:
         faults = sum(a.action == "fail" and a.state != "overturned" for a in atts)
         faults += sum(a.action == "pass" and a.state == "overturned" for a in atts)
         passes += sum(a.action == "fail" and a.state == "overturned" for a in atts)  # cleared fails count as passes
-        accepted = is_commitment_accepted(passes, faults, self.needed)
+        accepted = is_tally_accepted(passes, faults, self.needed)
         if accepted and role == "poison":  # the poisoned Δ enters θ: worth V to the cheater outside the run
             self._book(solver, self.value.round_value)
         return accepted, [a.verifier for a in attested if a.state in ("final", "upheld")]
@@ -314,7 +314,7 @@ class Simulation:
                 self._book(a.verifier, -fee)
                 self._book(POOL, fee)
                 return True
-            self.pay_verdict(terms.solver_min_stake, signers, a.verifier, solver)
+            self.pay_verdict(terms.run.solver_min_stake, signers, a.verifier, solver)
             return False
         return True
 
@@ -335,7 +335,7 @@ class Simulation:
             self._book(PLANT_CHECKER, -fee)
             self._book(POOL, fee)
             return True
-        self.pay_verdict(terms.solver_min_stake, signers, PLANT_CHECKER, solver)
+        self.pay_verdict(terms.run.solver_min_stake, signers, PLANT_CHECKER, solver)
         return False
 
     def challenge(self, t: int, i: int, solver: str, atts: list[Attestation], wrong: frozenset[int]) -> None:
@@ -394,7 +394,7 @@ class Simulation:
         """The verdict (True: the challenger wins; None: unresolved after every appeal) and its signers."""
         terms = self.terms
         for appeals in range(MAX_APPEALS + 1):
-            size = get_appeal_jury_size(terms.jury_size, appeals)
+            size = get_appeal_jury_size(terms.run.jury_size, appeals)
             jury = draw_jury(self.registry, self._h("jury", t, label, appeals), size, parties, appeals)
             sides: dict[bool, list[str]] = {True: [], False: []}
             for seat in jury.eligible_seats:
@@ -429,7 +429,7 @@ def _draw_seats(
 
 
 @cache
-def _chain(key: bytes, rounds: int) -> tuple[bytes, ...]:
+def _chain(key: bytes, rounds: int) -> tuple[Hash32, ...]:
     return compute_secret_chain(compute_chain_seed(key, RUN_ID), rounds)
 
 

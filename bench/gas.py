@@ -10,12 +10,15 @@ and settled, shares are minted, revenue is paid and withdrawn. Every number is `
 transaction receipt. A table of all measured transactions goes to stdout; the last line is ONE JSON
 object with the gas of `commit`, `open`, `attest`, `challenge`, `verdict_jury5`, `verdict_jury21`, `settle`,
 `pay_revenue` and `withdraw_revenue`.
+
+A busy machine slows anvil down but cannot change a gas number, so the bench must only outlast it: the chain clock
+and mining go through ChainClient (answers checked; the seed-block gap mined in bounded chunks counted against the
+block number, issue 38), reads are retried, and transactions, which must not be sent twice, get a long HTTP timeout.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from devnet.anvil import AnvilProcess
-from devnet.deploy import DEPLOY_ORDER, get_constructor_args, get_create_address
-from devnet.toolchain import find_tool, get_contracts_dir
+from devnet.deploy import DEPLOY_ORDER, build_contracts, get_constructor_args, get_create_address, load_artifact
 from protocol import bls
-from protocol.adapters.chain import encode_block_header
+from protocol.adapters.chain import ChainClient
 from protocol.hashing import keccak256
 from protocol.jury import (
     JurorEntry,
@@ -43,6 +45,7 @@ from protocol.jury import (
 )
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
 from protocol.sampling import compute_sample, compute_sampling_seed, compute_seat_seed
+from protocol.types import get_randao_block
 
 UNBONDING_DELAY = 7 * 24 * 3600
 WINDOW = 3600
@@ -51,6 +54,9 @@ ETHER = 10**18
 ROLE_SOLVER, ROLE_VERIFIER = 1, 2
 KIND_ATTESTATION = 1
 JURORS = 24
+SEND_TIMEOUT_S = 300
+"""HTTP timeout of a transaction (automined: the answer waits for its block). Never retried, so it is long: a
+loaded machine once made anvil take over 30 s (web3's default) for one call."""
 SEGMENTS = 8
 SAMPLES = 2
 TARGETS = {
@@ -80,7 +86,11 @@ class Bench:
     """A deployment on anvil plus the gas of every transaction sent through it."""
 
     w3: Web3
+    chain: ChainClient
+    """The same anvil through the one chain client: retried reads, checked devnet calls, chunked mining."""
     contracts: dict[str, Any]
+    artifacts: Path
+    """forge's out/ directory (ABIs of contracts deployed on the way, such as a run's share token)."""
     gas: dict[str, int] = field(default_factory=dict)
 
     def send(self, label: str | None, sender: str, fn: Any, value: int = 0) -> Any:
@@ -94,8 +104,10 @@ class Bench:
         return receipt
 
     def call(self, contract: str, function: str, *args: Any) -> Any:
-        """Read a view function."""
-        return self.contracts[contract].functions[function](*args).call()
+        """Read a view function (retried on a timeout: a read can run twice)."""
+        if not self.chain.has_contract(contract):
+            self.chain.add_contract(contract, self.contracts[contract].address, self.contracts[contract].abi)
+        return self.chain.call(contract, function, *args)
 
     def fn(self, contract: str, function: str, *args: Any) -> Any:
         """A bound contract function, ready to transact."""
@@ -103,48 +115,38 @@ class Bench:
 
     def advance(self, seconds: int) -> None:
         """Move the chain clock forward and mine a block (windows are in block timestamps)."""
-        self.w3.provider.make_request("evm_increaseTime", [seconds])
-        self.w3.provider.make_request("evm_mine", [])
+        self.chain.increase_time(seconds)
 
     def mine_past(self, block: int) -> None:
-        """Mine empty blocks (same timestamp) until the chain is past `block` (a round's seed block)."""
-        missing = block - self.w3.eth.block_number + 1
-        if missing > 0:
-            self.w3.provider.make_request("anvil_mine", [hex(missing), hex(0)])
+        """Mine empty blocks (0 s apart) until the chain is past `block` (a round's RANDAO block): hundreds of
+        them, in bounded chunks (ChainClient.mine_blocks)."""
+        self.chain.mine_blocks(block - self.chain.block_number() + 1, interval_s=0)
 
     def mine(self) -> None:
         """Mine one empty block."""
-        self.w3.provider.make_request("evm_mine", [])
+        self.chain.mine()
 
     def header(self, block: int) -> bytes:
-        """Block `block`'s RLP-encoded header: drawSeed proves the seed block's RANDAO value with it."""
-        header = encode_block_header(self.w3.eth.get_block(block))
-        if keccak256(header) != bytes(self.w3.eth.get_block(block)["hash"]):
-            raise RuntimeError(f"block {block}'s header does not hash to its hash: unknown header layout")
-        return header
+        """Block `block`'s RLP-encoded header, checked against its hash: drawSeed proves its RANDAO value with it."""
+        return self.chain.get_block_header_rlp(block)
 
 
-def load_artifact(name: str) -> tuple[list[dict[str, Any]], str]:
-    """(abi, creation bytecode) from forge's out/ directory."""
-    data = json.loads((get_contracts_dir() / "out" / f"{name}.sol" / f"{name}.json").read_text())
-    return data["abi"], data["bytecode"]["object"]
-
-
-def deploy(w3: Web3, deployer: str) -> dict[str, Any]:
-    """Deploy the contracts in ProtocolDeployer's order, each with its peers' predicted addresses."""
-    nonce = w3.eth.get_transaction_count(deployer)
+def deploy(w3: Web3, deployer: str, artifacts: Path) -> dict[str, Any]:
+    """Deploy the contracts in ProtocolDeployer's order, each with its peers' predicted addresses (forge's
+    `artifacts` directory)."""
+    nonce = w3.eth.get_transaction_count(to_checksum_address(deployer))
     addr = {name: get_create_address(deployer, nonce + i) for i, name in enumerate(DEPLOY_ORDER)}
     # 12-second blocks: the hour-long windows fit a 12-second chain's seed horizon (RunRegistry._validateWindows), and
     # mine_past mines the seed block's 300 blocks without moving the clock
     args = get_constructor_args(addr, UNBONDING_DELAY, block_seconds=BLOCK_SECONDS)
     contracts = {}
     for name in DEPLOY_ORDER:
-        abi, bytecode = load_artifact(name)
+        abi, bytecode = load_artifact(artifacts, name)
         tx = w3.eth.contract(abi=abi, bytecode=bytecode).constructor(*args[name]).transact({"from": deployer})
         receipt = w3.eth.wait_for_transaction_receipt(tx)
         if receipt["contractAddress"] != addr[name]:
             raise RuntimeError(f"{name} deployed at {receipt['contractAddress']}, expected {addr[name]}")
-        contracts[name] = w3.eth.contract(address=addr[name], abi=abi)
+        contracts[name] = w3.eth.contract(address=to_checksum_address(addr[name]), abi=abi)
     return contracts
 
 
@@ -239,7 +241,7 @@ class Scenario:
         self.unopened_solver = accounts[10]  # commits in run B and never opens
         self.juror_accounts = accounts[11 : 11 + JURORS]
         self.jurors: list[Juror] = []
-        self.chain_id = bench.w3.eth.chain_id
+        self.chain_id = bench.chain.chain_id
 
     def setup_jurors(self) -> None:
         """Stake and register JURORS jurors with py_ecc keys and proofs of possession."""
@@ -330,7 +332,7 @@ class Scenario:
         """(dispute id, the jury protocol.jury draws for it from the registry and the seed block's hash)."""
         dispute_id = self.b.call("Disputes", "disputeIdOf", subject)
         opened_block = self.b.call("Disputes", "disputeOf", dispute_id)[2]
-        seed = compute_jury_seed(self.b.w3.eth.get_block(opened_block + 1)["hash"], dispute_id)
+        seed = compute_jury_seed(self.b.chain.get_block(opened_block + 1)["hash"], dispute_id)
         jury_size = self.b.call("RunRegistry", "runParams", subject[1])[6]
         appeals = self.b.call("Disputes", "disputeOf", dispute_id)[5]
         return dispute_id, draw_jury(self._registry(), seed, jury_size, [self.challenger, subject[3]], appeals)
@@ -355,6 +357,8 @@ class Scenario:
             for s in jury.eligible_seats[:signer_count]
         ]
         v = assemble_verdict(jury, votes)
+        if v is None:
+            raise RuntimeError(f"{signer_count} of {len(pool)} jurors reach no quorum: no verdict to submit")
         self.b.send(
             label,
             self.creator,
@@ -388,8 +392,9 @@ class Scenario:
 
         b.advance(WINDOW)  # attestation window
         seed_blocks = [b.call("RunRegistry", "roundTimes", run)[6] for run in (run_a, run_b)]  # seedBlock
-        b.mine_past(max(seed_blocks))
-        headers = [b.header(block) for block in seed_blocks]
+        randao_blocks = [get_randao_block(block) for block in seed_blocks]  # drawSeed proves the next block's mixHash
+        b.mine_past(max(randao_blocks))
+        headers = [b.header(block) for block in randao_blocks]
         b.send("draw_seed", self.creator, b.fn("Verification", "drawSeed", run_a, 0, headers[0]))
         b.send(None, self.creator, b.fn("Verification", "drawSeed", run_b, 0, headers[1]))
         self.open(ca1, "open")
@@ -426,7 +431,7 @@ class Scenario:
         b.send("pay_revenue", self.payer, b.fn("ModelShares", "payRevenue", run_a), value=10 * ETHER)
         b.advance(24 * 3600)
         token_address = b.call("ModelShares", "shareToken", run_a)
-        token_abi, _ = load_artifact("RunShares")
+        token_abi, _ = load_artifact(b.artifacts, "RunShares")
         b.contracts["RunShares"] = b.w3.eth.contract(address=token_address, abi=token_abi)
         b.send("withdraw_revenue", a3, b.fn("RunShares", "withdrawRevenue"))
         b.send("share_transfer", a3, b.fn("RunShares", "transfer", self.payer, 10 * ETHER))
@@ -434,22 +439,14 @@ class Scenario:
         b.send(None, a3, b.fn("RunShares", "withdrawRevenue"))
 
 
-def build_contracts() -> None:
-    """forge build (offline); artifacts land in contracts/out."""
-    result = subprocess.run(
-        [str(find_tool("forge")), "build"], cwd=get_contracts_dir(), capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"forge build failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-
-
 def main() -> int:
     """Deploy on a fresh anvil, play the scenario, print the table and the JSON line."""
-    build_contracts()
+    artifacts = build_contracts()  # forge build (offline), one at a time per checkout
     with AnvilProcess(accounts=11 + JURORS) as anvil:
-        w3 = Web3(Web3.HTTPProvider(anvil.rpc_url))
-        accounts = [to_checksum_address(a) for a in w3.eth.accounts]
-        bench = Bench(w3=w3, contracts=deploy(w3, accounts[0]))
+        w3 = Web3(Web3.HTTPProvider(anvil.rpc_url, request_kwargs={"timeout": SEND_TIMEOUT_S}))
+        chain = ChainClient(anvil.rpc_url)
+        accounts: list[str] = [to_checksum_address(a) for a in w3.eth.accounts]
+        bench = Bench(w3=w3, chain=chain, contracts=deploy(w3, accounts[0], artifacts), artifacts=artifacts)
         Scenario(bench, accounts).play()
     width = max(len(k) for k in bench.gas)
     print(f"{'transaction'.ljust(width)}  gas      target")

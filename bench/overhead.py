@@ -17,9 +17,12 @@ what a solver node adds to that round, in three measured parts:
   writer that works the whole time, x the seconds one job of the writer takes, x segments).
 - commit_s: one real `commit` transaction on a fresh anvil.
 
-overhead_pct = 100 x protocol_s / train_s. paired_difference_s (node round minus bare round,
-median) is printed as a cross-check; it carries the host's noise in full. One warm-up pair is
-run first and not counted. Models: the demo's default preset and the "large" preset (~10x
+overhead_pct = 100 x protocol_s / train_s. The bare and node rounds of a repetition run back to
+back, in alternating order (bench/interleaved.py's rule: load from other jobs hits both alike),
+and each repetition gives one overhead figure; overhead_pct_spread is their min, quartiles and
+max (issue 38: a ratio without its spread misleads on a busy machine). paired_difference_s (node
+round minus bare round, median) is printed as a cross-check; it carries the host's noise in
+full. One warm-up pair is run first and not counted. Models: the demo's default preset and the "large" preset (~10x
 parameters), both at the demo's H = 20, k = 5. --quick: the demo model only, fewer repetitions.
 Last line: one JSON object with train_s, protocol_s, overhead_pct (demo model) and `models`.
 """
@@ -44,9 +47,12 @@ pin_execution_environment()  # before torch loads: the execution profile's kerne
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is not installed: import it as `bench`
+
+from bench.interleaved import compute_spread
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
-from devnet.runs import RunRules, build_run_terms
+from devnet.runs import build_run_terms
 from protocol import training
 from protocol.adapters.artifacts import BackgroundStateWriter, LocalArtifactStore, put_state
 from protocol.adapters.chain import ChainClient
@@ -59,6 +65,7 @@ from protocol.data import build_token_dataset
 from protocol.hashing import hash_to_hex
 from protocol.model import build_model
 from protocol.outer import get_initial_global_state
+from protocol.run_presets import TINY
 from protocol.sketch import encode_sketch
 from protocol.state import compute_state_hash
 from protocol.training import (
@@ -186,12 +193,12 @@ def commit_seconds(config, doc: CommitmentDoc, out_dir: Path) -> float:
     with AnvilProcess() as anvil:
         chain = ChainClient(anvil.rpc_url)
         protocol = ProtocolClient(ChainClient(anvil.rpc_url, deploy_protocol(chain, get_devnet_account(0), out_dir)))
-        rules = RunRules(rounds=1, commit_window_s=3600)
+        rules = TINY.with_run(max_rounds=1, commit_window=3600)
         terms = build_run_terms(
-            compute_config_hash(config), bytes.fromhex(config.data.dataset_root[2:]), doc.theta_hash, config, rules
+            compute_config_hash(config), bytes.fromhex(config.data.dataset_root[2:]), doc.theta_hash, config, rules.run
         )
         run_id, _ = protocol.create_run(get_devnet_account(0), terms, 10**18)
-        protocol.deposit_stake(SOLVER, ROLE_SOLVER, rules.solver_min_stake_wei)
+        protocol.deposit_stake(SOLVER, ROLE_SOLVER, rules.run.solver_min_stake)
         protocol.join_run(SOLVER, run_id)
         start = time.perf_counter()
         protocol.commit(SOLVER, run_id, 0, Commitment(doc.root, doc.delta_hash, doc.tokens))
@@ -208,19 +215,25 @@ def measure(preset: str, inner_steps: int, reps: int, manifest, shards, out_dir:
     bare, node, critical = [], [], []
     doc = None
     for rep in range(reps + 1):  # rep 0 warms up allocator and kernels; it is not counted
-        bare_s, bare_inner_s = bare_training(config, dataset, theta)
+        if rep % 2:  # bare first on odd repetitions, node first on even ones
+            bare_s, bare_inner_s = bare_training(config, dataset, theta)
         with tempfile.TemporaryDirectory() as tmp:
             node_s, node_inner_s, doc = node_round(config, dataset, theta, LocalArtifactStore(Path(tmp)))
+        if not rep % 2:
+            bare_s, bare_inner_s = bare_training(config, dataset, theta)
         if rep:
             bare.append(bare_s)
             node.append(node_s)
             # Time the node spends outside the inner steps, beyond the set-up bare training has too.
             critical.append((node_s - node_inner_s) - (bare_s - bare_inner_s))
+    if doc is None:  # reps + 1 >= 1 rounds ran
+        raise RuntimeError("no round ran: nothing to commit")
     commit = commit_seconds(config, doc, out_dir)
     slowdown, job_s = writer_slowdown(config, dataset, theta, pairs=2 * reps)
     contention = max(0.0, slowdown) * job_s * config.train.num_segments
     train_s = statistics.median(bare)
     protocol_s = statistics.median(critical) + contention + commit
+    per_rep = compute_spread([100 * (c + contention + commit) / b for c, b in zip(critical, bare, strict=True)])
     return {
         "preset": preset,
         "parameters": sum(v.numel() for v in theta.values()),
@@ -237,6 +250,7 @@ def measure(preset: str, inner_steps: int, reps: int, manifest, shards, out_dir:
         "commit_s": round(commit, 4),
         "protocol_s": round(protocol_s, 4),
         "overhead_pct": round(100 * protocol_s / train_s, 2),
+        "overhead_pct_spread": per_rep.as_json(2),
         "threads": torch.get_num_threads(),
     }
 

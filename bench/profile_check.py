@@ -8,7 +8,9 @@ loads (protocol/adapters/execution_env.py):
   with the committed goldens (protocol/goldens.json): `goldens.one_hash_per_model`, `goldens.reproduces`;
 - the step time of the built-in GPT (the default preset, ~0.8M parameters) and of the tiny Llama (examples/) under
   the pins and in an unpinned process (GRADLEDGER_EXECUTION_PINS=off: the CPU's native kernels), alternating, the
-  best of `--repeats` runs of `--steps` timed steps each: `profile_slowdown` = pinned / unpinned - 1 per model.
+  best of `--repeats` runs of `--steps` timed steps each: `profile_slowdown` = pinned / unpinned - 1 per model;
+  `profile_slowdown_spread`: min, quartiles and max of that figure over the `--repeats` adjacent pairs (issue 38: a
+  ratio of a busy machine needs its spread).
 
 `--device cuda` does the same on a GPU with the CUDA settings a GPU profile would pin (docs/determinism.md:
 deterministic algorithms, CUBLAS_WORKSPACE_CONFIG=:4096:8, TF32 off, cuDNN deterministic) against an unpinned
@@ -35,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a bare copy of the repository (a GPU machine) has the project uninstalled
 
+from bench.interleaved import compute_spread
 from protocol.adapters.execution_env import get_unpinned_environment, pin_execution_environment
 
 pin_execution_environment()  # before torch loads: the execution profile's kernels (docs/determinism.md)
@@ -171,9 +174,9 @@ def measure_goldens(args: argparse.Namespace, profile: str) -> dict[str, Any]:
 
 def measure_slowdown(args: argparse.Namespace, profile: str) -> dict[str, Any]:
     times: dict[str, dict[str, list[float]]] = {m: {"pinned": [], "unpinned": []} for m in TIMED_MODELS}
-    for _ in range(args.repeats):
+    for repeat in range(args.repeats):
         for model in TIMED_MODELS:
-            for pinned in (True, False):  # alternating, so a burst of load hits both alike
+            for pinned in (True, False) if repeat % 2 == 0 else (False, True):  # in turns: load hits both alike
                 spec = {"task": "time", "device": args.device, "threads": args.timing_threads, "profile": profile,
                         "model": model, "steps": args.steps}  # fmt: skip
                 times[model]["pinned" if pinned else "unpinned"].append(measure(spec, pinned)["step_ms"])
@@ -182,6 +185,10 @@ def measure_slowdown(args: argparse.Namespace, profile: str) -> dict[str, Any]:
         "step_ms": best,
         "step_ms_median": {m: {k: statistics.median(v) for k, v in t.items()} for m, t in times.items()},
         "profile_slowdown": {m: round(b["pinned"] / b["unpinned"] - 1, 4) for m, b in best.items()},
+        "profile_slowdown_spread": {
+            m: compute_spread([p / u - 1 for p, u in zip(t["pinned"], t["unpinned"], strict=True)]).as_json()
+            for m, t in times.items()
+        },
     }
 
 

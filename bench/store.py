@@ -12,9 +12,13 @@ it back with `get`, which checks its hash:
   S3 gateway (MinIO's S3 code over an in-memory volume; default) or moto (`--server moto`, what most tests use);
 - local: `LocalArtifactStore` in a temporary directory (hash, write, fsync, as a node stores).
 
-MB/s is bytes / 1e6 / seconds, the median over the repetitions. --quick: the same state, fewer repetitions.
-Human lines go to stderr; the last stdout line is one JSON object: put_mb_s, get_mb_s (S3), local_put_mb_s,
-local_get_mb_s, ratios, state_bytes, part_bytes, concurrency, server.
+MB/s is bytes / 1e6 / seconds, the median over the repetitions. The two backends take turns (local then S3, then S3
+then local, ...: bench/interleaved.py), after one untimed warm-up each, so a burst of load from another job lands
+on both sides of a pair rather than on one backend's whole block; each pair gives one S3/local ratio, reported as
+the median (`put_ratio`, `get_ratio`) and its spread (`*_ratio_spread`: min, quartiles, max). --quick: the same
+state, fewer repetitions. Human lines go to stderr; the last stdout line is one JSON object: put_mb_s, get_mb_s
+(S3), local_put_mb_s, local_get_mb_s, put_ratio, get_ratio, put_ratio_spread, get_ratio_spread, state_bytes,
+part_bytes, concurrency, server.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.interleaved import compute_paired_ratios, compute_spread
 from devnet.s3server import SERVERS
 from protocol.adapters.artifacts import ArtifactStore, LocalArtifactStore, put_state
 from protocol.adapters.object_store import DEFAULT_CONCURRENCY, DEFAULT_PART_BYTES, S3ArtifactStore
@@ -68,24 +73,35 @@ def nudge(state: State, rep: int) -> State:
     return changed
 
 
-def measure(store: ArtifactStore, state: State, reps: int, size: int, label: str) -> tuple[float, float]:
-    """(median put MB/s, median get MB/s) of `reps` fresh states through `store`."""
-    puts, gets = [], []
+def put_and_get(store: ArtifactStore, state: State, size: int, label: str) -> tuple[float, float]:
+    """(put MB/s, get MB/s) of one fresh state through `store`, read back and checked."""
+    started = time.perf_counter()
+    digest = put_state(store, state)
+    put_s = time.perf_counter() - started
+    started = time.perf_counter()
+    data = store.get(digest)
+    get_s = time.perf_counter() - started
+    if len(data) != size:
+        raise SystemExit(f"{label}: read back {len(data)} bytes, stored {size}")
+    return size / 1e6 / put_s, size / 1e6 / get_s
+
+
+def measure(
+    stores: dict[str, ArtifactStore], state: State, reps: int, size: int
+) -> dict[str, list[tuple[float, float]]]:
+    """(put MB/s, get MB/s) per repetition and store, the stores taking turns (reversed every other repetition),
+    after one untimed warm-up each; every put is of a state no store has seen (nothing skipped as stored)."""
+    labels = list(stores)
+    for i, label in enumerate(labels):
+        put_and_get(stores[label], nudge(state, 10_000 + i), size, label)
+    rates: dict[str, list[tuple[float, float]]] = {label: [] for label in labels}
     for rep in range(reps):
-        fresh = nudge(state, rep + (1000 if label == "local" else 0))
-        started = time.perf_counter()
-        digest = put_state(store, fresh)
-        put_s = time.perf_counter() - started
-        started = time.perf_counter()
-        data = store.get(digest)
-        get_s = time.perf_counter() - started
-        if len(data) != size:
-            raise SystemExit(f"{label}: read back {len(data)} bytes, stored {size}")
-        del data
-        puts.append(size / 1e6 / put_s)
-        gets.append(size / 1e6 / get_s)
-        say(f"  {label} rep {rep + 1}/{reps}: put {puts[-1]:7.1f} MB/s  get {gets[-1]:7.1f} MB/s")
-    return statistics.median(puts), statistics.median(gets)
+        for label in labels if rep % 2 == 0 else reversed(labels):
+            fresh = nudge(state, rep + 1000 * labels.index(label))
+            rates[label].append(put_and_get(stores[label], fresh, size, label))
+            put, get = rates[label][-1]
+            say(f"  {label} rep {rep + 1}/{reps}: put {put:7.1f} MB/s  get {get:7.1f} MB/s")
+    return rates
 
 
 def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "juicefs") -> dict[str, object]:
@@ -93,21 +109,25 @@ def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "
     state = build_state()
     size = len(encode_state(state))
     say(f"state: large-preset checkpoint, {len(state)} tensors, {size / 1e6:.1f} MB; {reps} repetition(s)")
-    with tempfile.TemporaryDirectory(prefix="gradledger-bench-store-") as tmp:
-        local = LocalArtifactStore(Path(tmp) / "artifacts")
-        local_put, local_get = measure(local, state, reps, size, "local")
-    with SERVERS[server_name]() as server:
+    with tempfile.TemporaryDirectory(prefix="gradledger-bench-store-") as tmp, SERVERS[server_name]() as server:
         os.environ.update(server.env())
         server.create_bucket(BUCKET)
-        store = S3ArtifactStore(BUCKET, "bench", part_bytes=part_bytes, concurrency=concurrency)
-        s3_put, s3_get = measure(store, state, reps, size, "s3")
+        s3 = S3ArtifactStore(BUCKET, "bench", part_bytes=part_bytes, concurrency=concurrency)
+        rates = measure({"local": LocalArtifactStore(Path(tmp) / "artifacts"), "s3": s3}, state, reps, size)
+    (local_puts, local_gets), (s3_puts, s3_gets) = (list(zip(*rates[label], strict=True)) for label in ("local", "s3"))
+    local_put, local_get = statistics.median(local_puts), statistics.median(local_gets)
+    s3_put, s3_get = statistics.median(s3_puts), statistics.median(s3_gets)
+    put_spread = compute_spread(compute_paired_ratios(s3_puts, local_puts))
+    get_spread = compute_spread(compute_paired_ratios(s3_gets, local_gets))
     result: dict[str, object] = {
         "put_mb_s": round(s3_put, 1),
         "get_mb_s": round(s3_get, 1),
         "local_put_mb_s": round(local_put, 1),
         "local_get_mb_s": round(local_get, 1),
-        "put_ratio": round(s3_put / local_put, 3),
-        "get_ratio": round(s3_get / local_get, 3),
+        "put_ratio": round(put_spread.median, 3),
+        "get_ratio": round(get_spread.median, 3),
+        "put_ratio_spread": put_spread.as_json(3),
+        "get_ratio_spread": get_spread.as_json(3),
         "state_bytes": size,
         "part_bytes": part_bytes,
         "concurrency": concurrency,
@@ -117,7 +137,9 @@ def run_bench(reps: int, part_bytes: int, concurrency: int, server_name: str = "
     }
     say(
         f"S3: put {s3_put:.1f} MB/s, get {s3_get:.1f} MB/s; local: put {local_put:.1f} MB/s, get {local_get:.1f} "
-        f"MB/s; S3/local: put {result['put_ratio']}, get {result['get_ratio']} (target >= 0.5 both)"
+        f"MB/s; S3/local (median pair, min-max): put {result['put_ratio']} "
+        f"({put_spread.min:.3f}-{put_spread.max:.3f}), get {result['get_ratio']} "
+        f"({get_spread.min:.3f}-{get_spread.max:.3f}) (target >= 0.5 both)"
     )
     return result
 

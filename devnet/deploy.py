@@ -10,6 +10,7 @@ ABI of the per-run share token `RunShares`, whose address comes from each `RunCr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 from pathlib import Path
@@ -50,7 +51,14 @@ def get_create_address(deployer: str, nonce: int) -> str:
 def build_contracts(contracts_dir: Path | None = None) -> Path:
     """`forge build` (offline, npm compiler); returns the artifacts directory."""
     root = contracts_dir or get_contracts_dir()
-    result = subprocess.run([str(find_tool("forge")), "build"], cwd=root, capture_output=True, text=True, timeout=900)
+    (root / "cache").mkdir(exist_ok=True)
+    # One build at a time per checkout: parallel test workers and nodes all call this, and two forge builds writing
+    # the same out/ could let a deploy read a half-written artifact.
+    with open(root / "cache" / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(
+            [str(find_tool("forge")), "build"], cwd=root, capture_output=True, text=True, timeout=900
+        )
     if result.returncode != 0:
         raise ToolchainError(f"forge build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return root / "out"
@@ -131,7 +139,7 @@ def deploy_protocol(
     for name in DEPLOY_ORDER:
         abi, bytecode = artifacts[name]
         result = client.deploy(deployer, abi, bytecode, *constructor_args[name])
-        if to_checksum_address(result.contract_address) != predicted[name]:
+        if result.contract_address is None or to_checksum_address(result.contract_address) != predicted[name]:
             raise ToolchainError(
                 f"{name} deployed at {result.contract_address}, expected {predicted[name]}: another transaction "
                 f"from {deployer.address} interleaved with the deployment; deploy again from an idle account"

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -189,7 +190,7 @@ def start_devnet(home: Path, port: int | None = None) -> tuple[DevnetInfo, bool]
 def _resume_clock(rpc_url: str) -> None:
     """Set anvil's clock to the latest block's time when that is ahead of the wall clock (anvil forgets its
     time offset on restart and would stamp the next block before its parent)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": ["latest", False]}
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": ["latest", False]}
     latest = int(requests.post(rpc_url, json=body, timeout=30).json()["result"]["timestamp"], 16)
     if latest > time.time():
         body = {"jsonrpc": "2.0", "id": 2, "method": "evm_setTime", "params": [latest]}

@@ -16,6 +16,7 @@ announcing the address it was given. The root namespace only deploys the contrac
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -186,7 +187,7 @@ def run_across_hosts(
             start("whistleblower", "whistleblower", "watch", "--run", str(run_id), "--exit-when-done"),
         ]
         for node in nodes:
-            _wait(lambda node=node: _healthy(node.url or ""), 180, f"{node.host} to serve", parties)
+            _wait(functools.partial(_healthy, node.url or ""), 180, f"{node.host} to serve", parties)
             log(f"{node.host} host {node.url}: running")
         handles = lambda: [(n.url or "", n.process) for n in nodes]  # noqa: E731
         with drive(protocol, run_id, handles) if drive is not None else nullcontext():

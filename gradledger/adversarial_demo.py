@@ -47,8 +47,9 @@ from rich.console import Console
 from rich.table import Table
 
 from devnet.lifecycle import get_home
-from devnet.runs import ETH, RunRules
+from devnet.runs import ETH
 from gradledger.demo import DEVNET_NODE_FLAGS, Participant, Scenario, _cli, play_scenario
+from protocol.run_presets import ADVERSARIAL
 
 PARTICIPANTS = (
     Participant("solver-1", 1, "solver"),
@@ -66,17 +67,6 @@ ADVERSARIES = {
     "verifier-2": ("--adversary", "lazy"),
     "solver-4": ("--adversary", "unopenable"),
 }
-ADVERSARIAL_RULES = RunRules(
-    rounds=3, samples_per_commitment=1, verifiers_per_commitment=2, jury_size=3, commit_window_s=45,
-    attest_window_s=35, challenge_window_s=25, dispute_timeout_s=90, challenge_bond_wei=6 * ETH,
-    plant_rate_bps=1000, plant_jackpot_wei=ETH, plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH,
-    start_delay_s=60,
-)  # fmt: skip
-"""Windows sized for 8 node processes sharing 2 CPU cores: every verifier and the whistleblower must
-replay its samples of the default model inside the attest and challenge windows. Round 0 starts 60 s after
-createRun, so the plant terms are set before the start and every round can be planted from round 0 for the solvers
-that anchor before it (docs/economics.md): the nodes start before the run is created, and 60 s covers all of
-them joining and anchoring on 2 busy cores (a solver that anchors later is unpaid in its first two rounds)."""
 ROLE_NAMES = {1: "solver", 2: "verifier"}
 
 
@@ -96,7 +86,7 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
     """Run the adversarial demo; returns the summary (also written to `json_path`)."""
     console = console or Console(stderr=True)
     scenario = Scenario(
-        PARTICIPANTS, ADVERSARIAL_RULES, "0x" + "00" * 31 + "2b", _command,
+        PARTICIPANTS, ADVERSARIAL, "0x" + "00" * 31 + "2b", _command,
         "4 solvers (solver-3 cheats, solver-4 commits unopenable roots), 2 verifiers (verifier-2 is lazy), "
         "2 jurors and a whistleblower running",
         extra_summary=lambda protocol, run_id: _dispute_and_plant_summary(protocol, run_id, get_home(home), console),
@@ -130,7 +120,7 @@ def build_dispute_summary(protocol, run_id: int) -> dict:
     from protocol.adapters.keys import get_devnet_account
     from protocol.types import ROLE_VERIFIER
 
-    labels = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
+    labels: dict[str, str] = {get_devnet_account(p.account).address: p.label for p in PARTICIPANTS}
     chain = protocol.chain
     events = chain.get_events(chain.manifest.deployed_block)
     attesters: dict[tuple, str] = {}
@@ -224,7 +214,7 @@ def check_adversarial_summary(summary: dict) -> list[str]:
     problems = []
     if summary["contract_balance_wei"] != summary["owed_wei"]:
         problems.append("the contracts' ETH balance differs from what the events say they owe")
-    if summary["rounds_settled"] < ADVERSARIAL_RULES.rounds:
+    if summary["rounds_settled"] < ADVERSARIAL.run.max_rounds:
         problems.append(f"only {summary['rounds_settled']} rounds settled")
     by_label = {p["label"]: p for p in summary["participants"]}
     slashed = {s["label"] for s in summary["slashed"]}

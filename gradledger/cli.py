@@ -2,6 +2,11 @@
 
 Errors gradledger raises on purpose (`GradledgerError`) are printed as one clear line on
 stderr with exit status 1; anything else is a bug and keeps its traceback.
+
+INVARIANT: importing this module, and printing any command's `--help`, loads no torch, web3, eth_account,
+transformers or role package (tests/gradledger/test_cli_imports.py): a command imports what it needs inside the
+function that runs, and options are declared with light types only, so the start-up every `gradledger` process pays
+stays well under a second of CPU (issue 38; bench/cli_startup.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -140,10 +145,12 @@ def demo(
         raise typer.Exit(1)
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point; `argv` (default: the process's arguments) lets a test run a command in its own
+    process with the same error handling, instead of paying a new interpreter's start-up per bad input."""
     try:
-        app()
+        app(args=argv)
     except GradledgerError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # soft_wrap: the message is never broken inside a path or a value; the terminal wraps long lines itself
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)

@@ -1,4 +1,9 @@
-"""Options every node command shares, resolved in one place: home, RPC, manifest, key, peers."""
+"""Options every node command shares, resolved in one place: home, RPC, manifest, key, peers.
+
+Every command module imports this one to declare its options, so `gradledger --help` loads it: it imports only
+typer and light modules at module level. The key, manifest and chain-policy adapters (eth_account, pydantic models,
+web3) are imported inside the functions that resolve them, when a command runs (issue 38: `--help` < 1 s of CPU).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from eth_account.signers.local import LocalAccount
 
 from devnet.lifecycle import get_home, read_devnet_info
-from protocol.adapters.finality import ChainPolicy, set_default_chain_policy
-from protocol.adapters.keys import PRIVATE_KEY_ENV, load_account
-from protocol.adapters.manifest import DeploymentManifest, load_manifest
 from protocol.errors import ConfigError
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+    from protocol.adapters.contracts import ProtocolClient
+    from protocol.adapters.manifest import DeploymentManifest
 
 HomeOption = typer.Option(None, "--home", help="gradledger data directory (default $GRADLEDGER_HOME or ./.gradledger)")
 RpcOption = typer.Option(None, "--rpc-url", help="JSON-RPC URL (default: the running devnet, else the manifest's)")
@@ -67,6 +75,8 @@ def resolve_home(home: Path | None) -> Path:
 
 
 def resolve_manifest(home: Path, manifest: Path | None) -> DeploymentManifest:
+    from protocol.adapters.manifest import load_manifest
+
     return load_manifest(manifest or home / "manifest.json")
 
 
@@ -88,6 +98,8 @@ def resolve_account(
     """The signing account. `default_devnet_account` (the deployer's and creator's account 0 of the devnet
     commands) applies only when no key was named at all, neither --keystore, --devnet-account nor
     $GRADLEDGER_PRIVATE_KEY; naming both --keystore and --devnet-account is refused (load_account)."""
+    from protocol.adapters.keys import PRIVATE_KEY_ENV, load_account
+
     if keystore is None and devnet_account is None and not os.environ.get(PRIVATE_KEY_ENV):
         devnet_account = default_devnet_account
     return load_account(keystore=keystore, devnet_account=devnet_account, chain_id=chain_id)
@@ -174,7 +186,7 @@ def connect_protocol(
     keystore: Path | None,
     devnet_account: int | None,
     default_devnet_account: int | None = None,
-):
+) -> tuple[ProtocolClient, LocalAccount]:
     """A ProtocolClient on the resolved deployment and the account that signs (for one-shot commands)."""
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
@@ -189,6 +201,8 @@ def connect_protocol(
 def apply_chain_options(max_fee_gwei: float | None, priority_fee_gwei: float | None, confirmations: int | None) -> None:
     """Make --max-fee-gwei, --priority-fee-gwei and --confirmations the policy of every chain client of this process
     (protocol/adapters/finality.py); a value the policy refuses is a usage error (exit 2) before anything is sent."""
+    from protocol.adapters.finality import ChainPolicy, set_default_chain_policy
+
     try:
         policy = ChainPolicy.from_gwei(max_fee_gwei, priority_fee_gwei, confirmations)
     except ConfigError as exc:

@@ -26,8 +26,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from devnet.lifecycle import get_home, start_devnet, stop_devnet
-from devnet.runs import ETH, RunRules
+from devnet.runs import ETH
 from protocol.errors import GradledgerError
+from protocol.run_presets import DEMO
+from protocol.run_terms import CreationTerms
 
 DEMO_MARKER = ".gradledger-demo"
 
@@ -51,18 +53,6 @@ PARTICIPANTS = (
     Participant("verifier-1", 4, "verifier"),
     Participant("verifier-2", 5, "verifier"),
 )
-DEMO_RULES = RunRules(
-    rounds=3, samples_per_commitment=1, commit_window_s=20, attest_window_s=12, challenge_window_s=10,
-    dispute_timeout_s=60, challenge_bond_wei=6 * ETH, plant_rate_bps=1000, plant_jackpot_wei=ETH,
-    plant_penalty_wei=5 * ETH, plant_pool_wei=20 * ETH, start_delay_s=45,
-)  # fmt: skip
-"""One sample per seat: with two, a verifier replaying only one of them profits (docs/economics.md, issue 37).
-Planting on (docs/economics.md): a solver's commitment is planted with probability 10%; the reveal window is the
-first half of the challenge window. Round 0 starts 45 s after createRun: the plant terms are set before the start, so
-every round can be planted, from round 0, for the solvers that anchor before it (a pass is never publicly safe
-without a replay), and the demo starts its nodes before it creates the run, so 45 s covers their join and anchor on
-a busy 2-core machine (a solver that anchors later is unpaid in its first two rounds)."""
-DEMO_INNER_STEPS = 20
 
 
 def _free_ports(count: int) -> list[int]:
@@ -105,7 +95,7 @@ class Scenario:
     """
 
     participants: tuple[Participant, ...]
-    rules: RunRules
+    rules: CreationTerms
     run_seed: str
     command: Callable[[Participant, int, int], list[str]]
     announcement: str
@@ -125,7 +115,7 @@ def _honest_command(p: Participant, run_id: int, port: int) -> list[str]:
 
 
 HONEST_SCENARIO = Scenario(
-    PARTICIPANTS, DEMO_RULES, "0x" + "00" * 31 + "2a", _honest_command, "3 solvers and 2 verifiers staked and running"
+    PARTICIPANTS, DEMO, "0x" + "00" * 31 + "2a", _honest_command, "3 solvers and 2 verifiers staked and running"
 )
 
 
@@ -184,7 +174,7 @@ def play_scenario(
     started = time.monotonic()
     inputs = resolve_run_inputs(
         preset="default", seed=scenario.run_seed, dataset=dataset, model_config=model_config,
-        overrides={"train": {"inner_steps": DEMO_INNER_STEPS, "steps_per_segment": 5}},
+        overrides={"train": {"inner_steps": rules.run.inner_steps, "steps_per_segment": rules.run.steps_per_segment}},
     )  # fmt: skip
     config = inputs.config
     prepare_home(root)
@@ -200,9 +190,9 @@ def play_scenario(
         creator_store = LocalArtifactStore(root / "creator" / "artifacts")
         for p in scenario.participants:
             if p.role == "solver":
-                protocol.deposit_stake(get_devnet_account(p.account), ROLE_SOLVER, 2 * rules.solver_min_stake_wei)
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_SOLVER, 2 * rules.run.solver_min_stake)
             elif p.role in ("verifier", "juror"):
-                protocol.deposit_stake(get_devnet_account(p.account), ROLE_VERIFIER, 2 * rules.verifier_min_stake_wei)
+                protocol.deposit_stake(get_devnet_account(p.account), ROLE_VERIFIER, 2 * rules.run.verifier_min_stake)
         run_id = protocol.chain.call("RunRegistry", "runCount") + 1
         ports = _free_ports(len(scenario.participants))
         server = serve_in_thread(make_node_app("creator", get_devnet_account(0).address, creator_store))
@@ -223,9 +213,10 @@ def play_scenario(
         if created != run_id:
             raise DemoError(f"expected to create run {run_id}, created {created}")
         console.print(f"run {run_id} created; {scenario.announcement}")
-        _wait_for_run(protocol, run_id, rules.rounds, processes, console)
-        console.print(f"every node exited; evaluating θ_0..θ_{rules.rounds} on the held-out data", highlight=False)
-        summary = build_summary(protocol, run_id, rules.rounds, config, creator_store, root, processes)
+        _wait_for_run(protocol, run_id, rules.run.max_rounds, processes, console)
+        evaluated = f"θ_0..θ_{rules.run.max_rounds}"
+        console.print(f"every node exited; evaluating {evaluated} on the held-out data", highlight=False)
+        summary = build_summary(protocol, run_id, rules.run.max_rounds, config, creator_store, root, processes)
         if scenario.extra_summary is not None:
             summary.update(scenario.extra_summary(protocol, run_id))
         # the devnet is still up: audit the run from its events and the nodes' stores (docs/audit.md)
@@ -260,7 +251,7 @@ def audit_demo_run(root: Path, rpc_url: str, manifest, run_id: int, participants
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.keys import get_devnet_account
 
-    labels = {get_devnet_account(p.account).address: p.label for p in participants}
+    labels: dict[str, str] = {get_devnet_account(p.account).address: p.label for p in participants}
     labels[get_devnet_account(0).address] = "creator"
     (root / "labels.json").write_text(json.dumps(labels, indent=1) + "\n")  # later `gradledger audit` runs use it
     report = audit_run(ChainClient(rpc_url, manifest), manifest, run_id, open_sources(root, [], []), labels)

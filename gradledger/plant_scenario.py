@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devnet.runs import ETH, RunRules, create_run
+from devnet.runs import ETH, create_run
 from node.opening import draw_round_seed
 from node.plants import ensure_plant_anchor, get_plant_secret, get_secret_chain, reveal_round_secret
 from protocol.adapters.artifacts import LocalArtifactStore
@@ -41,15 +41,15 @@ from protocol.opening import build_opening
 from protocol.outer import get_initial_global_state
 from protocol.planting import get_round_secret, is_round_planted
 from protocol.replay import judge_exact, replay_segment
+from protocol.run_presets import TINY
 from protocol.state import compute_state_hash
 from protocol.training import compute_pseudo_gradient, get_params, keep_checkpoints, train_round
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, AttestationState, Commitment, LeafData
 
-PLANT_RULES = RunRules(
-    rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, commit_window_s=60, attest_window_s=60,
-    challenge_window_s=60, plant_rate_bps=2000, plant_jackpot_wei=ETH, plant_penalty_wei=3 * ETH,
-    plant_pool_wei=10 * ETH,
-)  # fmt: skip
+PLANT_RULES = TINY.with_run(
+    max_rounds=3, samples_per_commitment=2, verifiers_per_commitment=2, commit_window=60, attest_window=60,
+    challenge_window=60,
+).with_plant(rate_bps=2000, jackpot=ETH, penalty=3 * ETH, pool=10 * ETH)  # fmt: skip
 """Two verifiers for two seats: both attest every commitment."""
 CREATOR, SOLVER, HONEST, LAZY = 0, 12, 13, 14
 """Devnet accounts (the demos' participants use 1..9)."""
@@ -122,7 +122,7 @@ def mine_planting_seed_block(protocol: ProtocolClient, ctx: RunContext) -> int:
         chain.mine_at(chain.get_block()["timestamp"] + tries)  # the RANDAO block's parent
         chain.mine()
         base = bytes(chain.get_block(times.randao_block)["mixHash"])[:12] + bytes(20)
-        if is_round_planted(secret, ctx.run_id, PLANT_ROUND, solver.address, base, PLANT_RULES.plant_rate_bps):
+        if is_round_planted(secret, ctx.run_id, PLANT_ROUND, solver.address, base, PLANT_RULES.plant.rate_bps):
             return tries
         _rpc(protocol, "evm_revert", [snapshot])
     raise GradledgerError("no seed block in 200 tries plants round 2 (rate 20%: p < 1e-19)")
@@ -143,9 +143,9 @@ def play_planted_fault(
     creator, solver, honest, lazy = (get_devnet_account(i) for i in (CREATOR, SOLVER, HONEST, LAZY))
     manifest, shards = load_corpus_shards()
     config = build_run_config(preset="tiny", run_seed="0x" + "a7" * 32, dataset_root=hash_to_hex(manifest.root))
-    protocol.deposit_stake(solver, ROLE_SOLVER, rules.solver_min_stake_wei)
+    protocol.deposit_stake(solver, ROLE_SOLVER, rules.run.solver_min_stake)
     for verifier in (honest, lazy):
-        protocol.deposit_stake(verifier, ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE)
+        protocol.deposit_stake(verifier, ROLE_VERIFIER, rules.run.verifier_min_stake + JUROR_MIN_STAKE)
     store = LocalArtifactStore(home / "plant-creator")
     report("creating a 3-round run of the tiny model (a solver, an honest and a lazy verifier)")
     run_id, terms = create_run(protocol, creator, store, config, manifest, shards, rules, 10 * ETH)
@@ -182,7 +182,7 @@ def play_planted_fault(
     protocol.commit(solver, run_id, PLANT_ROUND, commitment)
     to_draw_window(protocol, run_id)
     opening = build_opening(
-        doc, protocol.opened_segments(run_id, PLANT_ROUND, solver.address), rules.samples_per_commitment
+        doc, protocol.opened_segments(run_id, PLANT_ROUND, solver.address), rules.run.samples_per_commitment
     )
     protocol.open_commitment(solver, run_id, PLANT_ROUND, solver.address, commitment, opening)
 
@@ -190,12 +190,12 @@ def play_planted_fault(
     report("the lazy verifier passes it without replaying; the honest one replays a sampled segment and fails it")
     refs = {}
     tree = build_merkle_tree([compute_leaf_hash(leaf) for leaf in leaves])
-    for slot in range(rules.verifiers_per_commitment):
+    for slot in range(rules.run.verifiers_per_commitment):
         ref = AttestationRef(run_id, PLANT_ROUND, solver.address, slot)
-        verifier, _ = protocol.assigned_verifier(ref)
-        refs[verifier.lower()] = ref
-        if verifier.lower() == lazy.address.lower():
-            protocol.attest_pass(lazy, ref, commitment, rules.attestation_bond_wei)
+        seated, _ = protocol.assigned_verifier(ref)
+        refs[seated.lower()] = ref
+        if seated.lower() == lazy.address.lower():
+            protocol.attest_pass(lazy, ref, commitment, rules.run.attestation_bond)
             continue
         segment = protocol.sampled_segment(ref, 0)
         start, leaf = checkpoints[segment], leaves[segment]
@@ -203,8 +203,8 @@ def play_planted_fault(
         if judge_exact(config, leaf, start, replayed).accepted:
             raise GradledgerError("a planted segment replayed as honest work")
         data = LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens)
-        proof = get_merkle_proof_at(tree, segment)
-        protocol.attest_fail(honest, ref, commitment, 0, data, proof, rules.attestation_bond_wei)
+        proof: list[bytes] = list(get_merkle_proof_at(tree, segment))
+        protocol.attest_fail(honest, ref, commitment, 0, data, proof, rules.run.attestation_bond)
     lazy_stake = protocol.bonded_of(lazy.address, ROLE_VERIFIER)
     solver_stake = protocol.bonded_of(solver.address, ROLE_SOLVER)
     listed_before = protocol.verifier_count(run_id)
@@ -254,23 +254,21 @@ def check_planted_fault(outcome: PlantOutcome) -> list[str]:
     rules, problems = PLANT_RULES, []
     if outcome.lazy_state != "overturned":
         problems.append(f"the lazy pass on the planted fault is {outcome.lazy_state}, not overturned")
-    if outcome.lazy_stake_lost_wei != rules.plant_penalty_wei or outcome.lazy_bond_returned_wei != 0:
+    if outcome.lazy_stake_lost_wei != rules.plant.penalty or outcome.lazy_bond_returned_wei != 0:
         problems.append("the lazy verifier did not lose its bond and the plant penalty")
     if not outcome.lazy_left_list:
         problems.append("the lazy verifier is still on the run's verifier list")
-    if outcome.jackpot_wei != rules.plant_jackpot_wei:
+    if outcome.jackpot_wei != rules.plant.jackpot:
         problems.append(f"the honest fail earned {outcome.jackpot_wei} wei, not the jackpot")
-    if outcome.honest_bond_returned_wei != rules.attestation_bond_wei or outcome.honest_shares == 0:
+    if outcome.honest_bond_returned_wei != rules.run.attestation_bond or outcome.honest_shares == 0:
         problems.append("the honest verifier did not get its bond back and its shares")
     if outcome.solver_stake_lost_wei != 0 or outcome.solver_paid_shares == 0:
         problems.append("the planting solver was slashed or not paid")
     if outcome.delta_accepted:
         problems.append("the planted Δ was accepted into θ")
-    if outcome.forfeit_held_wei != rules.attestation_bond_wei + rules.plant_penalty_wei:
+    if outcome.forfeit_held_wei != rules.run.attestation_bond + rules.plant.penalty:
         problems.append(f"Plants held {outcome.forfeit_held_wei} wei of the lazy pass, not its bond and penalty")
-    expected_pool = (
-        outcome.pool_before_wei + rules.attestation_bond_wei + rules.plant_penalty_wei - rules.plant_jackpot_wei
-    )
+    expected_pool = outcome.pool_before_wei + rules.run.attestation_bond + rules.plant.penalty - rules.plant.jackpot
     if outcome.pool_after_wei != expected_pool:
         problems.append(f"the plant pool holds {outcome.pool_after_wei} wei, expected {expected_pool}")
     return problems

@@ -8,11 +8,16 @@ order, so both check the same things before anything is published or sent:
   directory whose weights become θ0: continued training);
 - the data: `--dataset DIR` written by `gradledger data prepare` (token shards, manifest and tokenizer,
   every hash checked), or `--data DIR` of text files (byte-level), or the default corpus;
-- the replay thresholds: `--thresholds FILE` written by `gradledger calibrate`, else the config's.
+- the replay thresholds: `--thresholds FILE` written by `gradledger calibrate` (`load_thresholds_file`), else the
+  config's.
 
 The dataset is checked against the config (`verify_dataset_fits_config`: size, and the tokenizer's
 vocabulary against the model's) and θ0 against the model (`verify_params_fit_model`) here, so a
 mistake ends with a clear error and nothing published.
+
+This module sits below the commands that use it (`run create`, `calibrate`, `data prepare`, the demos) and imports
+none of them. It loads torch (protocol/training.py), so commands import it inside the function that runs, never at
+module level (issue 38: `gradledger --help` loads no torch).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.config import RunConfig, build_run_config, parse_model_config
+from pydantic import ValidationError
+
+from protocol.config import ReplayThresholds, RunConfig, build_run_config, parse_model_config
 from protocol.data import DatasetManifest, verify_dataset_fits_config
 from protocol.errors import ConfigError
 from protocol.hashing import hash_to_hex
@@ -58,6 +65,25 @@ def read_model_config_file(path: Path) -> dict[str, Any]:
         path, "--model-config", "give a JSON file (e.g. examples/llama-tiny.json)", "give a JSON model config"
     )
     return parse_model_config(data, where=str(path))
+
+
+def load_thresholds_file(path: Path) -> ReplayThresholds:
+    """The `ReplayThresholds` of a file `gradledger calibrate` wrote (or of a bare thresholds object);
+    a ConfigError naming the file and the problem otherwise."""
+    data = read_json_file(
+        path,
+        "thresholds file",
+        "write one with `gradledger calibrate --out DIR`",
+        "give a calibrate thresholds.json",
+    )
+    section = data.get("thresholds", data) if isinstance(data, dict) else data
+    if not isinstance(section, dict):
+        raise ConfigError(f"thresholds file {path} has no thresholds object; give a calibrate thresholds.json")
+    try:
+        return ReplayThresholds.model_validate(section)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'thresholds'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"thresholds file {path} has invalid thresholds ({problems}); calibrate again") from None
 
 
 def load_dataset_inputs(
@@ -106,8 +132,6 @@ def resolve_run_inputs(
     manifest, shards, tokenizer_json, where = load_dataset_inputs(data, dataset)
     layered = dict(overrides or {})
     if thresholds is not None:
-        from gradledger.commands.calibrate import load_thresholds_file
-
         layered["thresholds"] = load_thresholds_file(thresholds).model_dump()
     config = build_run_config(
         preset=preset, run_seed=seed, dataset_root=hash_to_hex(manifest.root), overrides=layered, model=model

@@ -3,7 +3,8 @@
 Verifiers use it to attest, whistleblowers to re-check attestations, jurors to decide disputes:
 one implementation, so the three roles can never disagree about what honest work is. This module
 only fetches (the solver's document, θ_r, the committed end checkpoint, the sampled start
-checkpoints) and asks the chain for the samples; every rule is in `protocol/verdict.py`, stage by
+checkpoints) and reads the round's seed once per check, from which `protocol/sampling.py` computes the seat's
+draws exactly as Verification does (tests/vectors/sampling.json); every rule is in `protocol/verdict.py`, stage by
 stage: document, trajectory, sampled replays, decision. A checkpoint the solver does not serve is
 passed on as missing, and the verdict counts it as a failed segment (data availability).
 
@@ -19,7 +20,7 @@ commitment and then sits on a jury about it does not replay it twice.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from node.moments import DocumentFetcher, fetch_start_moments
@@ -34,6 +35,7 @@ from protocol.errors import StateEncodingError
 from protocol.fetch_budget import compute_fetch_budget_s
 from protocol.hashing import to_hash32
 from protocol.payload import is_compressed
+from protocol.sampling import compute_seat_samples
 from protocol.state import decode_state
 from protocol.training import State, get_params
 from protocol.types import AttestationRef, Commitment
@@ -46,6 +48,9 @@ from protocol.verdict import (
     check_trajectory,
     decide_attestation,
 )
+
+SeatSampler = Callable[[AttestationRef], Sequence[int]]
+"""A seat -> the segment of each of its draws, in draw order (by default computed from the round's seed)."""
 
 
 class ReplayMetrics(Protocol):
@@ -76,6 +81,7 @@ class CommitmentChecker:
         *,
         exact: bool = True,
         fetch_budget_s: float | None = None,
+        draw_seat: SeatSampler | None = None,
     ) -> None:
         self.ctx = ctx
         self.store = store
@@ -89,6 +95,7 @@ class CommitmentChecker:
         """Wall-clock seconds one check may spend fetching what the solver serves (None: each fetch only has its own
         deadline, for contexts without window terms)."""
         self._fetch_document = fetch_document or self._fetch_document_from_solver
+        self._draw_seat = draw_seat or self._draw_seat_from_round_seed
         self._cache: dict[tuple, tuple[AttestationDecision, CommitmentDoc | None]] = {}
         self._lock = threading.Lock()
 
@@ -96,7 +103,14 @@ class CommitmentChecker:
 
     def get_samples(self, ref: AttestationRef) -> list[tuple[int, int]]:
         """(draw j, segment) for every draw of a seat: each seat has its own (the round's seed must be drawn)."""
-        return [(j, self.protocol.sampled_segment(ref, j)) for j in range(self.ctx.terms.samples_per_commitment)]
+        return list(enumerate(self._draw_seat(ref)))
+
+    def _draw_seat_from_round_seed(self, ref: AttestationRef) -> tuple[int, ...]:
+        """The seat's draws from one read of the round's seed (Verification.roundSeed), computed by
+        protocol.sampling as `Verification.sampledSegment` computes them. Read per check, not cached: a reorg of the
+        seed block would change the seed, and one read per seat costs nothing next to a replay."""
+        draw = self.protocol.round_draw(ref.run_id, ref.round)
+        return compute_seat_samples(draw, ref.run_id, ref.round, ref.solver, ref.slot)
 
     def new_fetch_budget(self, round_index: int, solver: str) -> FetchBudget | None:
         """A fresh budget for one check's fetches of what `solver` serves (None without a run budget)."""

@@ -6,7 +6,8 @@ restarted node recomputes it and nothing secret is stored. While its run plants 
 registers the chain's anchor once, right after joining (or as soon as the creator sets the terms); from two rounds
 later (from round 0 if both came before the run started, after the run seed is drawn) it trains each round the plant
 draw selects on the planted batches (the one training implementation with the round's secret) and reveals
-every eligible round's secret in the reveal window [attestEnd, attestEnd + (challengeEnd - attestEnd) / 2).
+every eligible round's secret in the reveal window (`protocol.planting.is_in_reveal_window`: from attestEnd to the
+middle of the challenge window).
 A solver that does not reveal is slashed by whoever reports it after the window (the whistleblower does):
 unprovable must not mean unpunished.
 """
@@ -29,16 +30,13 @@ from protocol.planting import (
     compute_secret_chain,
     get_plant_anchor,
     get_round_secret,
+    is_in_reveal_window,
+    is_reveal_overdue,
     is_round_planted,
 )
 from protocol.types import Opening, RoundTimes
 
 ZERO_HASH = bytes(32)
-
-
-def get_reveal_end(times: RoundTimes) -> int:
-    """The end of the round's reveal window: the middle of its challenge window (Plants._revealEnd)."""
-    return times.attest_end + (times.challenge_end - times.attest_end) // 2
 
 
 def get_secret_chain(account: LocalAccount, ctx: RunContext) -> tuple[Hash32, ...]:
@@ -130,7 +128,7 @@ def draw_run_seed(protocol: ProtocolClient, account: LocalAccount, log: logging.
 def is_reveal_due(protocol: ProtocolClient, address: str, ctx: RunContext, times: RoundTimes, now: int) -> bool:
     """Whether this solver must reveal the current round's secret now: inside the window, its opened commitment
     eligible, not yet revealed."""
-    if times.finished or not times.attest_end <= now < get_reveal_end(times):
+    if not is_in_reveal_window(times, now):
         return False
     if protocol.opening_state(ctx.run_id, times.round, address) != Opening.OPENED:
         return False
@@ -153,7 +151,7 @@ def get_unrevealed_commitments(
     protocol: ProtocolClient, ctx: RunContext, times: RoundTimes, now: int
 ) -> tuple[str, ...]:
     """Solvers of the current round that owe a reveal and did not make it (after the reveal window)."""
-    if times.finished or now < get_reveal_end(times):
+    if not is_reveal_overdue(times, now):
         return ()
     if protocol.plant_terms(ctx.run_id).rate_bps == 0:
         return ()

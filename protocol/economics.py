@@ -20,7 +20,7 @@ contradicts, and whistleblowers re-check passes only (a fraction F) plus one ope
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 from math import comb
@@ -43,8 +43,8 @@ from protocol.constants import (
     get_quorum,
 )
 from protocol.errors import GradledgerError
+from protocol.run_terms import CreationTerms, PlantTerms, RunTerms
 from protocol.sampling import compute_detection_probability
-from protocol.types import PlantTerms
 
 ETH = 10**18
 
@@ -61,75 +61,106 @@ the block was built, so grinding the block's contents moves nothing, and withhol
 
 @dataclass(frozen=True)
 class EconomicTerms:
-    """The run terms the payoffs depend on: RunTerms' sampling and money fields, the plant terms (wei), the run's
-    length in rounds, and two rules of the seed.
+    """The terms the payoffs depend on: what the run is created with (`creation`: its RunTerms, H and k fixed, and its
+    plant terms and pool), plus the model's two assumptions about the run's seeds. No field repeats the RunTerms
+    struct: the properties below name its quantities by the letters of docs/economics.md (s, v, H, k, rounds).
 
     `unplantable_rounds`: the rounds at the start of a run in which nobody can be planted, publicly. PLANT_DELAY_ROUNDS
     for a run whose plant terms are set after round 0 started (the plant draw of round r needs round r - 1's seed, and
     an anchor set in round 0 applies from round 2); 0 for a run whose terms are set before its start (Plants: the
     terms fix a run seed block and anchors registered before the start are eligible from round 0), which
-    `from_rules` derives from a start delay. `seed_from_randao`: the round's seed is the seed block's RANDAO value
+    `from_creation` derives from a start delay. `seed_from_randao`: the round's seed is the seed block's RANDAO value
     (Verification.drawSeed, as built), so the block's producer cannot grind it, only withhold its block: a re-rolling
     producer picks among at most RANDAO_SEED_DRAWS seeds (`get_seed_draws`); False prices the older blockhash seed,
     which a producer grinds through as many candidates as it hashes."""
 
-    inner_steps: int
-    steps_per_segment: int
-    samples: int
-    seats: int
-    jury_size: int
-    solver_min_stake: int
-    verifier_min_stake: int
-    attestation_bond: int
-    challenge_bond: int
-    solver_share_bps: int
-    verifier_share_bps: int
-    juror_share_bps: int
-    plant: PlantTerms
-    plant_pool: int
-    rounds: int
+    creation: CreationTerms
     unplantable_rounds: int = PLANT_DELAY_ROUNDS
     seed_from_randao: bool = True
 
     def __post_init__(self) -> None:
-        if self.steps_per_segment < 1 or self.inner_steps % self.steps_per_segment:
-            raise EconomicsError(f"H={self.inner_steps} must be a positive multiple of k={self.steps_per_segment}")
+        run = self.run
+        if run.inner_steps < 1 or run.steps_per_segment < 1 or run.inner_steps % run.steps_per_segment:
+            raise EconomicsError(
+                f"H={run.inner_steps} must be a positive multiple of k={run.steps_per_segment} (terms that leave H "
+                "and k to the training config are priced once they fix them: `with_run(inner_steps=..., ...)`)"
+            )
         if not (1 <= self.samples <= MAX_SAMPLES and 1 <= self.seats <= MAX_VERIFIERS_PER_COMMITMENT):
             raise EconomicsError(f"need 1 <= s <= {MAX_SAMPLES} and 1 <= v <= {MAX_VERIFIERS_PER_COMMITMENT}")
-        if not MIN_JURY_SIZE <= self.jury_size <= MAX_JURY_SIZE:
-            raise EconomicsError(f"jury size must be in [{MIN_JURY_SIZE}, {MAX_JURY_SIZE}], got {self.jury_size}")
+        if not MIN_JURY_SIZE <= run.jury_size <= MAX_JURY_SIZE:
+            raise EconomicsError(f"jury size must be in [{MIN_JURY_SIZE}, {MAX_JURY_SIZE}], got {run.jury_size}")
         if not 0 <= self.plant.rate_bps <= MAX_PLANT_RATE_BPS:
             raise EconomicsError(f"plant rate must be in [0, {MAX_PLANT_RATE_BPS}] bps, got {self.plant.rate_bps}")
-        if not 0 <= self.plant.penalty <= self.verifier_min_stake:
+        if not 0 <= self.plant.penalty <= run.verifier_min_stake:
             raise EconomicsError("the plant penalty must be in [0, verifierMinStake] (Plants.setTerms)")
-        if min(self.solver_min_stake, self.attestation_bond, self.challenge_bond, self.plant.jackpot) < 0:
+        if min(run.solver_min_stake, run.attestation_bond, run.challenge_bond, self.plant.jackpot) < 0:
             raise EconomicsError("stakes, bonds and the jackpot are non-negative wei")
-        if self.solver_share_bps + self.verifier_share_bps + self.juror_share_bps != BPS_DENOMINATOR:
+        if run.solver_share_bps + run.verifier_share_bps + run.juror_share_bps != BPS_DENOMINATOR:
             raise EconomicsError("the solver, verifier and juror shares must add up to 10,000 bps")
         if self.rounds < 1 or self.unplantable_rounds < 0:
             raise EconomicsError(f"a run has >= 1 round and >= 0 unplantable ones, got {self.rounds}")
 
     @classmethod
-    def from_rules(cls, rules: Any, inner_steps: int, steps_per_segment: int) -> EconomicTerms:
-        """The terms of a run created with `rules`, a devnet.runs.RunRules (duck-typed: protocol/ cannot import
-        devnet/), and a config of H=inner_steps, k=steps_per_segment, under the protocol's seed (RANDAO).
+    def from_creation(cls, creation: CreationTerms) -> EconomicTerms:
+        """The terms of a run created with `creation` (a preset of protocol/run_presets.py, H and k fixed), under the
+        protocol's seed (RANDAO).
 
-        Unplantable rounds: 0 when the run plants (`plant_rate_bps` > 0) and starts after a delay
-        (`start_delay_s` > 0, RunConfig.startDelay). devnet's create_run sends Plants.setTerms right after createRun,
-        so such a run's terms are set before round 0 starts: they fix the run seed block (Plants.drawRunSeed), every
-        anchor registered before the start is eligible from round 0, and every round can be planted; the nodes anchor
-        as soon as they see the terms, inside the delay. A solver that anchors after the start is unpaid in its first
+        Unplantable rounds: 0 when the run plants (`plant.rate_bps` > 0) and starts after a delay (`run.start_delay`
+        > 0, RunTerms.startDelay). devnet's create_run sends Plants.setTerms right after createRun, so such a run's
+        terms are set before round 0 starts: they fix the run seed block (Plants.drawRunSeed), every anchor registered
+        before the start is eligible from round 0, and every round can be planted; the nodes anchor as soon as they
+        see the terms, inside the delay. A solver that anchors after the start is unpaid in its first
         PLANT_DELAY_ROUNDS rounds (pay blocked, still seated), which the presets leave out: their solvers all anchor
         in the delay. Without a delay (or without planting) the terms land during round 0 and the first
         PLANT_DELAY_ROUNDS rounds cannot be planted, publicly."""
-        early = rules.start_delay_s > 0 and rules.plant_rate_bps > 0
-        return cls(
-            inner_steps, steps_per_segment, rules.samples_per_commitment, rules.verifiers_per_commitment,
-            rules.jury_size, rules.solver_min_stake_wei, rules.verifier_min_stake_wei, rules.attestation_bond_wei,
-            rules.challenge_bond_wei, rules.solver_share_bps, rules.verifier_share_bps, rules.juror_share_bps,
-            rules.get_plant_terms(), rules.plant_pool_wei, rules.rounds,
-            unplantable_rounds=0 if early else PLANT_DELAY_ROUNDS,
-        )  # fmt: skip
+        early = creation.run.start_delay > 0 and creation.plants
+        return cls(creation, unplantable_rounds=0 if early else PLANT_DELAY_ROUNDS)
+
+    def with_run(self, **changes: Any) -> EconomicTerms:
+        """These terms with some RunTerms fields changed (`terms.with_run(verifiers_per_commitment=5)`)."""
+        return replace(self, creation=self.creation.with_run(**changes))
+
+    def with_plant(self, *, pool: int | None = None, **changes: Any) -> EconomicTerms:
+        """These terms with some PlantTerms fields changed, and the plant pool if `pool` is given."""
+        return replace(self, creation=self.creation.with_plant(pool=pool, **changes))
+
+    @property
+    def run(self) -> RunTerms:
+        return self.creation.run
+
+    @property
+    def plant(self) -> PlantTerms:
+        return self.creation.plant
+
+    @property
+    def plant_pool(self) -> int:
+        """The plant pool the run starts with (Plants.setTerms' value): it pays every jackpot."""
+        return self.creation.plant_pool
+
+    @property
+    def inner_steps(self) -> int:
+        """H."""
+        return self.run.inner_steps
+
+    @property
+    def steps_per_segment(self) -> int:
+        """k."""
+        return self.run.steps_per_segment
+
+    @property
+    def samples(self) -> int:
+        """s: the segments each seat samples (samples_per_commitment)."""
+        return self.run.samples_per_commitment
+
+    @property
+    def seats(self) -> int:
+        """v: the seats of a commitment (verifiers_per_commitment)."""
+        return self.run.verifiers_per_commitment
+
+    @property
+    def rounds(self) -> int:
+        """The run's length (max_rounds)."""
+        return self.run.max_rounds
 
     def get_seed_draws(self, draws: int) -> int:
         """The seeds a producer of the seed block that tries `draws` candidates actually picks from: all of them
@@ -140,7 +171,7 @@ class EconomicTerms:
 
     @property
     def num_segments(self) -> int:
-        return self.inner_steps // self.steps_per_segment
+        return self.run.num_segments
 
     @property
     def plant_rate(self) -> Fraction:
@@ -200,7 +231,7 @@ def build_valuation(
     terms: EconomicTerms, population: Population, round_value: int, compute_share: Fraction
 ) -> Valuation:
     """A valuation where a round of training costs `compute_share` of the solver's round reward R_s."""
-    solver_reward = Fraction(round_value * terms.solver_share_bps, BPS_DENOMINATOR * population.solvers)
+    solver_reward = Fraction(round_value * terms.run.solver_share_bps, BPS_DENOMINATOR * population.solvers)
     return Valuation(round_value, int(compute_share * solver_reward))
 
 
@@ -225,12 +256,12 @@ def compute_dispute_payout(total: int, signers: int) -> DisputePayout:
 def compute_dispute_total(terms: EconomicTerms, overturned: bool) -> int:
     """T of a decided attestation dispute: an overturned attestation forfeits its bond and its verifier's minimum
     stake; an upheld one, the challenger's bond."""
-    return terms.attestation_bond + terms.verifier_min_stake if overturned else terms.challenge_bond
+    return terms.run.attestation_bond + terms.run.verifier_min_stake if overturned else terms.run.challenge_bond
 
 
 def compute_unresolved_fee(terms: EconomicTerms) -> int:
     """What a challenger loses when its dispute ends without a verdict after every appeal (Disputes.expire)."""
-    return terms.challenge_bond * UNRESOLVED_CHALLENGE_FEE_BPS // BPS_DENOMINATOR
+    return terms.run.challenge_bond * UNRESOLVED_CHALLENGE_FEE_BPS // BPS_DENOMINATOR
 
 
 def compute_fault_reward(taken: int, provers: int) -> tuple[int, int]:
@@ -246,7 +277,7 @@ def compute_fault_reward(taken: int, provers: int) -> tuple[int, int]:
 
 def compute_planted_pass_loss(terms: EconomicTerms) -> int:
     """A pass on a planted commitment: its bond and `penalty` of its verifier's stake go to the plant pool."""
-    return terms.attestation_bond + min(terms.plant.penalty, terms.verifier_min_stake)
+    return terms.run.attestation_bond + min(terms.plant.penalty, terms.run.verifier_min_stake)
 
 
 def compute_planted_fail_gain(terms: EconomicTerms, pool: int) -> int:
@@ -281,8 +312,8 @@ def get_rewards(terms: EconomicTerms, population: Population, valuation: Valuati
         population.solvers,
     )
     return Rewards(
-        value * terms.solver_share_bps / m, value * terms.verifier_share_bps / (m * terms.seats),
-        value * terms.juror_share_bps, cost, cost * terms.samples * terms.steps_per_segment / terms.inner_steps,
+        value * terms.run.solver_share_bps / m, value * terms.run.verifier_share_bps / (m * terms.seats),
+        value * terms.run.juror_share_bps, cost, cost * terms.samples * terms.steps_per_segment / terms.inner_steps,
         cost * terms.steps_per_segment / terms.inner_steps, Fraction(m * terms.seats, population.verifiers),
     )  # fmt: skip
 
@@ -416,7 +447,7 @@ def compute_honest_solver_income(terms: EconomicTerms, population: Population, v
 
 
 PRODUCTION_POPULATION = Population(solvers=16, verifiers=32, jurors=100, recheck_fraction=Fraction(0))
-"""Who plays the production preset (devnet.runs.PRODUCTION_RULES at H=500, k=10): 16 solvers, 32 verifiers, 100
+"""Who plays the production preset (protocol.run_presets.PRODUCTION, H=500, k=10): 16 solvers, 32 verifiers, 100
 registered jurors; nobody re-checks passes (F = 0: nothing pays a re-check, so deterrence must not rely on one), and
 some whistleblower checks one opened draw of every planted commitment (plant_check = 1; bench/economics.py also prices
 every row with nobody checking plants)."""

@@ -150,9 +150,9 @@ def compute_expectation(
     """The analytic expected profit of `strategy` (the model: module docstring; derivations: docs/economics.md)."""
     r = get_rewards(terms, population, valuation)
     rho, sigma, kind = terms.planted_share, r.seats_per_verifier, strategy.kind
-    loss = r.solver + terms.solver_min_stake  # a caught solver is slashed and unpaid
+    loss = r.solver + terms.run.solver_min_stake  # a caught solver is slashed and unpaid
     overturned = Fraction(compute_dispute_total(terms, overturned=True))
-    decided = compute_jury_odds(population.jurors, 0, terms.jury_size).truth  # an honest jury decides
+    decided = compute_jury_odds(population.jurors, 0, terms.run.jury_size).truth  # an honest jury decides
     n, s, v = terms.num_segments, terms.samples, terms.seats
     if kind in ("fake", "reroll_unopened", "reroll_seed"):  # reroll_unopened: a hit commitment is slashed unopened
         q, draws = Fraction(1), 1
@@ -186,11 +186,11 @@ def compute_expectation(
     if kind == "accomplice_skip":
         return _compute_skipping_accomplice(strategy, terms, population, r)
     if kind in ("preempt", "sybil_jurors"):
-        fault = Fraction(terms.solver_min_stake * WINNER_REWARD_BPS // BPS_DENOMINATOR)
+        fault = Fraction(terms.run.solver_min_stake * WINNER_REWARD_BPS // BPS_DENOMINATOR)
         return _compute_capture(strategy, terms, population, r, overturned, fault)
     if kind == "silent_juror":
         d, registry = population.disputes_per_round, population.jurors
-        odds = compute_jury_odds(registry, 0, terms.jury_size)
+        odds = compute_jury_odds(registry, 0, terms.run.jury_size)
         earned = d * odds.truth * overturned * JUROR_REWARD_BPS / BPS_DENOMINATOR
         earned += (1 - (1 - odds.truth) ** d) * r.juror_bucket - d * odds.seats * r.segment_replay
         return Expectation(-earned / registry, Fraction(0))
@@ -202,7 +202,7 @@ def compute_expectation(
         return Expectation(rho * (f * r.round_compute - found * decided * loss), rho * found * decided)
     if kind == "grief_plant":  # no draw is the planted training; the honest passes are overturned all the same
         disproven = (1 if population.seat_plant_check else population.plant_check) * decided
-        lost = terms.attestation_bond + min(terms.plant.penalty, terms.verifier_min_stake) + terms.plant.jackpot
+        lost = terms.run.attestation_bond + min(terms.plant.penalty, terms.run.verifier_min_stake) + terms.plant.jackpot
         return Expectation(-rho * disproven * loss, rho * disproven, rho * v * (lost + r.seat))
     return Expectation(Fraction(0), Fraction(0))  # honest_solver
 
@@ -219,7 +219,7 @@ def _compute_silent_griefer(terms: EconomicTerms, population: Population, r: Rew
     m, v, verifiers = population.solvers, terms.seats, population.verifiers
     rho, needed = terms.planted_share, terms.get_needed(verifiers)
     held = Fraction((m - 1) * v, verifiers)
-    own = held * (r.seat_replay - terms.attestation_bond - r.seat - rho * terms.plant.jackpot)
+    own = held * (r.seat_replay - terms.run.attestation_bond - r.seat - rho * terms.plant.jackpot)
     unpaid = Fraction(v, verifiers) * ((1 - rho) * (v - 1 < needed) + rho * (v == 1))
     bucket = r.solver * m
     share = sum((comb(m - 1, k) * unpaid**k * (1 - unpaid) ** (m - 1 - k) * bucket / (m - k) for k in range(m)),
@@ -239,7 +239,7 @@ def _compute_collusion(
     held = sum((j * q for j, q in enumerate(overlap)), Fraction(0))
     if strategy.kind == "plant_tipoff":
         return Expectation(rho * held * r.seat_replay, Fraction(0))
-    loss_if_caught = r.solver + terms.solver_min_stake
+    loss_if_caught = r.solver + terms.run.solver_min_stake
     loss_per_overturn = compute_dispute_total(terms, overturned=True) + r.seat
     unplanted, caught = strategy.fraction * r.round_compute, Fraction(0)
     for faked, w in get_fake_mixture(strategy.fraction, n):
@@ -260,7 +260,7 @@ def _compute_skipping_accomplice(
     rho, v, s, n = terms.planted_share, terms.seats, terms.samples, terms.num_segments
     needed, verifiers = terms.get_needed(population.verifiers), population.verifiers
     overlap = get_seat_overlap(verifiers, get_coalition_size(strategy.share, verifiers), v)
-    silent, slashed = r.seat_replay - terms.attestation_bond - r.seat, r.solver + terms.solver_min_stake
+    silent, slashed = r.seat_replay - terms.run.attestation_bond - r.seat, r.solver + terms.run.solver_min_stake
     unplanted, planted, caught = strategy.fraction * r.round_compute, Fraction(0), Fraction(0)
     for j, q in enumerate(overlap):
         planted += q * (j * (silent - terms.plant.jackpot) - (j == v) * r.solver)
@@ -281,10 +281,11 @@ def _compute_capture(
     pass of one rival commitment a round, also to leave it unpaid (its solver shares go to the other solvers): under
     R1 the rival is paid only if no pass is overturned and at least `needed` are upheld."""
     rho, v, m = terms.planted_share, terms.seats, population.solvers
-    odds = compute_jury_odds(population.jurors, get_coalition_size(strategy.share, population.jurors), terms.jury_size)
+    coalition = get_coalition_size(strategy.share, population.jurors)
+    odds = compute_jury_odds(population.jurors, coalition, terms.run.jury_size)
     won = total * (WINNER_REWARD_BPS + JUROR_REWARD_BPS) / BPS_DENOMINATOR  # the winner's and the signers' parts
     per_dispute = (
-        odds.coalition * won - odds.truth * terms.challenge_bond - odds.unresolved * compute_unresolved_fee(terms)
+        odds.coalition * won - odds.truth * terms.run.challenge_bond - odds.unresolved * compute_unresolved_fee(terms)
     )
     if strategy.kind == "sybil_jurors":
         return Expectation((1 - rho) * (per_dispute + odds.coalition * fault), (1 - rho) * (1 - odds.coalition))
@@ -307,7 +308,7 @@ def compute_break_even_value(terms: EconomicTerms, population: Population, valua
     p = compute_one_segment_detection(terms)
     if p == 1:
         raise EconomicsError("a one-segment cheat is always caught: no value pays for it")
-    return p * (get_rewards(terms, population, valuation).solver + terms.solver_min_stake) / (1 - p)
+    return p * (get_rewards(terms, population, valuation).solver + terms.run.solver_min_stake) / (1 - p)
 
 
 def compute_griefed_solver_income(terms: EconomicTerms, population: Population, valuation: Valuation) -> Fraction:
@@ -316,7 +317,7 @@ def compute_griefed_solver_income(terms: EconomicTerms, population: Population, 
     challenges (R3), and the jury overturns the fail (cleared, R2: paid) and pays it the winner's part of bond +
     verifierMinStake, or leaves it unresolved (voided: the fail blocks, the solver is unpaid and pays the fee)."""
     r = get_rewards(terms, population, valuation)
-    decided = compute_jury_odds(population.jurors, 0, terms.jury_size).truth
+    decided = compute_jury_odds(population.jurors, 0, terms.run.jury_size).truth
     winner = compute_dispute_payout(compute_dispute_total(terms, overturned=True), 1).to_winner
     lost = (1 - decided) * (r.solver + compute_unresolved_fee(terms))
     held = Fraction(terms.seats, population.verifiers) * (1 - terms.planted_share)

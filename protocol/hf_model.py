@@ -11,8 +11,8 @@ config), so every party builds the same architecture from the same pinned transf
   caller's RNG is untouched) and every parameter is then overwritten from a private generator
   (`init_hf_`); θ0 from a real checkpoint is published as an artifact instead (run create --init-from);
 - the execution profile picks the kernels: the eager attention path, and every `nn.LayerNorm`
-  (GPT-2-style models) swapped for `ElementaryLayerNorm`, whose backward does not depend on the thread
-  count. RMSNorm (Llama, Qwen2) is already elementary ops in transformers. The fused choices
+  (GPT-2-style models) swapped for `ElementaryLayerNorm` (protocol/norms.py), whose backward does not depend on
+  the thread count. RMSNorm (Llama, Qwen2) is already elementary ops in transformers. The fused choices
   ("sdpa", "fused") exist to emulate another profile in `gradledger calibrate`.
 
 The wrapper registers the transformers model's children under their own names, so the run's state
@@ -31,19 +31,7 @@ from torch.nn import functional as F
 from protocol.config import ExecutionProfileConfig, HFModelConfig
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32
-from protocol.model import ElementaryLayerNorm
-
-
-class FusedRMSNorm(nn.Module):
-    """RMSNorm through the fused `F.rms_norm` kernel: only for emulating another profile."""
-
-    def __init__(self, weight: nn.Parameter, eps: float) -> None:
-        super().__init__()
-        self.weight = weight
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+from protocol.norms import swap_norms_
 
 
 def build_hf_config(config: HFModelConfig) -> Any:
@@ -62,26 +50,6 @@ def build_hf_config(config: HFModelConfig) -> Any:
         ) from None
     hf_config.use_cache = False
     return hf_config
-
-
-def _swap_norms(module: nn.Module, profile: ExecutionProfileConfig) -> None:
-    """Put the profile's normalisation kernels in place, keeping every parameter's name."""
-    for name, child in list(module.named_children()):
-        if type(child) is nn.LayerNorm and profile.layer_norm == "elementary":
-            if len(child.normalized_shape) != 1 or child.weight is None or child.bias is None:
-                raise ConfigError(f"{name}: only LayerNorms over the last dimension with weight and bias are supported")
-            swapped = ElementaryLayerNorm(child.normalized_shape[0], child.eps)
-            swapped.weight, swapped.bias = child.weight, child.bias
-            setattr(module, name, swapped)
-        elif (
-            profile.layer_norm == "fused"
-            and type(child).__name__.endswith("RMSNorm")
-            and isinstance(getattr(child, "weight", None), nn.Parameter)
-        ):
-            eps = getattr(child, "variance_epsilon", getattr(child, "eps", 1e-6))
-            setattr(module, name, FusedRMSNorm(child.get_parameter("weight"), float(eps)))
-        else:
-            _swap_norms(child, profile)
 
 
 class HFCausalLM(nn.Module):
@@ -107,7 +75,7 @@ class HFCausalLM(nn.Module):
                     f"model.hf_config: {hf_config.model_type!r} has no causal-LM class in this transformers "
                     f"release ({exc}); use a decoder model such as 'llama', 'qwen2' or 'gpt2'"
                 ) from None
-        _swap_norms(lm, profile)
+        swap_norms_(lm, profile)
         self.__dict__["lm"] = lm  # not a registered child: its children are, under their own names
         for name, child in lm.named_children():
             self.add_module(name, child)

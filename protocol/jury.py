@@ -42,6 +42,7 @@ from py_ecc.optimized_bls12_381 import is_on_curve
 
 from protocol import bls
 from protocol.constants import JURY_PARTY_SLACK, MIN_JURY_SIZE, get_quorum
+from protocol.contract_constants import DisputeStatus
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, keccak256, to_hash32
 from protocol.sampling import compute_sample
@@ -440,18 +441,18 @@ def assemble_verdict(jury: Jury, votes: Iterable[Vote]) -> Verdict | None:
 # ---------------------------------------------------------------------------------------
 # What anyone does next with a dispute (Disputes.Status: 1 Open, 2 JuryDrawn, 3 Decided, 4 Executed, 5 Expired)
 
-STATUS_NAMES = {0: "none", 1: "open", 2: "jury_drawn", 3: "decided", 4: "executed", 5: "expired"}
+STATUS_NAMES = {status.value: status.name.lower() for status in DisputeStatus}
 
 
 def get_dispute_action(status: int, now: int, deadline: int, latest_block: int, opened_block: int) -> DisputeAction:
     """The next permissionless step of a dispute, from its status, the time and the chain height."""
-    if status in (4, 5):
+    if status in (DisputeStatus.EXECUTED, DisputeStatus.EXPIRED):
         return "done"
-    if status == 3:
+    if status == DisputeStatus.DECIDED:
         return "execute"
-    if status in (1, 2) and now >= deadline:
+    if status in (DisputeStatus.OPEN, DisputeStatus.JURY_DRAWN) and now >= deadline:
         return "expire"
-    if status == 1:
+    if status == DisputeStatus.OPEN:
         if latest_block <= opened_block:
             return "wait_seed_block"  # the seed block (opened + 1) is not mined yet
         if latest_block - (opened_block + 1) >= 255:

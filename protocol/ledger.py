@@ -22,7 +22,7 @@ withdrawal (Withdrawn).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -38,8 +38,13 @@ def format_eth(wei: int) -> str:
 
 
 class EventLike(Protocol):
-    name: str
-    args: dict[str, Any]
+    """What the ledger reads of an event: read-only, so frozen `ChainEvent`s and hand-built events both fit."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
 
 
 @dataclass

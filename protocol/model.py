@@ -8,7 +8,7 @@ this model whose result depends on the CPU thread count), and attention is spell
 Construction is a pure function of (ModelConfig, seed): every parameter is initialised from a
 private `torch.Generator`, never the global RNG. Any `torch.nn.Module` with the same calling
 convention (`forward(idx, targets) -> loss`) can take the GPT's place through `build_model`; Hugging
-Face causal LMs do (protocol/hf_model.py).
+Face causal LMs do (protocol/hf_model.py). The profile's norm kernels live in protocol/norms.py, below both models.
 """
 
 from __future__ import annotations
@@ -22,28 +22,7 @@ from torch.nn import functional as F
 from protocol.config import ExecutionProfileConfig, HFModelConfig, ModelConfig
 from protocol.errors import ConfigError
 from protocol.hashing import Hash32
-
-
-class ElementaryLayerNorm(nn.Module):
-    """LayerNorm from mean/var/rsqrt: its backward is thread-count invariant."""
-
-    def __init__(self, width: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(width))
-        self.bias = nn.Parameter(torch.zeros(width))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)
-        centered = x - mean
-        var = (centered * centered).mean(dim=-1, keepdim=True)
-        return centered * torch.rsqrt(var + self.eps) * self.weight + self.bias
-
-
-def make_layer_norm(width: int, profile: ExecutionProfileConfig) -> nn.Module:
-    if profile.layer_norm == "elementary":
-        return ElementaryLayerNorm(width)
-    return nn.LayerNorm(width)  # only for emulating another profile in benchmarks
+from protocol.norms import make_layer_norm
 
 
 class CausalSelfAttention(nn.Module):

@@ -22,7 +22,7 @@ from protocol.commitment import CommitmentDoc
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, to_hash32
 from protocol.merkle import SegmentLeaf, build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
-from protocol.sampling import compute_sample, compute_sampling_seed, compute_seat_seed
+from protocol.sampling import compute_sampled_segments, compute_sampling_seed, compute_seat_seed
 from protocol.types import LeafData
 
 
@@ -74,7 +74,7 @@ def compute_opened_segments(
     out: list[int] = []
     for slot in range(seats):
         seat_seed = compute_seat_seed(seed, slot)
-        out.extend(compute_sample(seat_seed, j, num_segments) for j in range(samples))
+        out.extend(compute_sampled_segments(seat_seed, num_segments, samples))
     return tuple(out)
 
 

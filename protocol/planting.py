@@ -20,7 +20,11 @@ Plants from round 0 (issue 37): when a run's terms were set before round 0 start
 terms fix a run seed block whose timestamp is at least the start, an anchor registered before the start is eligible
 from round 0, and round 0 draws with the run seed (bytes12 of that block's RANDAO value, `Plants.drawRunSeed`) as
 its previous seed base. Every round of such a run can then be planted, so no round is publicly safe to pass
-without replaying it. Pure: hashing only, no I/O.
+without replaying it.
+
+The reveal window of a round is [attestEnd, revealEnd), revealEnd the middle of its challenge window
+(Plants._revealEnd): after every seat is attested (no attestation can follow the secret), and early enough that
+challenges and plant disputes fit in the rest of the challenge window. Pure: hashing and arithmetic, no I/O.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from eth_utils import is_address, to_canonical_address
 from protocol.constants import BPS_DENOMINATOR, MAX_PLANT_RATE_BPS, PLANT_DELAY_ROUNDS
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, keccak256, to_hash32
+from protocol.types import RoundTimes
 
 PLANT_TAG = keccak256(b"gradledger.plant")
 """Domain tag of the plant decision (Solidity: keccak256("gradledger.plant"))."""
@@ -135,3 +140,23 @@ def is_round_planted(
     if not 0 <= plant_rate_bps <= MAX_PLANT_RATE_BPS:
         raise PlantError(f"the plant rate must be in [0, {MAX_PLANT_RATE_BPS}] bps, got {plant_rate_bps}")
     return compute_plant_draw(secret, run_id, round_index, solver, previous_seed_base) < plant_rate_bps
+
+
+def get_reveal_end(attest_end: int, challenge_end: int) -> int:
+    """The end (exclusive) of a round's reveal window: the middle of its challenge window, rounded down
+    (Plants._revealEnd; tests/vectors/planting.json holds the cases forge checks too)."""
+    if not 0 <= attest_end <= challenge_end:
+        raise PlantError(f"a round's challenge window ends after its attest window, got {attest_end}, {challenge_end}")
+    return attest_end + (challenge_end - attest_end) // 2
+
+
+def is_in_reveal_window(times: RoundTimes, now: int) -> bool:
+    """Whether a reveal of the current round's secret at `now` counts (Plants.reveal records it): the run not
+    finished and attestEnd <= now < revealEnd. Earlier it reverts TooEarly, later OutsideRevealWindow."""
+    return not times.finished and times.attest_end <= now < get_reveal_end(times.attest_end, times.challenge_end)
+
+
+def is_reveal_overdue(times: RoundTimes, now: int) -> bool:
+    """Whether an owed reveal of the current round can be reported missing at `now` (Plants.reportUnrevealed): the run
+    not finished and the reveal window closed (now >= revealEnd); the round settles later, ending the report."""
+    return not times.finished and now >= get_reveal_end(times.attest_end, times.challenge_end)

@@ -24,6 +24,7 @@ is below n / 2^256. Solidity's `Sampling` library and `Verification` compute the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from eth_abi import encode as abi_encode
@@ -96,6 +97,35 @@ def compute_sampled_segments(seed: bytes | str, num_segments: int, samples: int)
     if num_segments <= 0:
         raise SeedError(f"a commitment has at least one segment, got {num_segments}")
     return tuple(compute_sample(seed, j, num_segments) for j in range(samples))
+
+
+@dataclass(frozen=True)
+class RoundDraw:
+    """What `Verification.drawSeed` fixes for a round's sampling (Verification.roundSeed): the seed base (the seed
+    block's RANDAO bytes12, left-aligned in 32 bytes; zero until drawn), the draws each seat makes and the segments a
+    commitment has (0 until drawn). Read once per round; every seat's draws follow from it (`compute_seat_samples`)."""
+
+    seed_base: Hash32
+    samples: int
+    num_segments: int
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the seed was drawn (a drawn round has at least one segment per commitment)."""
+        return self.num_segments > 0
+
+
+def compute_seat_samples(draw: RoundDraw, run_id: int, round_index: int, solver: str, slot: int) -> tuple[int, ...]:
+    """The segment of every draw of seat `slot` of `solver`'s commitment, in draw order (Verification.sampledSegment
+    of draws 0 .. samples - 1: the seat's sub-seed of the commitment's seed).
+
+    # INVARIANT: the one Python spelling of a seat's draws: the verifier replays, the solver opens
+    (`protocol.opening.compute_opened_segments`, seat-major) and the chain checks the same segments (tests/vectors).
+    """
+    if not draw.drawn:
+        raise SeedError(f"the seed of round {round_index} of run {run_id} is not drawn yet: no seat has draws")
+    seed = compute_sampling_seed(draw.seed_base, run_id, round_index, solver)
+    return compute_sampled_segments(compute_seat_seed(seed, slot), draw.num_segments, draw.samples)
 
 
 def compute_detection_probability(faked_fraction: Fraction | float, samples: int, seats: int = 1) -> Fraction:

@@ -3,23 +3,22 @@
 Each dataclass mirrors one Solidity struct (or the named outputs of one view function); its fields
 are the Solidity names in snake_case, in Solidity's order. The chain adapter decodes results *by
 field name* (`from_fields`), never by position, so a renamed or reordered field fails loudly here
-instead of silently shifting values. Hashes are `Hash32` bytes; hex appears only at the edges (JSON,
-logs, the command line). Pure: no I/O.
+instead of silently shifting values (`decode_struct`, protocol/struct_fields.py). Hashes are `Hash32` bytes; hex
+appears only at the edges (JSON, logs, the command line). The run's terms (`RunTerms`, `PlantTerms`) have their own
+module, protocol/run_terms.py, and are re-exported here. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import astuple, dataclass, fields
-from enum import IntEnum
-from typing import Any, TypeVar
+from dataclasses import dataclass
 
 from eth_utils import to_checksum_address
 
-from protocol.constants import BPS_DENOMINATOR, RANDAO_LAG_BLOCKS, ROLE_SOLVER, ROLE_VERIFIER
-from protocol.errors import GradledgerError
+from protocol.constants import RANDAO_LAG_BLOCKS, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.contract_constants import AttestationState, ClaimStatus, DisputeStatus, Opening, PlantPay
 from protocol.hashing import Hash32, to_hash32
+from protocol.run_terms import PlantTerms, RunTerms
+from protocol.struct_fields import StructError, decode_struct, to_snake_case
 
 __all__ = [
     "ROLE_SOLVER",
@@ -35,6 +34,7 @@ __all__ = [
     "DisputeStatus",
     "DisputeTerms",
     "LeafData",
+    "Opening",
     "PlantForfeit",
     "PlantPay",
     "PlantStatus",
@@ -42,135 +42,13 @@ __all__ = [
     "RoundTimes",
     "RunTerms",
     "StructError",
+    "decode_struct",
     "is_commitment_accepted",
     "is_commitment_paid",
+    "is_tally_accepted",
+    "is_tally_paid",
+    "to_snake_case",
 ]
-
-
-class StructError(GradledgerError):
-    """A value from the chain does not have the fields of the struct it should be."""
-
-
-def to_snake_case(name: str) -> str:
-    """Solidity's camelCase field name as the Python attribute: `theta0Hash` -> `theta0_hash`."""
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-T = TypeVar("T")
-
-
-def decode_struct(cls: type[T], values: Mapping[str, Any]) -> T:
-    """Build dataclass `cls` from a mapping of Solidity field names; every field must be present, no other."""
-    wanted = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    given = {to_snake_case(k): v for k, v in values.items()}
-    missing, extra = sorted(set(wanted) - set(given)), sorted(set(given) - set(wanted))
-    if missing or extra:
-        raise StructError(
-            f"{cls.__name__}: the chain returned fields {sorted(values)}; missing {missing}, unexpected {extra} "
-            "(the contracts and protocol/types.py disagree: update the dataclass to the Solidity struct)"
-        )
-    return cls(**{name: given[name] for name in wanted})
-
-
-class AttestationState(IntEnum):
-    NONE = 0
-    ATTESTED = 1
-    CHALLENGED = 2
-    FINALIZED = 3
-    UPHELD = 4
-    OVERTURNED = 5
-    VOIDED = 6  # no verdict after every appeal: earns nothing; a voided pass stops counting
-    ABSTAINED = 7  # not attested by attestEnd and reported (reportAbstention): its verifier charged the bond
-
-
-class Opening(IntEnum):
-    """IRunRegistry.Opening: whether a commitment's sampled leaves were opened on-chain in time."""
-
-    NONE = 0
-    OPENED = 1
-    UNOPENED = 2
-
-
-class ClaimStatus(IntEnum):
-    NONE = 0
-    POSTED = 1
-    CHALLENGED = 2
-    UPHELD = 3
-    SETTLED = 4
-
-
-class DisputeStatus(IntEnum):
-    NONE = 0
-    OPEN = 1
-    JURY_DRAWN = 2
-    DECIDED = 3
-    EXECUTED = 4
-    EXPIRED = 5
-
-
-@dataclass(frozen=True)
-class RunTerms:
-    """The on-chain `RunConfig` struct a run is created with (RunRegistry.createRun, event RunCreated).
-
-    Hashes in bytes, amounts in wei, windows in seconds. `config_hash`, `dataset_root`, `inner_steps` and
-    `steps_per_segment` mirror the published run config; `protocol.adapters.runs.load_run_context` and
-    the auditor check them with `protocol.config.verify_run_terms`.
-    """
-
-    config_hash: Hash32
-    dataset_root: Hash32
-    theta0_hash: Hash32
-    inner_steps: int
-    steps_per_segment: int
-    samples_per_commitment: int
-    verifiers_per_commitment: int
-    jury_size: int
-    commit_window: int
-    attest_window: int
-    challenge_window: int
-    dispute_timeout: int
-    solver_min_stake: int
-    verifier_min_stake: int
-    attestation_bond: int
-    challenge_bond: int
-    solver_share_bps: int
-    verifier_share_bps: int
-    juror_share_bps: int
-    shares_per_round: int
-    revenue_release_period: int
-    max_rounds: int
-    start_delay: int = 0
-    """Seconds from createRun to round 0's start (<= MAX_START_DELAY): nodes start, solvers join and anchor their
-    plant chains before round 0 (docs/contracts.md, "Start delay"). The struct's last field, so `to_abi` keeps its
-    order."""
-
-    def __post_init__(self) -> None:
-        for name in ("config_hash", "dataset_root", "theta0_hash"):
-            object.__setattr__(self, name, to_hash32(getattr(self, name), f"run terms {name}"))
-
-    @classmethod
-    def from_fields(cls, values: Mapping[str, Any]) -> RunTerms:
-        return decode_struct(cls, values)
-
-    def to_abi(self) -> tuple:
-        return astuple(self)
-
-    @property
-    def num_segments(self) -> int:
-        return self.inner_steps // self.steps_per_segment
-
-    @property
-    def solver_bucket(self) -> int:
-        """Solver shares of one round (the RunConfig split, floored as Solidity does)."""
-        return self.shares_per_round * self.solver_share_bps // BPS_DENOMINATOR
-
-    @property
-    def verifier_bucket(self) -> int:
-        return self.shares_per_round * self.verifier_share_bps // BPS_DENOMINATOR
-
-    @property
-    def juror_bucket(self) -> int:
-        return self.shares_per_round * self.juror_share_bps // BPS_DENOMINATOR
 
 
 @dataclass(frozen=True)
@@ -270,14 +148,6 @@ class DisputeTerms:
     jury_size: int
 
 
-class PlantPay(IntEnum):
-    """IPlants.Pay: how a commitment is paid under the plant rules."""
-
-    NORMAL = 0  # planting off, rounds before the first plant, or revealed not planted: the usual rules
-    PLANTED = 1  # revealed planted: paid as accepted (if attested at all); its Δ is not accepted
-    UNPAID = 2  # plant not revealed in its window, disproven by a jury, or no anchor old enough while planting is on
-
-
 @dataclass(frozen=True)
 class PlantStatus:
     """Plants.plantOf: whether the commitment could be planted, whether its secret was revealed in the window,
@@ -287,16 +157,6 @@ class PlantStatus:
     revealed: bool
     planted: bool
     reported: bool
-
-
-@dataclass(frozen=True)
-class PlantTerms:
-    """Plants.termsOf: planted commitments per 10,000, the jackpot of a fail and the penalty of a pass on a planted
-    commitment (wei). The pool a run starts with is the msg.value of `Plants.setTerms`."""
-
-    rate_bps: int
-    jackpot: int
-    penalty: int
 
 
 @dataclass(frozen=True)
@@ -405,12 +265,13 @@ class CommitmentStatus:
 
     @property
     def accepted(self) -> bool:
-        return is_commitment_accepted(self.passes, self.faults, self.needed)
+        """Tally-accepted (`is_tally_accepted`): the plant pay is another contract's (`is_commitment_accepted`)."""
+        return is_tally_accepted(self.passes, self.faults, self.needed)
 
     @property
     def paid(self) -> bool:
         """Counted in the round's `paidCommitments` (Verification._isPaid)."""
-        return is_commitment_paid(self.passes, self.faults, self.needed, self.attested, self.planted, self.unpaid)
+        return is_tally_paid(self.passes, self.faults, self.needed, self.attested, self.planted, self.unpaid)
 
 
 @dataclass(frozen=True)
@@ -428,29 +289,55 @@ def get_needed_seats(verifiers_per_commitment: int, verifier_count: int) -> int:
     return min(verifiers_per_commitment, verifier_count) // 2 + 1
 
 
-def is_commitment_accepted(passes: int, faults: int, needed: int) -> bool:
-    """Verification's acceptance rule: passes -- standing passes and *cleared* fails (fails a jury overturned: the jury
-    replayed the named segment and found it right) -- on a strict majority of the seats (`needed`, `get_needed_seats`),
-    and no standing fault. A seat nobody attested counts against acceptance, so late honest verifiers never let a
-    minority of seats accept work (issue 37).
+def is_tally_accepted(passes: int, faults: int, needed: int) -> bool:
+    """Verification's acceptance rule over a commitment's seats alone: passes -- standing passes and *cleared* fails
+    (fails a jury overturned: the jury replayed the named segment and found it right) -- on a strict majority of the
+    seats (`needed`, `get_needed_seats`), and no standing fault. A seat nobody attested counts against acceptance, so
+    late honest verifiers never let a minority of seats accept work (issue 37).
 
     # INVARIANT: the one Python spelling of Verification's `needed != 0 && passes >= needed && faults == 0` (a status
-    never opened has needed == 0 and is never accepted); the node client, the history fold and the auditor all call
-    this, so they cannot disagree about which work is paid.
+    never opened has needed == 0 and is never accepted). Whether the Δ enters θ_(r+1) also depends on the plant pay:
+    `is_commitment_accepted`.
     """
     return needed > 0 and passes >= needed and faults == 0
 
 
-def is_commitment_paid(passes: int, faults: int, needed: int, attested: bool, planted: bool, unpaid: bool) -> bool:
-    """Verification's pay rule (`_isPaid`): not found unpaid by Plants, and either revealed as planted and attested
-    (its passes were overturned by the reveal, its fails stand) or accepted. Every paid commitment of a round earns
-    the same solver shares, bucket // paidCommitments; the tokens a solver declares play no part.
+def is_tally_paid(passes: int, faults: int, needed: int, attested: bool, planted: bool, unpaid: bool) -> bool:
+    """Verification's pay rule (`_isPaid`): counted in the round's `paidCommitments`, the denominator of every solver's
+    shares. Not found unpaid by Plants, and either revealed as planted and attested (its passes were overturned by the
+    reveal, its fails stand) or tally-accepted. Every paid commitment of a round earns the same solver shares,
+    bucket // paidCommitments; the tokens a solver declares play no part.
 
-    # INVARIANT: the one Python spelling of `_isPaid`: the node client (`CommitmentStatus.paid`) and the history
-    fold (`Round.is_counted_paid`) both call it.
+    # INVARIANT: the one Python spelling of `_isPaid` (`CommitmentStatus.paid`, the history's `Round.is_counted_paid`).
+    Whether `claimSolverShares` mints also depends on Plants.payOf: `is_commitment_paid`.
     """
     if unpaid:
         return False
     if planted:
         return attested
-    return is_commitment_accepted(passes, faults, needed)
+    return is_tally_accepted(passes, faults, needed)
+
+
+def is_commitment_accepted(passes: int, faults: int, needed: int, *, pay: PlantPay) -> bool:
+    """Whether a commitment's Δ enters θ_(r+1): tally-accepted (`is_tally_accepted`) and not unpaid under the plant
+    rules (Plants.payOf). A planted commitment is never accepted (the reveal overturned its passes, so its tally is not
+    accepted), and neither is one whose plant went unrevealed, had no anchor old enough or was disproven.
+
+    # INVARIANT: the one composition of Verification's tally and Plants.payOf for acceptance: the node client
+    (`ProtocolClient.is_accepted`, from the chain's views) and the history fold (`Round.is_accepted`, from events)
+    both call it, so the coordinator's θ_(r+1), the e-chain links and the auditor agree on which Δs count.
+    """
+    return pay != PlantPay.UNPAID and is_tally_accepted(passes, faults, needed)
+
+
+def is_commitment_paid(
+    passes: int, faults: int, needed: int, attested: bool, planted: bool, unpaid: bool, *, pay: PlantPay
+) -> bool:
+    """Whether `claimSolverShares` pays a commitment: counted paid (`is_tally_paid`: planted and attested, or
+    tally-accepted, and not marked unpaid) and not unpaid under Plants.payOf. A missed reveal nobody reported stays
+    counted in `paidCommitments` (the contract marks nothing) yet is never minted: `pay` is UNPAID.
+
+    # INVARIANT: the one composition of `_isPaid` and Plants.payOf for pay: the node client (`ProtocolClient.is_paid`)
+    and the history fold (`Round.is_paid`) both call it.
+    """
+    return pay != PlantPay.UNPAID and is_tally_paid(passes, faults, needed, attested, planted, unpaid)

@@ -31,6 +31,7 @@ Training results do not depend on timing or on the number of workers; only secon
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -162,7 +163,8 @@ def _judge_segment(
     for name, profile_config in _WORKER["profiles"].items():
         for threads in CROSS_THREADS:
             label = f"{name}-{threads}"
-            cross[label] = with_threads(threads, False, lambda c=profile_config: replay_at(c, dataset, at, start))
+            replay = functools.partial(replay_at, profile_config, dataset, at, start)
+            cross[label] = with_threads(threads, False, replay)
             verdict = judge_tolerance(config, leaf, record.sketch, start, cross[label], end)
             distances = measure(config, record.sketch, start, cross[label], end)
             rows.append(make_row("honest-cross", label, verdict.accepted, verdict.method, **where, **distances))
@@ -261,9 +263,11 @@ def measure_trials(
     defaults to HARDWARE_PATHS ({} measures none)."""
     # Workers sometimes run 2 threads on shared cores: sleeping instead of spinning OpenMP threads keeps
     # oversubscription cheap (no effect on results, only on time).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     paths = HARDWARE_PATHS if hardware_paths is None else hardware_paths
     with ExitStack() as stack:
+        if "OMP_WAIT_POLICY" not in os.environ:  # for the workers started inside; restored here after
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            stack.callback(os.environ.pop, "OMP_WAIT_POLICY", None)
         # first: a path that does not take fails here, before minutes of training
         hardware = {name: start_hardware_pool(name, extra, config, corpus, stack)[0] for name, extra in paths.items()}
         thetas = build_trajectory(config, corpus, plan, on_round)
@@ -424,11 +428,11 @@ def analyse(rows: list[Row], thresholds: ReplayThresholds) -> dict[str, Any]:
 
 def compute_per_round_detection(num_segments: int) -> dict[str, Any]:
     """P(a commitment with one faked segment is sampled by at least one seat), under the default run rules
-    (devnet/runs.py RunRules: samples per seat, seats per commitment); every seat draws its own samples."""
-    from devnet.runs import RunRules
+    (protocol/run_presets.py TINY: samples per seat, seats per commitment); every seat draws its own samples."""
+    from protocol.run_presets import TINY
     from protocol.sampling import compute_detection_probability
 
-    rules, f = RunRules(), Fraction(1, num_segments)
+    rules, f = TINY.run, Fraction(1, num_segments)
     probability = compute_detection_probability(f, rules.samples_per_commitment, rules.verifiers_per_commitment)
     return {
         "per_round_detection": float(probability),

@@ -25,7 +25,7 @@ from eth_account.signers.local import LocalAccount
 
 from adversary.behaviours import Behaviour
 from adversary.solver import CheatingSolverNode
-from devnet.runs import ETH, RunRules, create_run
+from devnet.runs import ETH, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import ServerHandle, make_node_app, serve_in_thread
@@ -35,6 +35,7 @@ from protocol.config import RunConfig
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.data import DatasetManifest
 from protocol.errors import GradledgerError
+from protocol.run_terms import CreationTerms
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
@@ -54,7 +55,7 @@ class ScriptedRun:
     run_id: int
     home: Path
     config: RunConfig
-    rules: RunRules
+    rules: CreationTerms
     solvers: dict[int, SolverNode]
     verifiers: dict[int, VerifierWorker]
     coordinator: int
@@ -82,7 +83,7 @@ class ScriptedRun:
         if self._now() < times.start:
             self._advance_to(times.start - 1)  # round 0 of a run with a start delay: commit refuses before it
         for _account, node in sorted(self.solvers.items()):
-            if self.protocol.bonded_of(node.address, ROLE_SOLVER) < self.rules.solver_min_stake_wei:
+            if self.protocol.bonded_of(node.address, ROLE_SOLVER) < self.rules.run.solver_min_stake:
                 continue  # slashed earlier: cannot commit any more
             node.act(Action("train", r))  # a CheatingSolverNode cheats in the rounds it was told to
             node.act(Action("commit", r))
@@ -142,7 +143,7 @@ def start_scripted_run(
     corpus: tuple[DatasetManifest, dict[bytes, bytes]],
     solvers: Sequence[int],
     verifiers: Sequence[int],
-    rules: RunRules,
+    rules: CreationTerms,
     *,
     cheats: Mapping[tuple[int, int], Behaviour | str] | None = None,
     reward_pool_wei: int = 10 * ETH,
@@ -156,9 +157,9 @@ def start_scripted_run(
     home.mkdir(parents=True, exist_ok=True)
     rpc_url = protocol.chain.rpc_url
     for index in solvers:
-        _stake(protocol, get_devnet_account(index), ROLE_SOLVER, rules.solver_min_stake_wei)
+        _stake(protocol, get_devnet_account(index), ROLE_SOLVER, rules.run.solver_min_stake)
     for index in verifiers:  # the run registration and the juror registration each reserve their own stake
-        _stake(protocol, get_devnet_account(index), ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE)
+        _stake(protocol, get_devnet_account(index), ROLE_VERIFIER, rules.run.verifier_min_stake + JUROR_MIN_STAKE)
     creator_store = LocalArtifactStore(home / "creator" / "artifacts")
     servers = [serve_in_thread(make_node_app("creator", get_devnet_account(creator).address, creator_store))]
     dataset_manifest, shards = corpus
@@ -212,4 +213,6 @@ def _make_solver(
 
 def _serve(node: SolverNode) -> ServerHandle:
     node.start_server()
+    if node.server is None:  # start_server sets it; a node without one could not be stopped later
+        raise ScriptedRunError(f"solver {node.address} started no server")
     return node.server

@@ -127,7 +127,7 @@ def _best_metric(row: Row, floor: dict[str, float]) -> tuple[str, float]:
 def verify_exact_replays(rows: list[Row]) -> None:
     """Refuse when an honest replay under the pinned profile was not bit-identical: exact verdicts would
     reject honest work, which no tolerance threshold repairs."""
-    mismatches = defaultdict(int)
+    mismatches: defaultdict[str, int] = defaultdict(int)
     for row in rows:
         if row["kind"] == "honest-exact" and not row["accepted"]:
             mismatches[row["name"]] += 1

@@ -8,29 +8,30 @@ stored copy is corrupt is a 503 while the node re-creates it (solver/own_artifac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI, HTTPException
 
+from protocol.adapters.artifacts import ArtifactStore
 from protocol.adapters.http import make_node_app
 
-if TYPE_CHECKING:
-    from solver.node import SolverNode
 
-
-def make_solver_app(node: SolverNode) -> FastAPI:
-    """The solver's app; its hooks (`served_store`, `served_document`) are what an adversary overrides."""
-    app = make_node_app(
-        "solver",
-        node.address,
-        node.served_store(),
-        node.get_health,  # the loop runs in the thread that calls run() (RunNode.loop_thread)
-        node.get_metrics,
-    )
+def make_solver_app(
+    address: str,
+    store: ArtifactStore,
+    get_health: Callable[[], dict[str, Any]],
+    get_metrics: Callable[[], bytes],
+    served_document: Callable[[int, int], bytes | None],
+) -> FastAPI:
+    """The solver's app over what its node serves: the store and documents its hooks (`served_store`,
+    `served_document`, what an adversary overrides) return. It takes those values, not the node, so this module sits
+    below solver/node.py."""
+    app = make_node_app("solver", address, store, get_health, get_metrics)
 
     @app.get("/commitments/{run_id}/{round_index}")
     def get_commitment(run_id: int, round_index: int) -> dict:
-        document = node.served_document(run_id, round_index)
+        document = served_document(run_id, round_index)
         if document is None:
             raise HTTPException(404, f"no commitment document for run {run_id} round {round_index}")
         return {"document": document.decode(errors="replace")}

@@ -7,6 +7,12 @@ command that deposits it; it joins as soon as the stake is there (RunNode.start 
 
 from __future__ import annotations
 
+import logging
+
+from eth_account.signers.local import LocalAccount
+
+from node.logs import log_event
+from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.errors import GradledgerError
 from protocol.ledger import format_eth
@@ -32,3 +38,23 @@ def verify_stake_covers(protocol: ProtocolClient, solver: str, run_id: int, need
         f"stake --amount {format_eth(needed_wei - free)} --run {run_id}` and the same key options as this node; "
         "this node joins as soon as the stake is there"
     )
+
+
+def ensure_joined(
+    protocol: ProtocolClient, account: LocalAccount, log: logging.Logger, run_id: int, min_stake_wei: int
+) -> None:
+    """Join the run if this staked solver has not yet (idempotent).
+
+    Without enough free solver stake it raises StakeNeededError naming the stake needed and the command that
+    deposits it, before any transaction (a join would only revert with InsufficientFreeStake). The node waits
+    rather than exits: `RunNode.start` retries, logs the cause once, and joins as soon as the stake is there
+    (the operator may stake from another terminal after starting the node; docs/nodes.md)."""
+    if protocol.has_joined(run_id, account.address):
+        return
+    verify_stake_covers(protocol, account.address, run_id, min_stake_wei)
+    try:
+        protocol.join_run(account, run_id)
+        log_event(log, "joined", run=run_id, solver=account.address)
+    except ContractRevertError as exc:
+        if exc.error != "AlreadyJoined":
+            raise

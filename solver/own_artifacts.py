@@ -23,10 +23,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from node.logs import log_event
 from protocol.adapters.artifacts import ArtifactError
+from protocol.adapters.nodestate import NodeState
+from protocol.adapters.object_store import ArtifactBackend
+from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc, CommitmentDocError, decode_commitment_doc
 from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex, to_hash32
@@ -34,9 +37,6 @@ from protocol.ledger import format_eth
 from protocol.opening import OpeningError
 from protocol.payload import PayloadError, decode_payload_doc, is_compressed
 from solver.decide import RoundRecord
-
-if TYPE_CHECKING:
-    from solver.node import SolverNode
 
 CORRUPT_EVENT = "corrupt artifact moved aside"
 """What LocalArtifactStore reports when a read finds a copy that does not hash to its name."""
@@ -66,10 +66,36 @@ def get_served_hashes(doc: CommitmentDoc, segments: Iterable[int]) -> list[Hash3
     return out
 
 
+class ArtifactOwner(Protocol):
+    """What `OwnArtifacts` needs of its solver node (solver/node.py's SolverNode is one): its log, store and state,
+    the round records, and a way to retrain a round into the store. A structural type, so this module sits below the
+    node that holds it."""
+
+    @property
+    def log(self) -> logging.Logger: ...
+
+    @property
+    def store(self) -> ArtifactBackend: ...
+
+    @property
+    def state(self) -> NodeState: ...
+
+    @property
+    def run_id(self) -> int: ...
+
+    def load(self) -> RunContext: ...
+
+    def record_of(self, run_id: int, round_index: int) -> RoundRecord | None: ...
+
+    def recreate_artifacts(self, ctx: RunContext, round_index: int, theta_hash: Hash32) -> Hash32:
+        """Retrain round `round_index` from θ_r into the store; the hash its commitment document is stored under."""
+        ...
+
+
 class OwnArtifacts:
     """Hears a solver's store, names its corrupt artifacts, re-creates their rounds (see the module docstring)."""
 
-    def __init__(self, node: SolverNode) -> None:
+    def __init__(self, node: ArtifactOwner) -> None:
         self.node = node
         self.log = node.log
         self._lock = threading.Lock()
@@ -161,7 +187,7 @@ class OwnArtifacts:
             return False
         log_event(self.log, "re-creating own artifacts", level=logging.WARNING, run=ctx.run_id, round=round_index)
         try:
-            _, doc_hash = node.train_into_store(ctx, round_index, record.theta_hash)
+            doc_hash = node.recreate_artifacts(ctx, round_index, record.theta_hash)
         except GradledgerError:
             with self._lock:
                 self._queued.add(round_index)
@@ -244,7 +270,7 @@ class OwnArtifacts:
         out = []
         for _, raw in self.node.state.list("round"):
             record = RoundRecord.from_json(raw)
-            if record.run_id == self.node.settings.run_id and record.doc_hash is not None:
+            if record.run_id == self.node.run_id and record.doc_hash is not None:
                 out.append(record)
         return out
 

@@ -3,12 +3,12 @@
 Rank 0 is the solver node (chain, store, HTTP); ranks 1 .. N-1 are workers that only train. For every round rank 0
 rings a doorbell in a TCP key-value store (`job/<n>`: "train" or "stop"; a worker may wait there for hours between
 rounds, which a collective's timeout would not allow), then broadcasts the job -- θ_r, the round, the solver address,
-the plant secret, and the run's config and dataset the first time -- and every rank calls the one
-`protocol.training.train_round` in lockstep with a `TorchExchanger`. Each step, rank r computes its M/N micro-batch
-gradients and `all_gather` hands every rank all M rows in index order; every rank folds them the same way
-(protocol/training.py, `compute_step_gradient`), so every rank holds the same parameters and AdamW state, and a
-verifier replaying with one process reproduces rank 0's checkpoints bit for bit. Only rank 0 stores checkpoints
-and commits; after each round the ranks compare their end-checkpoint hashes.
+the plant secret, the carried moments, and the run's config and dataset the first time -- and every rank trains the
+same `RoundInputs` with the one `protocol.training.train_round_inputs` in lockstep with a `TorchExchanger`. Each
+step, rank r computes its M/N micro-batch gradients and `all_gather` hands every rank all M rows in index order;
+every rank folds them the same way (protocol/inner_step.py, `compute_step_gradient`), so every rank holds the same
+parameters and AdamW state, and a verifier replaying with one process reproduces rank 0's checkpoints bit for bit.
+Only rank 0 stores checkpoints and commits; after each round the ranks compare their end-checkpoint hashes.
 
 Anything wrong with the group (a worker gone, a rank that ended with other bits, a group size that does not divide
 the run's micro-batches) is logged as an ERROR and rank 0 trains alone from then on: the same bits, only slower.
@@ -45,7 +45,7 @@ from protocol.errors import GradledgerError
 from protocol.hashing import Hash32, hash_to_hex
 from protocol.profile import apply_execution_profile
 from protocol.state import compute_state_hash
-from protocol.training import SegmentRecord, State, train_round
+from protocol.training import RoundInputs, SegmentRecord, State, train_round_inputs
 
 JOB_KEY = "gradledger/job/"
 READY_KEY = "gradledger/ready/"
@@ -81,7 +81,7 @@ class TorchExchanger:
 
 @dataclass(frozen=True)
 class RoundJob:
-    """One round for every rank; `run` (config and dataset) travels only when it changes."""
+    """One round's `RoundInputs` for every rank; `run` (config and dataset) travels only when it changes."""
 
     round_index: int
     solver: str
@@ -90,6 +90,13 @@ class RoundJob:
     run: tuple[RunConfig, TokenDataset] | None
     start_moments: dict[str, torch.Tensor] | None = None
     """The AdamW moments c_0 carries (train.carry_moments), None for fresh ones."""
+
+    def get_inputs(self, run: tuple[RunConfig, TokenDataset]) -> RoundInputs:
+        """The inputs rank 0 trains, with the run it sent last."""
+        config, dataset = run
+        return RoundInputs(
+            config, dataset, self.round_index, self.solver, self.theta, self.plant_secret, self.start_moments
+        )
 
 
 def _init_process_group(**how: Any) -> None:
@@ -140,10 +147,18 @@ class SolverGroup:
         theta_params: Mapping[str, torch.Tensor],
         round_index: int,
         solver: str,
-        **kwargs: Any,
+        plant_secret: Hash32 | None = None,
+        start_moments: Mapping[str, torch.Tensor] | None = None,
+        **outputs: Any,
     ) -> tuple[list[SegmentRecord], State]:
-        """Train the round with every rank, or alone once the group is gone (the same checkpoints either way)."""
-        micro = config.train.micro_batches
+        """protocol.training.train_round's signature, for callers holding the inputs one by one."""
+        inputs = RoundInputs(config, dataset, round_index, solver, theta_params, plant_secret, start_moments)
+        return self.train_round_inputs(inputs, **outputs)
+
+    def train_round_inputs(self, inputs: RoundInputs, **outputs: Any) -> tuple[list[SegmentRecord], State]:
+        """Train the round with every rank, or alone once the group is gone (the same checkpoints either way).
+        `outputs` are train_round_inputs' `save_checkpoint`, `on_step` and `in_background`."""
+        micro = inputs.config.train.micro_batches
         if self.exchanger is not None and micro % self.world_size:
             if micro not in self.unsplittable:
                 self.unsplittable.add(micro)
@@ -152,45 +167,37 @@ class SolverGroup:
                     why=f"the run splits each step into {micro} micro-batches, which {self.world_size} processes "
                     "cannot share evenly; restart with a --nproc that divides train.micro_batches",
                 )  # fmt: skip
-            return train_round(config, dataset, theta_params, round_index, solver, **kwargs)
+            return train_round_inputs(inputs, **outputs)
         if self.exchanger is None:
-            return train_round(config, dataset, theta_params, round_index, solver, **kwargs)
+            return train_round_inputs(inputs, **outputs)
         try:
-            return self._train_together(config, dataset, theta_params, round_index, solver, **kwargs)
+            return self._train_together(inputs, self.exchanger, **outputs)
         except (RuntimeError, ProcessGroupError) as exc:  # torch.distributed errors are RuntimeErrors
             log_event(
-                self.log, "process group failed, training alone", level=logging.ERROR, round=round_index,
+                self.log, "process group failed, training alone", level=logging.ERROR, round=inputs.round_index,
                 error=f"{type(exc).__name__}: {exc}",
                 consequence="this and later rounds are trained by rank 0 alone: the same checkpoints, slower",
             )  # fmt: skip
             self.close()
-            return train_round(config, dataset, theta_params, round_index, solver, **kwargs)
+            return train_round_inputs(inputs, **outputs)
 
     def _train_together(
-        self,
-        config: RunConfig,
-        dataset: TokenDataset,
-        theta_params: Mapping[str, torch.Tensor],
-        round_index: int,
-        solver: str,
-        **kwargs: Any,
+        self, inputs: RoundInputs, exchanger: TorchExchanger, **outputs: Any
     ) -> tuple[list[SegmentRecord], State]:
-        config_hash = compute_config_hash(config)
-        run = (config, dataset) if config_hash != self.sent_config else None
-        self.store.set(f"{JOB_KEY}{self.jobs}", b"train")
+        config_hash = compute_config_hash(inputs.config)
+        run = (inputs.config, inputs.dataset) if config_hash != self.sent_config else None
+        self.store.set(f"{JOB_KEY}{self.jobs}", "train")  # str, as the stubs say; read back as bytes
         self.jobs += 1
-        theta = {k: v.detach().clone() for k, v in theta_params.items()}
-        moments = kwargs.get("start_moments")
+        theta = {k: v.detach().clone() for k, v in inputs.theta.items()}
+        moments = inputs.start_moments
         moments = None if moments is None else {k: v.detach().clone() for k, v in moments.items()}
-        _broadcast(RoundJob(round_index, solver, theta, kwargs.get("plant_secret"), run, moments))
+        _broadcast(RoundJob(inputs.round_index, inputs.solver, theta, inputs.plant_secret, run, moments))
         self.sent_config = config_hash
-        records, end = train_round(
-            config, dataset, theta_params, round_index, solver, exchanger=self.exchanger, **kwargs
-        )
+        records, end = train_round_inputs(inputs, exchanger=exchanger, **outputs)
         hashes = _agree_on_end_hash(records[-1].end_hash)
         if len(set(hashes)) != 1:
             raise ProcessGroupError(
-                f"the ranks ended round {round_index} with different checkpoints "
+                f"the ranks ended round {inputs.round_index} with different checkpoints "
                 f"{[hash_to_hex(h)[:18] for h in hashes]}: a rank does not run the pinned execution profile"
             )
         return records, end
@@ -201,7 +208,7 @@ class SolverGroup:
             return
         self.exchanger = None
         with contextlib.suppress(RuntimeError):  # the store is gone with the group: the workers see stdin close
-            self.store.set(f"{JOB_KEY}{self.jobs}", b"stop")
+            self.store.set(f"{JOB_KEY}{self.jobs}", "stop")
         for worker in self.workers:
             if worker.stdin is not None:
                 worker.stdin.close()
@@ -265,7 +272,7 @@ def _report_early_exit(store: dist.TCPStore, rank: int, worker: subprocess.Popen
     worker.wait()
     with contextlib.suppress(RuntimeError):  # the group is closed already
         if not store.check([f"{READY_KEY}{rank}"]):
-            store.set(f"{READY_KEY}{rank}", f"exited {worker.returncode}".encode())
+            store.set(f"{READY_KEY}{rank}", f"exited {worker.returncode}")
 
 
 def is_torchrun_worker() -> bool:
@@ -310,11 +317,9 @@ def serve_rounds(store: dist.Store, rank: int, world_size: int, threads: int) ->
                 apply_execution_profile(run[0].profile, threads)
             if run is None:
                 raise ProcessGroupError("rank 0 sent a round before the run's config: restart the solver")
-            _, end = train_round(
-                run[0], run[1], job.theta, job.round_index, job.solver, save_checkpoint=_discard,
-                in_background=pool.submit, plant_secret=job.plant_secret, exchanger=exchanger,
-                start_moments=job.start_moments,
-            )  # fmt: skip
+            _, end = train_round_inputs(
+                job.get_inputs(run), save_checkpoint=_discard, in_background=pool.submit, exchanger=exchanger
+            )
             _agree_on_end_hash(compute_state_hash(end))
             log_event(logger, "round trained", rank=rank, round=job.round_index)
     if dist.is_initialized():
@@ -351,7 +356,7 @@ def main(argv: list[str] | None = None) -> None:
     threading.Thread(target=_exit_when_stdin_closes, daemon=True, name="rank0-watch").start()
     host, port = args.store.rsplit(":", 1)
     store = dist.TCPStore(host, int(port), is_master=False)
-    store.set(f"{READY_KEY}{args.rank}", b"ok")
+    store.set(f"{READY_KEY}{args.rank}", "ok")
     _init_process_group(store=store, rank=args.rank, world_size=args.world_size)
     log_event(logger, "worker joined", rank=args.rank, processes=args.world_size, pid=os.getpid())
     serve_rounds(store, args.rank, args.world_size, args.threads)

@@ -23,7 +23,7 @@ import pytest
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.lifecycle import stop_processes
-from devnet.runs import ETH, RunRules, create_run
+from devnet.runs import ETH, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -33,12 +33,14 @@ from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.hashing import hash_to_hex
+from protocol.run_presets import TINY
+from protocol.run_terms import CreationTerms
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.clock import DRIVEN_GENESIS, ClockDriver, NodeHandle, make_driven
 
-FAST_RULES = RunRules(
-    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=300, attest_window_s=300,
-    challenge_window_s=300, dispute_timeout_s=600,
+FAST_RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window=300, attest_window=300,
+    challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Windows in chain seconds of a driven devnet (tests/clock.py): they close when the ClockDriver sees every
 node idle, never because this machine was slow."""
@@ -80,7 +82,7 @@ class RunSetup:
     ports: dict[int, int]
     config: object
     corpus: tuple
-    rules: RunRules
+    rules: CreationTerms
 
     def drive(self, nodes: Callable[[], Iterable[NodeHandle]]) -> ClockDriver:
         """The clock driver of this run, waiting on the nodes `nodes()` lists (use as a context manager)."""
@@ -109,10 +111,38 @@ def _healthy(port: int) -> bool:
         return False
 
 
+PORTS_BASE = 20_000
+PORTS_PER_WORKER = 400
+"""Node ports are handed out below the kernel's ephemeral range (32768+ on Linux), one block per pytest-xdist worker."""
+_next_port: Iterator[int] | None = None
+
+
+def _worker_index() -> int:
+    """0 for a plain run, N for pytest-xdist's worker gwN (PYTEST_XDIST_WORKER)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port for a node this test starts, never handed to another test of this run.
+
+    `bind(0)` then close is racy in a parallel suite: the kernel may hand the same port to another worker before the
+    node binds it. Ports come from this worker's own block below the ephemeral range instead (no other worker, and no
+    outgoing connection, takes them), each checked free by a bind; a port is handed out once per worker.
+    INVARIANT: two workers' blocks never overlap, so two tests running at once never share a port.
+    """
+    global _next_port
+    if _next_port is None:
+        start = PORTS_BASE + _worker_index() * PORTS_PER_WORKER
+        _next_port = iter(range(start, start + PORTS_PER_WORKER))
+    for port in _next_port:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # held by something outside this suite: skip it
+            return port
+    raise RuntimeError(f"pytest worker {_worker_index()} used all {PORTS_PER_WORKER} of its ports")
 
 
 def prepare_run(
@@ -121,7 +151,7 @@ def prepare_run(
     home: Path,
     solvers: list[int],
     verifiers: list[int],
-    rules: RunRules = FAST_RULES,
+    rules: CreationTerms = FAST_RULES,
     overrides: dict | None = None,
     model: dict | None = None,
 ) -> RunSetup:
@@ -141,8 +171,8 @@ def prepare_run(
     )  # fmt: skip
     # a verifier's stake backs its run registration and, separately, its juror registration (StakeManager reserves
     # each obligation's own stake)
-    for index, role, needed in [(i, ROLE_SOLVER, rules.solver_min_stake_wei) for i in solvers] + [
-        (i, ROLE_VERIFIER, rules.verifier_min_stake_wei + JUROR_MIN_STAKE) for i in verifiers
+    for index, role, needed in [(i, ROLE_SOLVER, rules.run.solver_min_stake) for i in solvers] + [
+        (i, ROLE_VERIFIER, rules.run.verifier_min_stake + JUROR_MIN_STAKE) for i in verifiers
     ]:
         account = get_devnet_account(index)
         free = protocol.free_stake_of(account.address, role)  # another test's unfinished run may hold some reserved

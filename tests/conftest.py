@@ -35,3 +35,16 @@ def tiny_config(corpus) -> RunConfig:
 def dataset(corpus, tiny_config) -> TokenDataset:
     manifest, shards = corpus
     return build_token_dataset(manifest, shards, tiny_config.data.eval_shards)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (`make test`: `-n N --dist loadgroup`), tests go to workers one by one, except that the tests
+    of a module sharing a module-scoped fixture (one real run several tests assert different things about) stay on one
+    worker, so the run is made once. A session fixture (the anvil and deployment) is made once per worker."""
+    for item in items:
+        fixture_info = getattr(item, "_fixtureinfo", None)
+        if fixture_info is None:
+            continue
+        scopes = {d.scope for defs in fixture_info.name2fixturedefs.values() for d in defs}
+        if scopes & {"module", "package", "class"}:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -47,7 +47,6 @@ from node.plants import report_unrevealed_commitments
 from node.theta import compute_next_theta
 from protocol.adapters.finality import DurableReadCursor
 from protocol.adapters.manifest import DeploymentManifest
-from protocol.adapters.runs import RunContext
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
 from protocol.jury import KIND_ATTESTATION, KIND_CLAIM, KIND_PLANT, DisputeSubject
@@ -93,11 +92,13 @@ class Whistleblower(RunNode):
 
     # -- state -----------------------------------------------------------------------------
 
-    def load(self) -> RunContext:
-        ctx = super().load()
+    def get_checker(self) -> CommitmentChecker:
+        """The shared commitment checker (node/checker.py) of this run, made on first use."""
         if self.checker is None:
-            self.checker = CommitmentChecker(ctx, self.store, self.peers, self.protocol, exact=self.exact_verdicts)
-        return ctx
+            self.checker = CommitmentChecker(
+                self.load(), self.store, self.peers, self.protocol, exact=self.exact_verdicts
+            )
+        return self.checker
 
     def on_start(self) -> None:
         log_event(self.log, "watching", run=self.run_id, whistleblower=self.address, fraction=self.fraction)
@@ -250,7 +251,7 @@ class Whistleblower(RunNode):
         order = order_plant_checks(
             reveal_block_hash, ctx.run_id, r, solver, self.address, [e.segment for e in opening.entries]
         )
-        segment, reason = find_false_segment(self.checker, self.log, r, solver, commitment, secret, order)
+        segment, reason = find_false_segment(self.get_checker(), self.log, r, solver, commitment, secret, order)
         check = {
             "id": key,
             "round": r,
@@ -268,7 +269,7 @@ class Whistleblower(RunNode):
         self.state.put("check", check["id"], {**check, "status": status, "finding": finding})
 
     def _check_one(self, check: dict) -> None:
-        ctx, checker = self.load(), self.checker
+        ctx, checker = self.load(), self.get_checker()
         commitment = self.protocol.get_commitments(ctx.run_id, check["round"], ctx.created_block)[check["solver"]]
         ref = AttestationRef(ctx.run_id, check["round"], check["solver"], check["slot"])
         right, decision, _ = checker.is_attestation_right(ref, commitment, check["is_fail"], check["sample_index"])

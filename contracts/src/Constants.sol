@@ -2,9 +2,9 @@
 pragma solidity ^0.8.28;
 
 /// @title Constants
-/// @notice Protocol constants shared by every gradledger contract. `protocol/constants.py` mirrors
-///         each one; tests/vectors/constants.json (written by Python) is checked against this file
-///         by `forge test` (test/Constants.t.sol), so the two languages cannot drift apart.
+/// @notice Protocol constants shared by every gradledger contract. This file is their one source: `make vectors`
+///         generates Python's copy (protocol/contract_constants.py, re-exported by protocol/constants.py) and
+///         tests/vectors/constants.json from its AST, and pytest fails when they are stale (docs/contracts.md).
 library Constants {
     // ---------------------------------------------------------------- roles
     /// @notice Stake role of a solver (trains and commits).
@@ -83,7 +83,7 @@ library Constants {
     ///         block before the seed block, which can still include commits, would know it; the mix the seed block's
     ///         proposer completes is known to nobody before the last block that can take a commit (docs/security.md).
     uint256 internal constant RANDAO_LAG_BLOCKS = 1;
-    /// @notice Upper bound on a run's start delay (`RunConfig.startDelay`, seconds from createRun to round 0's start),
+    /// @notice Upper bound on a run's start delay (`RunTerms.startDelay`, seconds from createRun to round 0's start),
     ///         1 day. A delay lets nodes start and solvers register plant anchors before round 0; minutes to hours
     ///         cover that. It is bounded because round 0's seed block is counted in blocks from the creation block
     ///         (`ceil((startDelay + commitWindow) / blockSeconds)`): every slot the chain skips during the delay

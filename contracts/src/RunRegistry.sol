@@ -7,7 +7,7 @@ import {IRunCreator} from "./interfaces/IRunCreator.sol";
 import {IRunRegistry} from "./interfaces/IRunRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
-import {CommitmentData, LeafData, RunConfig} from "./interfaces/Types.sol";
+import {CommitmentData, LeafData, RunTerms} from "./interfaces/Types.sol";
 import {Sampling} from "./libraries/Sampling.sol";
 import {SegmentLeaf} from "./libraries/SegmentLeaf.sol";
 
@@ -134,7 +134,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
 
     /// @notice A run was created; `config` is everything it was created with, `rewardPool` the ETH sent.
     event RunCreated(
-        uint256 indexed runId, address indexed creator, RunConfig config, address shareToken, uint256 rewardPool
+        uint256 indexed runId, address indexed creator, RunTerms config, address shareToken, uint256 rewardPool
     );
     /// @notice Round `round` of a run opened at `start`, training from `thetaHash`.
     event RoundStarted(uint256 indexed runId, uint64 indexed round, uint256 start, bytes32 thetaHash);
@@ -265,9 +265,9 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     /// @notice Create a run; `msg.value` is its reward pool, paid out to share holders as rounds settle. Round 0
     ///         starts `config.startDelay` seconds from now (at most MAX_START_DELAY): solvers can join, verifiers
     ///         register and solvers anchor their plant chains before anything can be committed.
-    /// @param config The run's configuration (see RunConfig); validated here.
+    /// @param config The run's configuration (see RunTerms); validated here.
     /// @return runId The new run's id (1, 2, ...).
-    function createRun(RunConfig calldata config) external payable returns (uint256 runId) {
+    function createRun(RunTerms calldata config) external payable returns (uint256 runId) {
         _validate(config);
         runId = ++runCount;
         uint256 start = block.timestamp + config.startDelay;
@@ -851,7 +851,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
     ///      (SEED_HORIZON_BLOCKS blocks of T), so the whole draw window is usable. Round 0's seed block, counted from
     ///      the creation block, comes ceil((D + Wc) / T) * T - D after its start (D = startDelay): the same when D is
     ///      whole blocks, otherwise less than a block earlier or later, so both rules hold for both offsets.
-    function _validateWindows(RunConfig calldata c) internal view {
+    function _validateWindows(RunTerms calldata c) internal view {
         uint256 t = blockSeconds;
         if (c.commitWindow < 2 * t) revert InvalidConfig("commitWindow must be at least 2 blocks (2 * blockSeconds)");
         uint256 seedAt = (uint256(c.commitWindow) + t - 1) / t * t;
@@ -879,7 +879,7 @@ contract RunRegistry is IRunRegistry, IRunCreator {
         return bytes28(keccak256(abi.encode(root, deltaHash, tokens)));
     }
 
-    function _validate(RunConfig calldata c) internal view {
+    function _validate(RunTerms calldata c) internal view {
         if (c.innerSteps == 0 || c.stepsPerSegment == 0 || c.innerSteps % c.stepsPerSegment != 0) {
             revert InvalidConfig("innerSteps must be a positive multiple of stepsPerSegment");
         }

@@ -114,7 +114,7 @@ contract Verification is PullPayments, IVerification {
         Finalized,
         Upheld,
         Overturned,
-        Voided,
+        Voided, // no verdict after every appeal: earns nothing; a voided pass stops counting
         Abstained // its verifier did not attest by attestEnd (reportAbstention): charged the bond
     }
 

@@ -4,8 +4,11 @@ pragma solidity ^0.8.28;
 import {Test} from "forge-std/Test.sol";
 import {Constants} from "../src/Constants.sol";
 
-/// @notice Constants.sol equals protocol/constants.py, through tests/vectors/constants.json (written by
-///         `python -m tests.vectors.generate_bls`; pytest checks the file against Python).
+/// @notice Constants.sol equals tests/vectors/constants.json. Both that file and protocol/contract_constants.py are
+///         generated from Constants.sol's AST (`make vectors`, tests/vectors/generate_constants.py) and pytest fails
+///         when they are stale; this test compares the *compiled* values with the file, so a constant the generator
+///         misread, or a hand edit of the file, fails here too. tests/protocol/test_contract_constants.py checks that
+///         every constant of Constants.sol is listed below.
 contract ConstantsTest is Test {
     string internal json;
 

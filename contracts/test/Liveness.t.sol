@@ -5,7 +5,7 @@ import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {Verification} from "../src/Verification.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
-import {AttestationRef, CommitmentData, DisputeSubject, RunConfig} from "../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, RunTerms} from "../src/interfaces/Types.sol";
 import {Fixture} from "./utils/Fixture.sol";
 
 /// @notice Issue 37, majority acceptance: a commitment is accepted when its standing passes and cleared fails (fails a
@@ -33,7 +33,7 @@ contract LivenessTest is Fixture {
     /// @dev A run of `seats` verifiers per commitment with `listed` verifiers registered and `committers` solvers
     ///      committed in round 0, at the start of the attest window: seed drawn, every commitment opened.
     function _round(uint8 seats, uint256 listed, uint256 committers) internal returns (CommitmentData[] memory c) {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = seats;
         runId = createRun(cfg);
         joinSolvers(runId, committers);
@@ -326,7 +326,7 @@ contract LivenessTest is Fixture {
     /// stood (the demo in issue 37). Now createRun refuses that window, and with the shortest one it accepts the late
     /// challenge lands.
     function test_challengeAttestation_passInTheLastSecond_challengerStillInTime_succeeds() public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = 1;
         uint256 room = cfg.attestWindow / 2 + 2 * BLOCK_SECONDS;
         cfg.challengeWindow = uint32(room - 1); // what the old rules let a run choose

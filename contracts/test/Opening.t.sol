@@ -8,7 +8,7 @@ import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
 import {Verification} from "../src/Verification.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
-import {AttestationRef, CommitmentData, LeafData, RunConfig} from "../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, LeafData, RunTerms} from "../src/interfaces/Types.sol";
 
 /// @notice Opening commitments (RunRegistry.open / reportUnopened), the settlement gate on unresolved commitments,
 ///         and the issue-15 attacks opening stops: a root nobody can open for (run, round, solver) is never attested
@@ -141,7 +141,7 @@ contract OpeningTest is Fixture {
     // ------------------------------------------------------------------ open
 
     function test_open_honestOneSeat_succeeds() public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = 1;
         uint256 id = createRun(cfg);
         joinSolvers(id, 2);
@@ -186,7 +186,7 @@ contract OpeningTest is Fixture {
     function testFuzz_open_anySeatsAndSamples_succeeds(uint256 verifiersSeed, uint256 samplesSeed, uint256 listSeed)
         public
     {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = uint8(bound(verifiersSeed, 1, Constants.MAX_VERIFIERS_PER_COMMITMENT));
         cfg.samplesPerCommitment =
             uint16(bound(samplesSeed, 1, Constants.MAX_OPENED_LEAVES / cfg.verifiersPerCommitment));
@@ -324,7 +324,7 @@ contract OpeningTest is Fixture {
     }
 
     function test_open_finishedRun_reverts() public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.maxRounds = 1;
         uint256 id = createRun(cfg);
         _postClaimAndWait(id);
@@ -729,7 +729,7 @@ contract OpeningTest is Fixture {
     }
 
     function testFuzz_roundTimes_openEndHalfAttestWindow_succeeds(uint256 attestSeed) public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         // every attest window that fits the fixture's chain, its commit window being whole blocks (Windows.t.sol)
         cfg.attestWindow =
             uint32(bound(attestSeed, 6 * BLOCK_SECONDS, 2 * (Constants.SEED_HORIZON_BLOCKS + 1) * BLOCK_SECONDS + 1));
@@ -745,7 +745,7 @@ contract OpeningTest is Fixture {
     }
 
     function test_createRun_solverMinStakeAboveUint88_reverts() public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.solverMinStake = uint96(type(uint88).max) + 1;
         vm.expectRevert(
             abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, "solverMinStake must be below 2^88 wei")
@@ -757,7 +757,7 @@ contract OpeningTest is Fixture {
     }
 
     function testFuzz_createRun_openedLeavesWithinBound_succeeds(uint256 verifiersSeed, uint256 samplesSeed) public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = uint8(bound(verifiersSeed, 1, Constants.MAX_VERIFIERS_PER_COMMITMENT));
         cfg.samplesPerCommitment =
             uint16(bound(samplesSeed, 1, Constants.MAX_OPENED_LEAVES / cfg.verifiersPerCommitment));
@@ -766,7 +766,7 @@ contract OpeningTest is Fixture {
     }
 
     function testFuzz_createRun_openedLeavesAboveBound_reverts(uint256 verifiersSeed, uint256 samplesSeed) public {
-        RunConfig memory cfg = defaultConfig();
+        RunTerms memory cfg = defaultConfig();
         cfg.verifiersPerCommitment = uint8(bound(verifiersSeed, 1, Constants.MAX_VERIFIERS_PER_COMMITMENT));
         cfg.samplesPerCommitment = uint16(
             bound(samplesSeed, Constants.MAX_OPENED_LEAVES / cfg.verifiersPerCommitment + 1, Constants.MAX_SAMPLES)

@@ -7,7 +7,7 @@ import {Plants} from "../src/Plants.sol";
 import {Verification} from "../src/Verification.sol";
 import {IPlants} from "../src/interfaces/IPlants.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
-import {AttestationRef, CommitmentData, RunConfig} from "../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, RunTerms} from "../src/interfaces/Types.sol";
 import {Planting} from "../src/libraries/Planting.sol";
 import {Fixture} from "./utils/Fixture.sol";
 
@@ -29,7 +29,7 @@ contract PlantsFromRoundZeroTest is Fixture {
     function setUp() public override {
         super.setUp();
         registerJurors(8);
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.startDelay = DELAY;
         runId = createRun(c);
         joinSolvers(runId, 2);

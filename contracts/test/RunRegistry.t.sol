@@ -7,7 +7,7 @@ import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {StakeManager} from "../src/StakeManager.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
-import {CommitmentData, DisputeSubject, RunConfig} from "../src/interfaces/Types.sol";
+import {CommitmentData, DisputeSubject, RunTerms} from "../src/interfaces/Types.sol";
 
 contract RunRegistryTest is Fixture {
     uint256 internal runId;
@@ -20,7 +20,7 @@ contract RunRegistryTest is Fixture {
     // ------------------------------------------------------------------ createRun
 
     function test_createRun_defaultConfig_succeeds() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         vm.expectEmit(address(reg));
         emit RunRegistry.RoundStarted(2, 0, block.timestamp, c.theta0Hash);
         uint256 id = createRun(c);
@@ -43,13 +43,13 @@ contract RunRegistryTest is Fixture {
         assertEq(reg.roundTimes(id).seedBlock, block.number + WINDOW / BLOCK_SECONDS);
     }
 
-    function _expectInvalid(RunConfig memory c, string memory reason) internal {
+    function _expectInvalid(RunTerms memory c, string memory reason) internal {
         vm.expectRevert(abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, reason));
         reg.createRun(c);
     }
 
     function test_createRun_badSegments_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.stepsPerSegment = 3;
         _expectInvalid(c, "innerSteps must be a positive multiple of stepsPerSegment");
         c.stepsPerSegment = 0;
@@ -61,7 +61,7 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_createRun_badSamples_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.samplesPerCommitment = 0;
         _expectInvalid(c, "samplesPerCommitment must be in [1, MAX_SAMPLES]");
         c.samplesPerCommitment = uint16(Constants.MAX_SAMPLES + 1);
@@ -69,39 +69,39 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_createRun_badVerifiers_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.verifiersPerCommitment = uint8(Constants.MAX_VERIFIERS_PER_COMMITMENT + 1);
         _expectInvalid(c, "verifiersPerCommitment must be in [1, MAX_VERIFIERS_PER_COMMITMENT]");
     }
 
     function test_createRun_badJury_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.jurySize = uint8(Constants.MAX_JURY_SIZE + 1);
         _expectInvalid(c, "jurySize must be in [MIN_JURY_SIZE, MAX_JURY_SIZE]");
     }
 
     /// Finding 9 of issue 16 (part): a jury below MIN_JURY_SIZE cannot decide anything, so no run may ask for one.
     function test_createRun_juryBelowMinimum_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.jurySize = uint8(Constants.MIN_JURY_SIZE - 1);
         _expectInvalid(c, "jurySize must be in [MIN_JURY_SIZE, MAX_JURY_SIZE]");
     }
 
     function test_createRun_zeroWindow_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.disputeTimeout = 0;
         _expectInvalid(c, "every window must be positive");
     }
 
     function test_createRun_windowsBeyondUnbonding_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.challengeWindow = uint32(UNBONDING_DELAY);
         _expectInvalid(c, "commit + attest + 2 * (challenge + 3 dispute timeouts) exceed the unbonding delay");
     }
 
     function test_createRun_appealsBeyondUnbonding_reverts() public {
         // fits with one dispute timeout per challenge, not with the two appeals a dispute may take
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.disputeTimeout = uint32((UNBONDING_DELAY - 2 * WINDOW - 2 * WINDOW) / 2);
         _expectInvalid(c, "commit + attest + 2 * (challenge + 3 dispute timeouts) exceed the unbonding delay");
         c.disputeTimeout = uint32((UNBONDING_DELAY - 2 * WINDOW - 2 * WINDOW) / 6);
@@ -110,7 +110,7 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_createRun_zeroBond_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.attestationBond = 0;
         _expectInvalid(c, "bonds must be positive");
     }
@@ -118,7 +118,7 @@ contract RunRegistryTest is Fixture {
     /// Finding 9 of issue 16: stakes below the bonds they back were accepted (catching a cheat could cost more
     /// than it paid).
     function test_createRun_stakeBelowBond_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.solverMinStake = c.challengeBond - 1;
         _expectInvalid(c, "stakes must be at least the bonds (solver >= challenge, verifier >= attestation)");
         c = defaultConfig();
@@ -127,25 +127,25 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_createRun_splitNotWhole_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.jurorShareBps = 999;
         _expectInvalid(c, "share split must sum to BPS_DENOMINATOR");
     }
 
     function test_createRun_badRounds_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.maxRounds = 0;
         _expectInvalid(c, "maxRounds must be in [1, 2^24) and revenueReleasePeriod positive");
     }
 
     function test_createRun_tooFewShares_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.sharesPerRound = 1e17;
         _expectInvalid(c, "sharesPerRound must be at least one whole share");
     }
 
     function test_createRun_tooManyShares_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.sharesPerRound = uint128(Constants.MAX_TOTAL_SHARES);
         _expectInvalid(c, "sharesPerRound * maxRounds exceeds MAX_TOTAL_SHARES");
     }
@@ -153,7 +153,7 @@ contract RunRegistryTest is Fixture {
     function testFuzz_createRun_windows_succeeds(uint32 commitW, uint32 attestW, uint32 challengeW, uint32 disputeW)
         public
     {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         // commit + attest + 2 * (challenge + 3 * dispute) <= 10 tenths of the unbonding delay; the attest window's
         // first half holds the seed block and 3 more blocks and ends within reach of its RANDAO block (Windows.t.sol)
         c.commitWindow = uint32(bound(commitW, 2 * BLOCK_SECONDS, UNBONDING_DELAY / 10));
@@ -350,7 +350,7 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_commit_finishedRun_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.maxRounds = 1;
         uint256 id = createRun(c);
         joinSolvers(id, 1);
@@ -563,7 +563,7 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_settle_lastRound_succeeds() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.maxRounds = 2;
         uint256 id = createRun(c);
         warpToClaim(id);
@@ -582,7 +582,7 @@ contract RunRegistryTest is Fixture {
     }
 
     function test_settle_finishedRun_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.maxRounds = 1;
         uint256 id = createRun(c);
         warpToClaim(id);

@@ -6,9 +6,9 @@ import {ProtocolDeployer} from "../script/ProtocolDeployer.sol";
 import {Constants} from "../src/Constants.sol";
 import {RunRegistry} from "../src/RunRegistry.sol";
 import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
-import {CommitmentData, RunConfig} from "../src/interfaces/Types.sol";
+import {CommitmentData, RunTerms} from "../src/interfaces/Types.sol";
 
-/// @notice RunConfig.startDelay: round 0 starts `startDelay` seconds after createRun. Solvers join and verifiers
+/// @notice RunTerms.startDelay: round 0 starts `startDelay` seconds after createRun. Solvers join and verifiers
 ///         register during the delay, nothing is committed before the start, every window counts from the start, and
 ///         round 0's seed block still comes after every commit of its commit window.
 contract StartDelayTest is Fixture {
@@ -25,7 +25,7 @@ contract StartDelayTest is Fixture {
         runId = createRun(_delayed(DELAY));
     }
 
-    function _delayed(uint32 delay) internal pure returns (RunConfig memory c) {
+    function _delayed(uint32 delay) internal pure returns (RunTerms memory c) {
         c = defaultConfig();
         c.startDelay = delay;
     }
@@ -37,7 +37,7 @@ contract StartDelayTest is Fixture {
     // ------------------------------------------------------------------ createRun
 
     function test_createRun_startDelay_emitsFutureStart_succeeds() public {
-        RunConfig memory c = _delayed(DELAY);
+        RunTerms memory c = _delayed(DELAY);
         vm.expectEmit(address(reg));
         emit RunRegistry.RoundStarted(2, 0, block.timestamp + DELAY, c.theta0Hash);
         uint256 id = createRun(c);
@@ -66,7 +66,7 @@ contract StartDelayTest is Fixture {
     }
 
     function test_createRun_startDelayAboveBound_reverts() public {
-        RunConfig memory c = _delayed(uint32(Constants.MAX_START_DELAY + 1));
+        RunTerms memory c = _delayed(uint32(Constants.MAX_START_DELAY + 1));
         vm.expectRevert(
             abi.encodeWithSelector(RunRegistry.InvalidConfig.selector, "startDelay must be at most MAX_START_DELAY")
         );
@@ -77,7 +77,7 @@ contract StartDelayTest is Fixture {
     ///      start (here 35 s instead of 24 s on 12-second blocks): createRun asks for the attest window that covers it,
     ///      as it asks every later round's.
     function test_createRun_misalignedStartDelay_needsLongerAttestWindow_reverts() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.commitWindow = 24;
         c.attestWindow = 72; // the shortest for 24 s on 12-second blocks without a delay
         c.challengeWindow = 72;
@@ -110,7 +110,7 @@ contract StartDelayTest is Fixture {
     /// @dev startDelay 0: round 0 starts in the creation block, its seed block ceil(commitWindow / T) blocks on, and a
     ///      commit in the creation block itself is accepted: the same as before the field existed.
     function test_createRun_zeroStartDelay_startsAtCreation_succeeds() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         assertEq(c.startDelay, 0, "the fixture's default");
         vm.expectEmit(address(reg));
         emit RunRegistry.RoundStarted(2, 0, block.timestamp, c.theta0Hash);
@@ -291,7 +291,7 @@ contract StartDelayTest is Fixture {
     }
 
     function _expectWindowRefusal(uint256 t, uint256 delay, uint256 wc, uint256 wa, string memory reason) internal {
-        RunConfig memory c = _delayed(uint32(delay));
+        RunTerms memory c = _delayed(uint32(delay));
         c.commitWindow = uint32(wc);
         c.attestWindow = uint32(wa);
         c.challengeWindow = uint32(wa / 2 + 2 * t);
@@ -306,7 +306,7 @@ contract StartDelayTest is Fixture {
         returns (uint256 id, IRunRegistry.RoundTimes memory times)
     {
         usePeers(ProtocolDeployer.deploy(address(this), UNBONDING_DELAY, t, true));
-        RunConfig memory c = _delayed(uint32(delay));
+        RunTerms memory c = _delayed(uint32(delay));
         c.commitWindow = uint32(wc);
         c.attestWindow = uint32(wa);
         c.challengeWindow = uint32(wa / 2 + 2 * t);

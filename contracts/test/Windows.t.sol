@@ -9,7 +9,7 @@ import {IRunRegistry} from "../src/interfaces/IRunRegistry.sol";
 import {IStakeManager} from "../src/interfaces/IStakeManager.sol";
 import {IVerification} from "../src/interfaces/IVerification.sol";
 import {IModelShares} from "../src/interfaces/IModelShares.sol";
-import {CommitmentData, RunConfig} from "../src/interfaces/Types.sol";
+import {CommitmentData, RunTerms} from "../src/interfaces/Types.sol";
 
 /// @notice A run's windows against the chain's block time (RunRegistry.blockSeconds, `_validateWindows`): createRun
 ///         accepts and refuses exactly the windows Python's protocol/windows.py does (tests/vectors/windows.json,
@@ -30,7 +30,7 @@ contract WindowsTest is Fixture {
         assertEq(p.runRegistry.blockSeconds(), blockSeconds, "blockSeconds");
     }
 
-    function _config(uint256 commitWindow, uint256 attestWindow) internal pure returns (RunConfig memory c) {
+    function _config(uint256 commitWindow, uint256 attestWindow) internal pure returns (RunTerms memory c) {
         c = defaultConfig();
         c.commitWindow = uint32(commitWindow);
         c.attestWindow = uint32(attestWindow);
@@ -46,7 +46,7 @@ contract WindowsTest is Fixture {
         for (uint256 i; i < n; ++i) {
             string memory base = string.concat(".cases[", vm.toString(i), "]");
             uint256 t = vm.parseJsonUint(json, string.concat(base, ".blockSeconds"));
-            RunConfig memory c = _caseConfig(base);
+            RunTerms memory c = _caseConfig(base);
             (RunRegistry registry, uint256 runId) = _createOrExpectRefusal(base, c);
             if (runId == 0) continue;
             uint256 seedBlock = block.number + (c.commitWindow + t - 1) / t;
@@ -65,7 +65,7 @@ contract WindowsTest is Fixture {
         uint256 accepted;
         for (uint256 i; i < n; ++i) {
             string memory base = string.concat(".challengeCases[", vm.toString(i), "]");
-            RunConfig memory c = _caseConfig(base);
+            RunTerms memory c = _caseConfig(base);
             c.challengeWindow = uint32(vm.parseJsonUint(json, string.concat(base, ".challengeWindow")));
             (, uint256 runId) = _createOrExpectRefusal(base, c);
             if (runId != 0) ++accepted;
@@ -83,7 +83,7 @@ contract WindowsTest is Fixture {
     }
 
     /// @dev The commit and attest windows of the case at `base`.
-    function _caseConfig(string memory base) internal view returns (RunConfig memory) {
+    function _caseConfig(string memory base) internal view returns (RunTerms memory) {
         return _config(
             vm.parseJsonUint(json, string.concat(base, ".commitWindow")),
             vm.parseJsonUint(json, string.concat(base, ".attestWindow"))
@@ -92,7 +92,7 @@ contract WindowsTest is Fixture {
 
     /// @dev createRun on the deployment of the case's block time: the new run's id if the case is accepted (ids start
     ///      at 1), else 0 after checking that it reverts with the case's reason.
-    function _createOrExpectRefusal(string memory base, RunConfig memory c)
+    function _createOrExpectRefusal(string memory base, RunTerms memory c)
         internal
         returns (RunRegistry registry, uint256 runId)
     {
@@ -160,7 +160,7 @@ contract WindowsTest is Fixture {
         );
         ver.drawSeed(runId, 0, seedHeader(runId));
         // one attest window second more and the draw window outlasts the horizon: refused
-        RunConfig memory c = _config(wc, wa + 1);
+        RunTerms memory c = _config(wc, wa + 1);
         vm.prank(creator);
         vm.expectRevert(
             abi.encodeWithSelector(

@@ -74,9 +74,10 @@ def audit_command(
     segments, check shares, slashes and ETH."""
     import torch
 
-    from auditor.audit import audit_run, list_deployment_runs, open_sources
+    from auditor.audit import audit_run, open_sources
+    from auditor.chain_reads import list_deployment_runs
     from auditor.replay_check import ReplaySettings, ReplaySettingsError, parse_replay_count
-    from auditor.report import print_summary, write_outputs
+    from auditor.report import get_report_model, print_summary, write_outputs
     from gradledger.context import resolve_manifest, resolve_rpc_url
     from protocol.adapters.chain import ChainClient
 
@@ -102,10 +103,11 @@ def audit_command(
             return
         sources = open_sources(root, artifacts, resolve_peers(root, peer), include_home=home_stores)
         report = audit_run(chain, deployment, run, sources, read_labels(root), replay=settings)
-        print_summary(report, out)
-        write_outputs(report, json_out, html_out)
+        model = get_report_model(report)  # derived once, rendered by each output
+        print_summary(model, out)
+        write_outputs(model, json_out, html_out)
     except GradledgerError as exc:
-        err.print(f"[bold red]audit incomplete:[/] {exc}", highlight=False)
+        err.print(f"[bold red]audit incomplete:[/] {exc}", highlight=False, soft_wrap=True)
         err.print("nothing was written; fix the cause and run the audit again", highlight=False)
         log_event(logger, "audit incomplete", run=run, error=str(exc))
         raise typer.Exit(EXIT_INCOMPLETE) from None

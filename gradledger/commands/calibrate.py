@@ -10,8 +10,9 @@ every cheat of the standard set),
 chooses `ReplayThresholds` from the measurements (sim/threshold_choice.py), re-judges every trial under them
 and writes `<out>/thresholds.json` and `<out>/calibration.png`. When a cheat sits inside the honest range on
 every metric it refuses: exit 1, a message naming the cheat and metric, and no thresholds.json.
-`run create --thresholds <out>/thresholds.json` reads the file back (`load_thresholds_file`). docs/calibration.md
-explains the method.
+`run create --thresholds <out>/thresholds.json` reads the file back (`gradledger.run_inputs.load_thresholds_file`).
+docs/calibration.md explains the method. torch, sim/ and the run inputs are imported inside the command, when it runs,
+so `gradledger --help` does not load them (issue 38).
 """
 
 from __future__ import annotations
@@ -23,12 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-
-from gradledger.run_inputs import read_json_file
-from protocol.config import ReplayThresholds
-from protocol.errors import ConfigError
 
 THRESHOLDS_FILE = "thresholds.json"
 PLOT_FILE = "calibration.png"
@@ -36,25 +32,6 @@ CALIBRATION_SEED = "0x" + "de" * 32
 """The run seed calibration trains under: thresholds are statistics of the model and training settings,
 not of one seed, so every calibration of a config measures the same trials."""
 QUICK = {"rounds": 6, "jobs_per_round": 1, "trajectory_solvers": 2}
-
-
-def load_thresholds_file(path: Path) -> ReplayThresholds:
-    """The `ReplayThresholds` of a file `gradledger calibrate` wrote (or of a bare thresholds object);
-    a ConfigError naming the file and the problem otherwise."""
-    data = read_json_file(
-        path,
-        "thresholds file",
-        "write one with `gradledger calibrate --out DIR`",
-        "give a calibrate thresholds.json",
-    )
-    section = data.get("thresholds", data) if isinstance(data, dict) else data
-    if not isinstance(section, dict):
-        raise ConfigError(f"thresholds file {path} has no thresholds object; give a calibrate thresholds.json")
-    try:
-        return ReplayThresholds.model_validate(section)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'thresholds'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"thresholds file {path} has invalid thresholds ({problems}); calibrate again") from None
 
 
 def _canonical_hash(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -27,6 +27,9 @@ from gradledger.context import (
 )
 from node.logs import configure_logging
 from protocol.errors import GradledgerError
+
+if TYPE_CHECKING:
+    from protocol.run_terms import CreationTerms
 
 DEFAULT_ACCOUNT_HELP = "default 0 when neither --keystore nor $GRADLEDGER_PRIVATE_KEY names a key"
 
@@ -108,34 +111,62 @@ def summarize_deployment(manifest, path: Path) -> dict:
 @run_app.command()
 @with_chain_options
 def create(
-    preset: str = typer.Option("default", help="config preset: tiny, default or large"),
-    rounds: int = typer.Option(3, min=1, help="rounds in the run"),
-    inner_steps: int = typer.Option(20, min=1, help="H: inner steps per round"),
-    steps_per_segment: int = typer.Option(5, min=1, help="k: steps per segment"),
-    samples: int = typer.Option(2, min=1, help="segments each verifier replays per commitment"),
-    commit_window: int = typer.Option(
-        20, min=1, help="seconds for solvers to train and commit (at least 2 blocks of the deployment's block time)"
+    preset: str = typer.Option(
+        "default",
+        "--preset",
+        help="the run's on-chain terms (protocol/run_presets.py): tiny (the tests' scripted runs), default, demo, "
+        "adversarial or production (H=500, k=10, 1-hour windows: needs a chain of 4-second blocks or longer). The "
+        "options below and --rules override single terms",
     ),
-    attest_window: int = typer.Option(
-        15,
+    rules: Path | None = typer.Option(
+        None,
+        "--rules",
+        help="a JSON or TOML file of run terms, in the shape this command prints: a `run` table (RunTerms fields: "
+        "max_rounds, commit_window, ...), a `plant` table (rate_bps, jackpot, penalty) and plant_pool (wei); terms it "
+        "leaves out are --preset's, unknown keys are refused",
+    ),
+    config_preset: str | None = typer.Option(
+        None,
+        "--config-preset",
+        help="training config preset: tiny, default or large (default: tiny with --preset tiny, else default)",
+    ),
+    rounds: int | None = typer.Option(None, min=1, help="rounds in the run (default: the preset's)"),
+    inner_steps: int | None = typer.Option(
+        None, min=1, help="H: inner steps per round (default: the preset's, else the config preset's)"
+    ),
+    steps_per_segment: int | None = typer.Option(
+        None, min=1, help="k: steps per segment (default: the preset's, else the config preset's)"
+    ),
+    samples: int | None = typer.Option(
+        None, min=1, help="segments each verifier replays per commitment (default: the preset's)"
+    ),
+    commit_window: int | None = typer.Option(
+        None,
+        min=1,
+        help="seconds for solvers to train and commit (at least 2 blocks of the deployment's block time; default: "
+        "the preset's)",
+    ),
+    attest_window: int | None = typer.Option(
+        None,
         min=1,
         help="seconds for verifiers to attest; its first half must hold the round's seed block and 2 more blocks and "
-        'end within 256 blocks of it (the deployment\'s block time: docs/contracts.md, "Windows and block time")',
+        'end within 256 blocks of it (the deployment\'s block time: docs/contracts.md, "Windows and block time"; '
+        "default: the preset's)",
     ),
-    challenge_window: int = typer.Option(
-        10,
+    challenge_window: int | None = typer.Option(
+        None,
         min=1,
         help="seconds to challenge attestations and claims; at least attest window / 2 + 2 blocks, so an attestation "
-        "made at the end of the attest window can still be replayed and challenged",
+        "made at the end of the attest window can still be replayed and challenged (default: the preset's)",
     ),
-    start_delay: int = typer.Option(
-        0,
+    start_delay: int | None = typer.Option(
+        None,
         "--start-delay",
         min=0,
         help="seconds from the run's creation to round 0's start (at most MAX_START_DELAY, 86400): nodes started "
         "after the run is created still make round 0, and solvers join and register their plant anchors before it. "
         "Round 0's seed block counts from creation, so a delay that is not a multiple of the block time needs up to "
-        "a block more of attest window (0: round 0 starts at creation)",
+        "a block more of attest window (0: round 0 starts at creation; default: the preset's)",
     ),
     reward_pool: float = typer.Option(
         30.0, min=0, callback=check_eth_amount, help="ETH paid out to share holders across the run"
@@ -167,12 +198,12 @@ def create(
         None, "--devnet-account", help=f"creator: anvil account N (devnet; {DEFAULT_ACCOUNT_HELP})"
     ),
     store: str | None = StoreOption,
-    json_out: bool = typer.Option(False, "--json", help="print the run as JSON"),
+    json_out: bool = typer.Option(False, "--json", help="print the run, with the terms it was created with, as JSON"),
 ) -> None:
     """Publish a run's config, dataset (and tokenizer) and θ0 to the creator's store (--store, default
     <home>/creator/artifacts) and create it on-chain.
 
-    The model is the preset's built-in GPT, --model-config's, or --init-from's (gradledger/run_inputs.py).
+    The model is --config-preset's built-in GPT, --model-config's, or --init-from's (gradledger/run_inputs.py).
     Checked first, before the chain is even contacted: the dataset against the config
     (`verify_dataset_fits_config`: a run on a corpus too small to train or evaluate on would lock its reward
     pool in a run every solver refuses), the commit and attest windows against the deployment's block time
@@ -181,8 +212,12 @@ def create(
     model's pace measured on this machine (protocol/windows.py: windows too short make every node miss every
     round); --force skips the pace check only. --start-delay (at most MAX_START_DELAY) is checked with the windows:
     round 0 then starts that long after creation, so nodes started afterwards still make it (docs/contracts.md,
-    "Start delay")."""
-    from devnet.runs import RunRules, create_run
+    "Start delay").
+
+    The run's terms: --preset, then --rules FILE, then the single options above; H and k fixed by the terms must
+    equal --inner-steps/--steps-per-segment when given. The chosen terms are printed before anything is sent (with
+    --json, returned in the output's `terms`), in the shape --rules reads."""
+    from devnet.runs import create_run
     from gradledger.run_inputs import resolve_run_inputs
     from node.pace import measure_window_needs
     from protocol.adapters.chain import ChainClient
@@ -192,40 +227,90 @@ def create(
     from protocol.windows import verify_challenge_window, verify_windows_fit, verify_windows_fit_chain
 
     configure_logging()
+    chosen = choose_run_terms(  # first: a bad --preset, --rules or H/k is refused before any file or chain is read
+        preset, rules, max_rounds=rounds, samples_per_commitment=samples, commit_window=commit_window,
+        attest_window=attest_window, challenge_window=challenge_window, start_delay=start_delay,
+    )  # fmt: skip
+    terms = chosen.run
+    h, k = terms.get_training_steps(inner_steps, steps_per_segment)
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
-    verify_windows_fit_chain(commit_window, attest_window, deployment.block_seconds, start_delay)
-    verify_challenge_window(attest_window, challenge_window, deployment.block_seconds)
+    verify_windows_fit_chain(terms.commit_window, terms.attest_window, deployment.block_seconds, terms.start_delay)
+    verify_challenge_window(terms.attest_window, terms.challenge_window, deployment.block_seconds)
+    train = {name: value for name, value in (("inner_steps", h), ("steps_per_segment", k)) if value is not None}
     inputs = resolve_run_inputs(
-        preset=preset, seed=seed, data=data, dataset=dataset, model_config=model_config, init_from=init_from,
-        thresholds=thresholds,
-        overrides={"train": {"inner_steps": inner_steps, "steps_per_segment": steps_per_segment}},
+        preset=config_preset or ("tiny" if preset == "tiny" else "default"), seed=seed, data=data, dataset=dataset,
+        model_config=model_config, init_from=init_from, thresholds=thresholds, overrides={"train": train},
     )  # fmt: skip
     config, dataset_manifest, shards = inputs.config, inputs.manifest, inputs.shards
-    needs = measure_window_needs(config, dataset_manifest, shards, samples)
+    chosen = chosen.with_run(inner_steps=config.train.inner_steps, steps_per_segment=config.train.steps_per_segment)
+    needs = measure_window_needs(config, dataset_manifest, shards, terms.samples_per_commitment)
     if not force:
-        verify_windows_fit(needs, commit_window, attest_window)
+        verify_windows_fit(needs, terms.commit_window, terms.attest_window)
     client = ProtocolClient(ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment))
     account = resolve_account(keystore, devnet_account, deployment.chain_id, default_devnet_account=0)
-    rules = RunRules(
-        rounds=rounds, samples_per_commitment=samples, commit_window_s=commit_window,
-        attest_window_s=attest_window, challenge_window_s=challenge_window, start_delay_s=start_delay,
-    )  # fmt: skip
     artifacts = open_artifact_store(store or root / "creator" / "artifacts")  # a missing bucket fails here, before
-    run_id, terms = create_run(  # any transaction
-        client, account, artifacts, config, dataset_manifest, shards, rules, eth_to_wei(reward_pool),
+    if not json_out:  # any transaction
+        typer.echo(format_run_terms(chosen, preset, rules))
+    run_id, bound = create_run(
+        client, account, artifacts, config, dataset_manifest, shards, chosen, eth_to_wei(reward_pool),
         tokenizer_json=inputs.tokenizer_json, theta0_params=inputs.theta0_params,
     )  # fmt: skip
     round0_start = client.round_times(run_id).start
     out = {
-        "run_id": run_id, "config_hash": hash_to_hex(terms.config_hash), "theta0": hash_to_hex(terms.theta0_hash),
+        "run_id": run_id, "config_hash": hash_to_hex(bound.config_hash), "theta0": hash_to_hex(bound.theta0_hash),
         "windows_needed_s": {"commit": needs.commit_s, "attest": needs.attest_s},
-        "block_seconds": deployment.block_seconds, "start_delay_s": terms.start_delay, "round0_start": round0_start,
+        "block_seconds": deployment.block_seconds, "start_delay_s": bound.start_delay, "round0_start": round0_start,
+        "preset": preset, "rules_file": None if rules is None else str(rules), "terms": chosen.to_mapping(),
     }  # fmt: skip
     starts = f"round 0 starts at chain time {round0_start}" + (
-        f", after a start delay of {terms.start_delay} s" if terms.start_delay else " (no start delay)"
+        f", after a start delay of {bound.start_delay} s" if bound.start_delay else " (no start delay)"
     )
     typer.echo(json.dumps(out) if json_out else f"created run {run_id} (config {out['config_hash']}); {starts}")
+
+
+def choose_run_terms(preset: str, rules: Path | None, **options: int | None) -> CreationTerms:
+    """The terms `run create` sends: the preset's (`protocol.run_presets.get_preset`), then the --rules file's
+    (JSON, or TOML for a .toml file; `protocol.run_terms.update_creation_terms` refuses unknown keys naming the
+    nearest valid one), then the single options given (RunTerms field names; None: not given)."""
+    from protocol.run_presets import get_preset
+    from protocol.run_terms import update_creation_terms
+
+    terms = get_preset(preset)
+    if rules is not None:
+        terms = update_creation_terms(terms, read_terms_file(rules), f"--rules {rules}")
+    given = {name: value for name, value in options.items() if value is not None}
+    return terms.with_run(**given) if given else terms
+
+
+def read_terms_file(path: Path) -> dict[str, Any]:
+    """A terms file's contents: TOML for a .toml file, else JSON; TermsError when it cannot be read or parsed."""
+    import tomllib
+
+    from protocol.run_terms import TermsError
+
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TermsError(f"--rules {path}: cannot read it ({exc.strerror})") from None
+    try:
+        values = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        kind = "TOML" if path.suffix == ".toml" else "JSON (name the file .toml for TOML)"
+        raise TermsError(f"--rules {path}: not valid {kind}: {exc}") from None
+    if not isinstance(values, dict):
+        raise TermsError(f"--rules {path}: holds {type(values).__name__}, not a table of terms")
+    return values
+
+
+def format_run_terms(terms: CreationTerms, preset: str, rules: Path | None) -> str:
+    """The chosen terms as TOML, the shape --rules reads: a file saved from this output creates the same run."""
+    source = f"preset {preset}" + (f", --rules {rules}" if rules is not None else "")
+    mapping = terms.to_mapping()
+    lines = [f"# run terms ({source}), sent to createRun and Plants.setTerms:", f"plant_pool = {mapping['plant_pool']}"]
+    for table in ("run", "plant"):
+        lines += [f"[{table}]", *(f"{name} = {value}" for name, value in mapping[table].items())]
+    return "\n".join(lines)
 
 
 class ReclaimError(GradledgerError):

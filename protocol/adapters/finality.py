@@ -40,7 +40,7 @@ from protocol.finality import (
 from protocol.history.events import ChainEvent
 
 if TYPE_CHECKING:
-    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.chain_connection import ChainConnection
     from protocol.adapters.nodestate import NodeState
 
 logger = logging.getLogger("gradledger.chain")
@@ -117,14 +117,14 @@ def get_default_chain_policy() -> ChainPolicy:
 # -- transactions ----------------------------------------------------------------------------------------------
 
 
-def _receipt_or_none(chain: ChainClient, tx_hash: HexBytes) -> Any:
+def _receipt_or_none(chain: ChainConnection, tx_hash: HexBytes) -> Any:
     try:
         return chain._retry(lambda: chain.w3.eth.get_transaction_receipt(tx_hash), what="eth_getTransactionReceipt")
     except TransactionNotFound:
         return None
 
 
-def _is_pending(chain: ChainClient, tx_hash: HexBytes) -> bool:
+def _is_pending(chain: ChainConnection, tx_hash: HexBytes) -> bool:
     try:
         chain._retry(lambda: chain.w3.eth.get_transaction(tx_hash), what="eth_getTransactionByHash")
     except TransactionNotFound:
@@ -133,7 +133,7 @@ def _is_pending(chain: ChainClient, tx_hash: HexBytes) -> bool:
 
 
 def wait_for_confirmations(
-    chain: ChainClient, receipt: Any, raw: bytes, tx: dict, context: str, confirmations: int
+    chain: ChainConnection, receipt: Any, raw: bytes, tx: dict, context: str, confirmations: int
 ) -> Any:
     """The receipt of `raw` (signed from `tx`) once it is `confirmations` blocks deep in the canonical chain.
 
@@ -163,7 +163,7 @@ def wait_for_confirmations(
     )
 
 
-def _resend_dropped(chain: ChainClient, raw: bytes, tx: dict, tx_hash: HexBytes, context: str) -> None:
+def _resend_dropped(chain: ChainConnection, raw: bytes, tx: dict, tx_hash: HexBytes, context: str) -> None:
     chain.note_reorg()
     sender, nonce = tx["from"], int(tx["nonce"])
     fill_nonce_gap(chain, tx, raw, context)
@@ -202,7 +202,7 @@ RECEIPT_TIMEOUT_S = 120.0
 GAP_CHECK_S = 2.0
 
 
-def fill_nonce_gap(chain: ChainClient, tx: dict, raw: bytes, context: str) -> None:
+def fill_nonce_gap(chain: ChainConnection, tx: dict, raw: bytes, context: str) -> None:
     """Send again this process's own transactions a reorg dropped below `tx`'s nonce, then `tx` if it was dropped.
 
     A transaction waits in the pool behind a gap when an earlier one of the account vanished with an orphaned block;
@@ -228,7 +228,7 @@ def fill_nonce_gap(chain: ChainClient, tx: dict, raw: bytes, context: str) -> No
                 raise
 
 
-def wait_for_receipt(chain: ChainClient, tx_hash: HexBytes, tx: dict, raw: bytes, context: str) -> Any:
+def wait_for_receipt(chain: ChainConnection, tx_hash: HexBytes, tx: dict, raw: bytes, context: str) -> Any:
     """The receipt of a sent transaction, filling a nonce gap a reorg left below it (`fill_nonce_gap`) meanwhile;
     ChainError-like ConfirmationError after RECEIPT_TIMEOUT_S."""
     deadline = time.monotonic() + RECEIPT_TIMEOUT_S
@@ -247,12 +247,12 @@ def wait_for_receipt(chain: ChainClient, tx_hash: HexBytes, tx: dict, raw: bytes
 # -- events -------------------------------------------------------------------------------------------------
 
 
-def _canonical_hash(chain: ChainClient, number: int) -> bytes | None:
+def _canonical_hash(chain: ChainConnection, number: int) -> bytes | None:
     block = chain._retry(lambda: chain.w3.eth.get_block(number), what="eth_getBlockByNumber")
     return bytes(block["hash"]) if block is not None else None
 
 
-def find_fork(chain: ChainClient, progress: ReadProgress) -> tuple[bool, int | None]:
+def find_fork(chain: ChainConnection, progress: ReadProgress) -> tuple[bool, int | None]:
     """(reorganised, fork point): whether the last block read is no longer canonical, and if so the highest
     remembered block that still is (None: none of them, read everything again)."""
     last = progress.last_read
@@ -266,7 +266,7 @@ def find_fork(chain: ChainClient, progress: ReadProgress) -> tuple[bool, int | N
     return True, compute_fork_point(progress.remembered, canonical)
 
 
-def _note_reorg(chain: ChainClient, reader: str, progress: ReadProgress, fork: int | None, dropped: int) -> None:
+def _note_reorg(chain: ChainConnection, reader: str, progress: ReadProgress, fork: int | None, dropped: int) -> None:
     chain.note_reorg()
     logger.warning(
         "chain reorganised: events of orphaned blocks dropped, reading again from the fork point",
@@ -279,7 +279,7 @@ def _note_reorg(chain: ChainClient, reader: str, progress: ReadProgress, fork: i
 
 
 def read_final_span(
-    chain: ChainClient,
+    chain: ChainConnection,
     progress: ReadProgress,
     names: Iterable[str] | None,
     contracts: Iterable[str] | None,
@@ -314,7 +314,7 @@ class FinalEventReader:
 
     def __init__(
         self,
-        chain: ChainClient,
+        chain: ChainConnection,
         start_block: int,
         *,
         names: Sequence[str] | None = None,
@@ -360,7 +360,7 @@ class DurableReadCursor:
 
     KIND = "read_progress"
 
-    def __init__(self, chain: ChainClient, state: NodeState, name: str, start_block: int) -> None:
+    def __init__(self, chain: ChainConnection, state: NodeState, name: str, start_block: int) -> None:
         self.chain = chain
         self.state = state
         self.name = name

@@ -20,15 +20,11 @@ where other users of the machine could read them. docs/storage.md has the detail
 from __future__ import annotations
 
 import base64
-import bisect
 import contextlib
 import io
-import itertools
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -42,149 +38,37 @@ from protocol.adapters.artifacts import (
     ArtifactReporter,
     LocalArtifactStore,
 )
+from protocol.adapters.s3_client import (
+    DEFAULT_CONCURRENCY,
+    AccessDeniedError,
+    BucketMissingError,
+    ChunksFile,
+    EndpointUnreachableError,
+    NoCloseFile,
+    ObjectStoreError,
+    S3Location,
+    get_s3_error_code,
+    is_object_store_url,
+    is_transient,
+    make_s3_client,
+    parse_s3_url,
+)
 from protocol.hashing import Hash32, hash_to_hex, new_content_hasher, to_hash32
 from protocol.state import iter_state_chunks
 
 T = TypeVar("T")
 
-S3_SCHEME = "s3://"
 DEFAULT_PART_BYTES = 256 << 20
 """Multipart threshold and part size: a state up to 256 MiB (a large-preset checkpoint is ~198 MB) goes up and down
 in one request, bigger ones in 256 MiB parts (10,000 parts allow 2.5 TiB). Measured on the local server, one request
 moved a 198 MB state 2-4x faster than 16-64 MiB parts (docs/storage.md, "Multipart")."""
-DEFAULT_CONCURRENCY = 4
-"""Parts in flight at once, up and down."""
 DEFAULT_ATTEMPTS = 4
 """Whole-transfer attempts on transient errors (botocore also retries each request, `REQUEST_ATTEMPTS`)."""
-REQUEST_ATTEMPTS = 5
 BACKOFF_S = 0.25
 """First backoff between whole-transfer attempts; doubled each time (0.25, 0.5, 1 s), capped at MAX_BACKOFF_S."""
 MAX_BACKOFF_S = 8.0
 CORRUPT_EVENT = "corrupt artifact moved aside"
 """The event a store reports when it moved a corrupt copy aside (the same as LocalArtifactStore's)."""
-
-
-class ObjectStoreError(ArtifactError):
-    """The object store cannot be used as configured (bucket, credentials, endpoint)."""
-
-
-class BucketMissingError(ObjectStoreError):
-    """The bucket named in the store URL does not exist at the endpoint."""
-
-
-class AccessDeniedError(ObjectStoreError):
-    """The credentials are missing, wrong, or not allowed to use the bucket."""
-
-
-class EndpointUnreachableError(ObjectStoreError):
-    """The endpoint did not answer (after retries)."""
-
-
-@dataclass(frozen=True)
-class S3Location:
-    """Where an `s3://bucket/prefix` URL points: the bucket and the key prefix (no slashes at either end)."""
-
-    bucket: str
-    prefix: str
-
-    @property
-    def url(self) -> str:
-        return f"{S3_SCHEME}{self.bucket}/{self.prefix}" if self.prefix else f"{S3_SCHEME}{self.bucket}"
-
-
-def is_object_store_url(spec: str | Path) -> bool:
-    """True for an `s3://...` store URL, False for a directory path."""
-    return isinstance(spec, str) and spec.lower().startswith(S3_SCHEME)
-
-
-def parse_s3_url(url: str) -> S3Location:
-    """`s3://bucket/some/prefix` -> S3Location("bucket", "some/prefix"); a clear ObjectStoreError for anything else."""
-    if not is_object_store_url(url):
-        raise ObjectStoreError(f"{url!r} is not an object store URL: write s3://BUCKET or s3://BUCKET/PREFIX")
-    rest = url[len(S3_SCHEME) :]
-    bucket, _, prefix = rest.partition("/")
-    prefix = prefix.strip("/")
-    if not bucket or not (3 <= len(bucket) <= 63) or bucket != bucket.lower() or not bucket[0].isalnum():
-        raise ObjectStoreError(
-            f"{url!r}: {bucket!r} is not a bucket name (3-63 lower-case letters, digits, dots and hyphens, starting "
-            "with a letter or digit); write s3://BUCKET/PREFIX"
-        )
-    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
-        raise ObjectStoreError(f"{url!r}: the prefix {prefix!r} has an empty, '.' or '..' part; write s3://BUCKET/a/b")
-    return S3Location(bucket, prefix)
-
-
-class _ChunksFile(io.RawIOBase):
-    """A read-only, seekable file over byte chunks held in memory (a state's header pieces and tensor buffers): the
-    body of a state's upload without a copy of the whole state. Seekable, so botocore can rewind it for a retry."""
-
-    def __init__(self, chunks: Iterable[bytes | memoryview]) -> None:
-        self._chunks = [memoryview(chunk).cast("B") for chunk in chunks]
-        self._starts = list(itertools.accumulate((len(c) for c in self._chunks), initial=0))
-        self._size = self._starts[-1]
-        self._position = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = min(max(base + offset, 0), self._size)
-        return self._position
-
-    def readinto(self, buffer: Any) -> int:
-        target = memoryview(buffer).cast("B")
-        filled = 0
-        index = bisect.bisect_right(self._starts, self._position) - 1
-        while filled < len(target) and self._position < self._size:
-            chunk = self._chunks[index]
-            inside = self._position - self._starts[index]
-            n = min(len(target) - filled, len(chunk) - inside)
-            target[filled : filled + n] = chunk[inside : inside + n]
-            filled += n
-            self._position += n
-            index += 1
-        return filled
-
-
-def _error_code(exc: BaseException) -> tuple[str, int]:
-    """(S3 error code, HTTP status) of a botocore ClientError; ("", 0) for anything else."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return "", 0
-    code = str(response.get("Error", {}).get("Code", ""))
-    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return code, status
-
-
-TRANSIENT_CODES = frozenset(
-    {"SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "Throttling",
-     "ThrottlingException", "RequestLimitExceeded", "BadDigest", "IncompleteBody"}
-)  # fmt: skip
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether a failed S3 call is worth retrying: connection trouble, a body cut short, 5xx or throttling."""
-    import botocore.exceptions as boto  # type: ignore[import-untyped]
-    from s3transfer.exceptions import RetriesExceededError  # type: ignore[import-untyped]
-
-    if isinstance(
-        exc,
-        boto.ConnectionError
-        | boto.HTTPClientError
-        | boto.IncompleteReadError
-        | boto.ResponseStreamingError
-        | RetriesExceededError,
-    ):
-        return True
-    code, status = _error_code(exc)
-    return status >= 500 or code in TRANSIENT_CODES
 
 
 class S3ArtifactStore:
@@ -208,7 +92,7 @@ class S3ArtifactStore:
         reporter: ArtifactReporter | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        from boto3.s3.transfer import TransferConfig  # type: ignore[import-untyped]
+        from boto3.s3.transfer import TransferConfig
 
         if part_bytes < 5 << 20:
             raise ObjectStoreError(f"part size {part_bytes} bytes is below S3's 5 MiB minimum part size")
@@ -265,7 +149,7 @@ class S3ArtifactStore:
         """Turn a botocore error into an ObjectStoreError that says what is wrong and what to do."""
         from botocore.exceptions import EndpointConnectionError, NoCredentialsError, PartialCredentialsError
 
-        code, status = _error_code(exc)
+        code, status = get_s3_error_code(exc)
         bucket = self.location.bucket
         if isinstance(exc, NoCredentialsError | PartialCredentialsError):
             raise AccessDeniedError(
@@ -325,7 +209,7 @@ class S3ArtifactStore:
             try:
                 return int(self.client.head_object(Bucket=self.location.bucket, Key=key)["ContentLength"])
             except Exception as exc:
-                code, status = _error_code(exc)
+                code, status = get_s3_error_code(exc)
                 if status == 404 or code in ("404", "NoSuchKey", "NotFound"):
                     return None
                 raise
@@ -363,7 +247,7 @@ class S3ArtifactStore:
                     Bucket=self.location.bucket, Key=key, Range=f"bytes=0-{max(size, 1) - 1}"
                 )
             except Exception as exc:
-                code, status = _error_code(exc)
+                code, status = get_s3_error_code(exc)
                 if status == 404 or code in ("404", "NoSuchKey", "NotFound"):
                     return b""
                 raise
@@ -394,7 +278,7 @@ class S3ArtifactStore:
 
             def rewind() -> Any:
                 spool.seek(0)
-                return _NoClose(spool)
+                return NoCloseFile(spool)
 
             return self._upload(digest, size, rewind)
 
@@ -408,7 +292,7 @@ class S3ArtifactStore:
         digest = Hash32(hasher.digest())
         if on_hash is not None:
             on_hash(digest)
-        return self._upload(digest, size, lambda: _ChunksFile(iter_state_chunks(state)))
+        return self._upload(digest, size, lambda: ChunksFile(iter_state_chunks(state)))
 
     def _upload(self, digest: Hash32, size: int, open_body: Callable[[], Any]) -> Hash32:
         """Upload the body `open_body()` gives under `digest` unless an object of `size` bytes is there already.
@@ -444,7 +328,7 @@ class S3ArtifactStore:
             try:
                 self.client.download_fileobj(self.location.bucket, key, buffer, Config=self.transfer)
             except Exception as exc:
-                code, status = _error_code(exc)
+                code, status = get_s3_error_code(exc)
                 if status == 404 or code in ("404", "NoSuchKey", "NotFound"):
                     raise ArtifactNotFoundError(
                         f"artifact {hash_to_hex(digest)} is not in the store at {self.url} (no object "
@@ -489,7 +373,7 @@ class S3ArtifactStore:
             try:
                 self.client.copy_object(Bucket=bucket, Key=target, CopySource={"Bucket": bucket, "Key": key})
             except Exception as exc:
-                code, status = _error_code(exc)
+                code, status = get_s3_error_code(exc)
                 if status == 404 or code in ("NoSuchKey", "404"):
                     return None
                 raise
@@ -504,53 +388,6 @@ class S3ArtifactStore:
             f"deleting {self.describe_key(key)}",
             lambda: self.client.delete_object(Bucket=self.location.bucket, Key=key),
         )
-
-
-class _NoClose(io.RawIOBase):
-    """A view of a file s3transfer may close without closing the file (a retry reads it again)."""
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._handle.readinto(buffer)
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        return self._handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._handle.tell()
-
-
-def make_s3_client(request_attempts: int = REQUEST_ATTEMPTS, **overrides: Any) -> Any:
-    """A boto3 S3 client from the AWS environment (AWS_ENDPOINT_URL, AWS_PROFILE, AWS_REGION, keys), with botocore's
-    standard retry mode (exponential backoff with jitter on throttling, 5xx and connection errors).
-
-    Integrity is this store's SHA-256 of every artifact: an upload carries it as its `x-amz-checksum-sha256` (a
-    signed header) instead of botocore hashing the body a second time to sign it (`payload_signing_enabled` off),
-    botocore's optional CRC checksums are only computed where the service requires them, and every read is hashed.
-    """
-    import boto3  # type: ignore[import-untyped]
-    from botocore.config import Config  # type: ignore[import-untyped]
-
-    config = Config(
-        retries={"max_attempts": request_attempts, "mode": "standard"},
-        max_pool_connections=max(10, 2 * DEFAULT_CONCURRENCY),
-        connect_timeout=10,
-        read_timeout=120,
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-        s3={"payload_signing_enabled": False},
-    )
-    session = boto3.session.Session(profile_name=os.environ.get("AWS_PROFILE") or None)
-    region = overrides.pop("region_name", None) or session.region_name or "us-east-1"
-    return session.client("s3", region_name=region, config=config, **overrides)
 
 
 ArtifactBackend = LocalArtifactStore | S3ArtifactStore

@@ -158,8 +158,8 @@ def read_jsonl_documents(data: bytes, where: str, text_field: str) -> list[str]:
 
 def read_parquet_documents(data: bytes, where: str, text_field: str) -> list[str]:
     """A .parquet file: the string column `text_field`, one document per row."""
-    import pyarrow  # type: ignore[import-untyped]
-    import pyarrow.parquet as parquet  # type: ignore[import-untyped]
+    import pyarrow
+    import pyarrow.parquet as parquet
 
     try:
         table = parquet.read_table(pyarrow.BufferReader(data))

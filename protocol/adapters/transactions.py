@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from web3 import Web3
     from web3.contract import Contract
 
-    from protocol.adapters.chain import ChainClient
+    from protocol.adapters.chain_connection import ChainConnection
     from protocol.adapters.finality import ChainPolicy
     from protocol.history.events import ChainEvent
 
@@ -166,13 +166,14 @@ class TransactionSender:
                 raise self._revert_from(exc, context) from None
         else:
             raise ChainError(f"{context}: could not find a free nonce for {address} after 3 attempts")
+        connection = cast("ChainConnection", self)  # a mixin of ChainClient, which is one
         try:
-            receipt = wait_for_receipt(cast("ChainClient", self), tx_hash, tx, raw, context)
+            receipt = wait_for_receipt(connection, tx_hash, tx, raw, context)
         except ConfirmationError:
             self._forget_nonce(address)
             raise
         if receipt["status"] == 1 and self.confirmations > 0:
-            receipt = wait_for_confirmations(cast("ChainClient", self), receipt, raw, tx, context, self.confirmations)
+            receipt = wait_for_confirmations(connection, receipt, raw, tx, context, self.confirmations)
         if receipt["status"] != 1:
             raise self._mined_revert(tx, receipt, context)
         return TxResult(

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from eth_abi import encode as abi_encode
 from eth_utils import to_canonical_address, to_checksum_address
 
 from protocol.constants import FAULT_ATTESTATION, FAULT_SOLVER, ROLE_SOLVER, ROLE_VERIFIER
+from protocol.contract_constants import AttestationState, ClaimStatus
+from protocol.contract_constants import ShareKind as ContractShareKind
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex, keccak256, to_hash32
 from protocol.history.records import ShareKind
@@ -115,9 +117,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 # Enum values as the contracts number them.
-ATTESTATION_STATES = ("none", "attested", "challenged", "finalized", "upheld", "overturned", "voided", "abstained")
-CLAIM_STATUSES = ("none", "posted", "challenged", "upheld", "settled")
-SHARE_KINDS: tuple[ShareKind, ...] = ("solver", "verifier", "juror")
+# The names of the contracts' enums, in their order (protocol/contract_constants.py, generated from the Solidity).
+ATTESTATION_STATES = tuple(state.name.lower() for state in AttestationState)
+CLAIM_STATUSES = tuple(status.name.lower() for status in ClaimStatus)
+SHARE_KINDS: tuple[ShareKind, ...] = tuple(cast(ShareKind, kind.name.lower()) for kind in ContractShareKind)
 ROLE_NAMES = {ROLE_SOLVER: "solver", ROLE_VERIFIER: "verifier"}
 FINISHED_RUN_ROUND = 2**64 - 1  # PoolReleased's round for slash proceeds reaching a finished run
 

@@ -10,7 +10,8 @@ timestamps through the chain adapter and hands them in.
 
 Layout of `protocol/history/`: the event names and fields read live in `events.py` (a renamed
 event or field is one edit there; `find_missing_event_fields` compares them with the deployed
-ABIs), the typed records in `records.py`, the mutable state of one fold and its helpers in
+ABIs), the typed records in `records.py` (one round's, and the rules of which of its commitments count, in
+`rounds.py`), the mutable state of one fold and its helpers in
 `state.py`. The handlers are plain functions `handler(state, event, args)`, one module per event
 family, each exporting `HANDLERS` (event name -> handler): `registry.py` (RunRegistry and
 Verification), `disputes.py` (Disputes: attestation, claim and plant disputes), `accounts.py`
@@ -37,6 +38,8 @@ from protocol.history import accounts, disputes, plants, registry
 from protocol.history.events import EventLike, HistoryError, decode_run_terms, to_address
 from protocol.history.records import Participant, Round, RunHistory, RunSummary
 from protocol.history.state import FoldState, Handler
+from protocol.planting import is_in_reveal_window
+from protocol.types import RoundTimes
 
 
 def _merge_handlers(*families: Mapping[str, Handler]) -> dict[str, Handler]:
@@ -192,9 +195,24 @@ def fold_run_history(
     return freeze(state, labels or {})
 
 
+def get_round_times(history: RunHistory, index: int) -> RoundTimes:
+    """RunRegistry.roundTimes of round `index` as it read while that round was open: its windows from its start and
+    the run's terms (the seed block is the drawn seed's, 0 before)."""
+    rnd, terms = history.rounds[index], history.terms
+    commit_end = rnd.start_time + terms.commit_window
+    attest_end = commit_end + terms.attest_window
+    return RoundTimes(
+        round=index, start=rnd.start_time, commit_end=commit_end, attest_end=attest_end,
+        challenge_end=attest_end + terms.challenge_window, finished=False,
+        seed_block=rnd.seed.block_number if rnd.seed is not None else 0,
+        open_end=commit_end + terms.attest_window // 2,
+    )  # fmt: skip
+
+
 def get_round_phase(history: RunHistory, index: int, now: int) -> str:
     """Where round `index` stands at time `now`: settled, or the window or step it waits in ("start delay" before
-    round 0's start, which RoundStarted announces ahead when the run has a start delay)."""
+    round 0's start, which RoundStarted announces ahead when the run has a start delay; "reveal window" for the
+    challenge window's first half of a round whose pay follows the plant rules, `protocol.planting`)."""
     if index >= len(history.rounds):
         return "not started"
     rnd, s = history.rounds[index], history.terms
@@ -202,16 +220,16 @@ def get_round_phase(history: RunHistory, index: int, now: int) -> str:
         return "settled"
     if now < rnd.start_time:
         return "start delay"  # round 0 of a run with a start delay: nothing can be committed before its start
-    commit_end = rnd.start_time + s.commit_window
-    attest_end = commit_end + s.attest_window
-    challenge_end = attest_end + s.challenge_window
+    times = get_round_times(history, index)
     if any(d.status in ("open", "jury drawn", "decided") for d in rnd.disputes):
         return "dispute open"
-    if now < commit_end:
+    if now < times.commit_end:
         return "commit window"
-    if now < attest_end:
+    if now < times.attest_end:
         return "attest window"
-    if now < challenge_end:
+    if rnd.plants_on and is_in_reveal_window(times, now):
+        return "reveal window"
+    if now < times.challenge_end:
         return "challenge window"
     live = [c for c in rnd.claims if c.status in ("posted", "challenged", "upheld")]
     if not live:

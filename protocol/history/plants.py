@@ -10,7 +10,7 @@ plain function `handler(state, event, args)` over `protocol.history.state.FoldSt
 to them for `protocol.history.fold`, which also calls `freeze_plants`, `is_planting_round` and `with_eligibility`
 when it freezes the rounds: whether a round's pay follows the plant rules depends on the run's terms and each solver's
 anchor, both known only once folded.
-The rules are docs/planted-faults.md's; `records.Round` applies them (pay, accepted, paid). Pure: no I/O, no clock.
+The rules are docs/planted-faults.md's; `rounds.Round` applies them (pay, accepted, paid). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class RunCreation:
 
 @dataclass
 class RoundBuilder:
-    """One round while it is being folded (frozen into `records.Round` at the end)."""
+    """One round while it is being folded (frozen into `rounds.Round` at the end)."""
 
     index: int
     start_time: int

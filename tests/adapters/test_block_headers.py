@@ -16,7 +16,7 @@ import rlp
 from hexbytes import HexBytes
 
 from devnet.deploy import build_contracts
-from devnet.runs import ETH, RunRules, build_run_terms
+from devnet.runs import ETH, build_run_terms
 from protocol.adapters.chain import (
     HEADER_FIELDS,
     ChainError,
@@ -27,13 +27,14 @@ from protocol.adapters.chain import (
 from protocol.adapters.keys import get_devnet_account
 from protocol.config import build_run_config
 from protocol.hashing import keccak256
+from protocol.run_presets import TINY
 from protocol.types import get_randao_block
 from tests.chain_fixtures import driven_deployment
 from tests.vectors.generate import VECTORS_DIR
 
 VECTORS = json.loads((VECTORS_DIR / "block_headers.json").read_text())["vectors"]
 MIX_INDEX = HEADER_FIELDS.index("mixHash")  # 13: the 14th item, where BlockRandomness.randaoOf reads it
-RULES = RunRules(rounds=1, commit_window_s=30, attest_window_s=30, challenge_window_s=30)
+RULES = TINY.with_run(max_rounds=1, commit_window=30, attest_window=30, challenge_window=30)
 
 
 def _bytes(hex_text: str) -> bytes:
@@ -91,7 +92,7 @@ def _run_at_seed_draw(protocol) -> tuple[int, int]:
     block after the seed block, whose mixHash is the seed); returns the run and its seed block."""
     creator = get_devnet_account(0)
     config = build_run_config(preset="tiny", run_seed="0x" + "cd" * 32, dataset_root="0x" + "00" * 32)
-    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES), ETH)
+    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES.run), ETH)
     times = protocol.round_times(run_id)
     protocol.chain.mine_blocks(times.seed_block - protocol.chain.block_number())
     protocol.chain.mine_at(max(times.commit_end, protocol.chain.get_block()["timestamp"] + 1))

@@ -35,11 +35,11 @@ from protocol.adapters.object_store import (
     ObjectStoreError,
     S3ArtifactStore,
     S3Location,
-    _ChunksFile,
     make_s3_client,
     open_artifact_store,
     parse_s3_url,
 )
+from protocol.adapters.s3_client import ChunksFile
 from protocol.hashing import compute_content_hash, hash_to_hex
 from protocol.state import compute_state_hash, encode_state
 from tests.object_store_fixtures import DropFirstConnections
@@ -164,7 +164,7 @@ def test_wrong_secret_is_access_denied(s3_bucket, s3_server):
 )
 def test_chunks_file_reads_and_seeks_like_the_joined_bytes(chunks, moves):
     joined = io.BytesIO(b"".join(chunks))
-    body = _ChunksFile(chunks)
+    body = ChunksFile(chunks)
     assert body.read() == joined.read()
     for offset, size in moves:
         assert body.seek(offset) == joined.seek(min(max(offset, 0), len(joined.getbuffer())))

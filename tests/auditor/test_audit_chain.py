@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -26,12 +26,11 @@ import pytest
 
 from auditor.audit import audit_run, open_sources
 from auditor.checks import CHECK_ORDER
-from auditor.report import LOSS_COLOR
+from auditor.plots import LOSS_COLOR
 from auditor.sources import DOC_PREFIX, find_home_stores
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.lifecycle import start_devnet, stop_devnet
-from devnet.runs import RunRules
 from devnet.toolchain import find_tool
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -40,13 +39,18 @@ from protocol.adapters.manifest import DeploymentManifest, load_manifest, write_
 from protocol.commitment import decode_commitment_doc
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from protocol.run_presets import TINY
 from sim.scripted import start_scripted_run
 from solver.decide import Action
 from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_node
 
 SOLVERS, VERIFIER = [1, 2], 5
-SCRIPTED_RULES = RunRules(
-    rounds=3, commit_window_s=600, attest_window_s=500, challenge_window_s=260, dispute_timeout_s=120
+SCRIPTED_RULES = TINY.with_run(
+    max_rounds=3,
+    commit_window=600,
+    attest_window=500,
+    challenge_window=260,
+    dispute_timeout=120,
 )
 """Chain seconds on a 1-second-block devnet: the attest window's first half (the draw window) ends within the seed
 block's 256-block horizon (createRun refuses more: docs/contracts.md, "Windows and block time")."""
@@ -403,7 +407,7 @@ def test_adversarial_run_audited_in_progress_and_finished(travel_chain, corpus, 
             sorted((get_devnet_account(a).address for a in solvers[:2]), key=lambda a: bytes.fromhex(a[2:]))
         )
         assert [(x.account, x.fault, x.round, x.amount) for x in h.slashes] == [
-            (cheater_address, "solver fault", 1, SCRIPTED_RULES.solver_min_stake_wei)
+            (cheater_address, "solver fault", 1, SCRIPTED_RULES.run.solver_min_stake)
         ]
         (fail,) = [a for a in h.rounds[1].attestations if a.is_fail]
         assert fail.solver == cheater_address and fail.state == "finalized"
@@ -413,7 +417,7 @@ def test_adversarial_run_audited_in_progress_and_finished(travel_chain, corpus, 
         )
         mine = [g for g in logs if topic_address(g["topics"][1]) == cheater_address.lower()]
         assert [(g["topics"][3], data_words(g["data"])[1]) for g in mine] == [
-            (h.slashes[0].fault_key, SCRIPTED_RULES.solver_min_stake_wei)
+            (h.slashes[0].fault_key, SCRIPTED_RULES.run.solver_min_stake)
         ]
         run.play()  # finish round 2
         final = audit_run(chain, manifest, run.run_id, open_sources(home, [], []))
@@ -436,7 +440,7 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
         write_manifest(home / "manifest.json", manifest)
         protocol = ProtocolClient(ChainClient(info.rpc_url, manifest))
         config = build_run_config(preset="tiny", run_seed="0x" + "b8" * 32, dataset_root=hash_to_hex(corpus[0].root))
-        rules = replace(SCRIPTED_RULES, rounds=1)
+        rules = SCRIPTED_RULES.with_run(max_rounds=1)
         run = start_scripted_run(protocol, manifest, home, config, corpus, [1, 2], [5], rules)
         try:
             run.play()
@@ -464,7 +468,7 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
 
 
 def test_deployed_abis_carry_every_event_field_the_audit_reads(deployment):
-    from auditor.audit import _abi_events
+    from auditor.chain_reads import list_abi_event_fields
     from protocol.history.events import find_missing_event_fields
 
-    assert find_missing_event_fields(_abi_events(load_manifest(deployment.manifest_path))) == []
+    assert find_missing_event_fields(list_abi_event_fields(load_manifest(deployment.manifest_path))) == []

@@ -8,14 +8,15 @@ now names what the call brought in (`funded`, msg.value), and that is what the l
 
 from __future__ import annotations
 
-from devnet.runs import ETH, RunRules, build_run_terms
+from devnet.runs import ETH, build_run_terms
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
 from protocol.config import build_run_config
 from protocol.ledger import compute_ledger
+from protocol.run_presets import TINY
 from protocol.types import PlantTerms
 
-RULES = RunRules(rounds=2, commit_window_s=30, attest_window_s=30, challenge_window_s=30)
+RULES = TINY.with_run(max_rounds=2, commit_window=30, attest_window=30, challenge_window=30)
 
 
 def _held(protocol: ProtocolClient) -> int:
@@ -37,7 +38,7 @@ def test_fund_pool_before_set_terms_is_counted_once(deployment):
     creator, funder = get_devnet_account(0), get_devnet_account(7)
     held_before, implied_before = _held(protocol), _implied(protocol)
     config = build_run_config(preset="tiny", run_seed="0x" + "9f" * 32, dataset_root="0x" + "00" * 32)
-    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES)
+    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES.run)
     run_id, _ = protocol.create_run(creator, terms, 3 * ETH)
 
     protocol.fund_plant_pool(funder, run_id, 2 * ETH)  # before the terms exist

@@ -24,20 +24,26 @@ from adversary.verifier import LazyVerifierWorker
 from auditor.checks import CHECK_ORDER, REPLAY
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
-from devnet.runs import RunRules
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import write_manifest
 from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
+from protocol.run_presets import TINY
 from sim.scripted import start_scripted_run
 from verifier.metrics import VerifierMetrics
 
 pytestmark = pytest.mark.e2e
 
 HONEST, CHEATER, LAZY = 1, 2, 5
-RULES = RunRules(rounds=1, commit_window_s=600, attest_window_s=500, challenge_window_s=260, dispute_timeout_s=120)
+RULES = TINY.with_run(
+    max_rounds=1,
+    commit_window=600,
+    attest_window=500,
+    challenge_window=260,
+    dispute_timeout=120,
+)
 """Chain seconds on a 1-second-block devnet moved by time travel (as tests/auditor/test_audit_chain.py)."""
 
 

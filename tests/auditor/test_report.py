@@ -12,6 +12,7 @@ from auditor import checks, payout_checks
 from auditor.audit import AuditReport
 from auditor.html_report import render_html
 from auditor.report import SCHEMA, build_json, print_summary, write_atomic, write_outputs
+from auditor.report_model import build_report_model
 from gradledger.commands.audit import read_labels
 from protocol.errors import GradledgerError
 from protocol.history.fold import fold_run_history
@@ -89,11 +90,11 @@ def test_json_export_has_the_documented_keys():
 
 def test_html_is_self_contained_with_three_plots():
     ev = honest_two_rounds()
-    page = render_html(_report(ev))
+    page = render_html(build_report_model(_report(ev)))
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     assert page.count('src="data:image/svg+xml;base64,') == 3
     assert "all 2 checks passed" in page and "alice" in page
-    failing = render_html(_report(ev, failed=True))
+    failing = render_html(build_report_model(_report(ev, failed=True)))
     assert "1 of 2 checks failed: ETH balance" in failing
 
 
@@ -132,7 +133,7 @@ def test_plants_are_shown_per_round_and_commitment():
         data["rounds"][1]["plants"]["planted"] == []
         and build_json(_report(honest_two_rounds()))["run"]["plants"] is None
     )
-    page = render_html(report)
+    page = render_html(build_report_model(report))
     assert "planted faults" in page and "1 planted, 1 lazy pass(es) caught, jackpots 1.000000 ETH" in page
     assert "overturned (plant)" in page and "not revealed, reported" in page
     out = io.StringIO()
@@ -166,7 +167,7 @@ def test_plant_disputes_and_disproven_plants_are_shown():
         "solver fault",
         10 * ETH,
     )
-    page = render_html(report)
+    page = render_html(build_report_model(report))
     assert "planted, disproven by a jury (unpaid)" in page and "<td>plant</td>" in page
     assert "1 planted, 1 lazy pass(es) caught, jackpots 1.000000 ETH, 1 disputed, 1 disproven" in page
     out = io.StringIO()
@@ -215,4 +216,4 @@ def test_abstentions_are_listed_per_round_and_held_forfeits_are_pending():
         ETH,
     )
     assert data["run"]["plants"]["forfeits_held_wei"] == 4 * ETH
-    assert "forfeits held 4.000000 ETH" in render_html(report)
+    assert "forfeits held 4.000000 ETH" in render_html(build_report_model(report))

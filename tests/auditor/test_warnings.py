@@ -7,15 +7,13 @@ import io
 import json
 from pathlib import Path
 
-import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 from auditor import checks
 from auditor.audit import AuditReport
 from auditor.html_report import render_html
 from auditor.report import build_json, print_summary
-from gradledger.cli import app
+from auditor.report_model import build_report_model
 from gradledger.commands.audit import EXIT_FAILED_CHECK, EXIT_WARNING
 from protocol.history.fold import fold_run_history
 from tests.history_builder import CREATOR, ETH, SOLVER_A, SOLVER_B, RunEvents, honest_two_rounds
@@ -93,30 +91,9 @@ def test_the_warning_shows_in_every_output_and_does_not_fail_the_audit():
     assert data["passed"] is True
     assert [w["name"] for w in data["warnings"]] == ["accepted work"]
     assert data["warnings"][0]["evidence"]["rounds"] == [0, 1]
-    page = render_html(report)
+    page = render_html(build_report_model(report))
     assert '<td class="warn">WARN</td>' in page and "verdict warn" in page
     assert build_json(_report(honest_two_rounds()))["warnings"] == []
-
-
-@pytest.fixture
-def audited(monkeypatch, tmp_path: Path):
-    """`gradledger audit` with the chain and the stores replaced by a hand-built report."""
-    import auditor.audit
-    import gradledger.context
-    import protocol.adapters.chain
-
-    chosen: dict[str, AuditReport] = {}
-    monkeypatch.setattr(gradledger.context, "resolve_manifest", lambda root, manifest: None)
-    monkeypatch.setattr(protocol.adapters.chain, "ChainClient", lambda *args, **kwargs: None)
-    monkeypatch.setattr(auditor.audit, "open_sources", lambda *args, **kwargs: None)
-    monkeypatch.setattr(auditor.audit, "audit_run", lambda *args, **kwargs: chosen["report"])
-
-    def run(report: AuditReport, *flags: str):
-        chosen["report"] = report
-        args = ["audit", "--run", "1", "--home", str(tmp_path), "--rpc-url", "http://127.0.0.1:9", *flags]
-        return CliRunner().invoke(app, args)
-
-    return run
 
 
 def test_audit_exits_0_on_a_warning_and_3_with_strict(audited):

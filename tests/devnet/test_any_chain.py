@@ -21,6 +21,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,7 @@ from eth_account import Account
 from web3 import Web3
 
 from devnet.anvil import AnvilProcess
-from devnet.runs import ETH, RunRules, create_run
+from devnet.runs import ETH, create_run
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
@@ -38,17 +40,29 @@ from protocol.adapters.manifest import load_manifest
 from protocol.config import build_run_config
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.hashing import hash_to_hex
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import DEVNET_NODE_FLAGS, _healthy, free_port, stop, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHAIN_ID = 1337
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=40, attest_window_s=40,
-    challenge_window_s=25, dispute_timeout_s=60,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, commit_window=40, attest_window=40,
+    challenge_window=25, dispute_timeout=60,
 )  # fmt: skip
 NODE_CHAIN_FLAGS = ("--confirmations", "1", "--max-fee-gwei", "50")
+
+
+@contextmanager
+def mining_paused(url: str) -> Iterator[None]:
+    """Interval mining stopped while the test reads the head and reorganises from it: a block mined in between (on a
+    loaded machine, seconds pass) would make the reorg one block too shallow and leave the block in question."""
+    rpc(url, "evm_setIntervalMining", [0])
+    try:
+        yield
+    finally:
+        rpc(url, "evm_setIntervalMining", [1])
 
 
 def rpc(url: str, method: str, params: list) -> object:
@@ -109,8 +123,8 @@ def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, co
         assert manifest.chain_id == CHAIN_ID and manifest.deployer == operator.address
 
         protocol = ProtocolClient(ChainClient(url, manifest, policy=ChainPolicy(confirmations=1)))
-        protocol.deposit_stake(solver, ROLE_SOLVER, RULES.solver_min_stake_wei)
-        protocol.deposit_stake(verifier, ROLE_VERIFIER, RULES.verifier_min_stake_wei + JUROR_MIN_STAKE)
+        protocol.deposit_stake(solver, ROLE_SOLVER, RULES.run.solver_min_stake)
+        protocol.deposit_stake(verifier, ROLE_VERIFIER, RULES.run.verifier_min_stake + JUROR_MIN_STAKE)
         store = LocalArtifactStore(home / "creator" / "artifacts")
         creator_server = serve_in_thread(make_node_app("creator", operator.address, store))
         ports = {"solver": free_port(), "verifier": free_port()}
@@ -137,8 +151,9 @@ def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, co
             commit = next(
                 e for e in chain.get_events(manifest.deployed_block, chain.block_number(), names=["Committed"])
             )
-            depth = chain.block_number() - commit.block_number + 1
-            rpc(url, "anvil_reorg", [depth, []])
+            with mining_paused(url):
+                depth = chain.block_number() - commit.block_number + 1
+                rpc(url, "anvil_reorg", [depth, []])
             assert not protocol.has_committed(run_id, 0, solver.address)
             wait_until(lambda: protocol.has_committed(run_id, 0, solver.address), 120, "the solver to commit again")
 
@@ -151,8 +166,9 @@ def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, co
 
             attestation = wait_until(attested, 240, "the verifier's attestation")
             raw = rpc(url, "eth_getRawTransactionByHash", [attestation.transaction_hash])
-            depth = chain.block_number() - attestation.block_number + 1
-            rpc(url, "anvil_reorg", [depth, [[raw, 0]]])
+            with mining_paused(url):
+                depth = chain.block_number() - attestation.block_number + 1
+                rpc(url, "anvil_reorg", [depth, [[raw, 0]]])
             moved = attested()
             assert moved is not None and moved.transaction_hash == attestation.transaction_hash
 

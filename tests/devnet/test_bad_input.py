@@ -1,36 +1,29 @@
-"""Bad input at the command line: one clear error line, exit status 1, nothing changed."""
+"""Bad input at the command line: one clear error line, exit status 1, nothing changed.
+
+Each command runs in the test's own process (tests/cli_in_process.py: the real entry point and its error handling,
+against the session's real anvil), so a refused input costs no interpreter start-up (issue 38).
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from eth_account import Account
 
 from protocol.adapters.keys import PRIVATE_KEY_ENV, get_devnet_account
 from protocol.types import ROLE_SOLVER
-
-pytestmark = pytest.mark.e2e
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
+from tests.cli_in_process import CliResult, run_cli
 
 
-def _assert_clean_error(result: subprocess.CompletedProcess, message: str) -> None:
+def _assert_clean_error(result: CliResult, message: str) -> None:
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr, result.stderr
     assert message in " ".join(result.stderr.split()), result.stderr
 
 
 def test_missing_manifest(tmp_path):
-    result = _cli("solver", "stake", "--amount", "1", "--home", str(tmp_path), "--devnet-account", "1")
+    result = run_cli("solver", "stake", "--amount", "1", "--home", str(tmp_path), "--devnet-account", "1")
     _assert_clean_error(result, "no deployment manifest at")
     _assert_clean_error(result, "run `gradledger deploy` first")
 
@@ -40,7 +33,7 @@ def test_wrong_chain_id(deployment, tmp_path):
     manifest["chain_id"] = 1
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     rpc = deployment.protocol.chain.rpc_url
-    result = _cli(
+    result = run_cli(
         "solver", "stake", "--amount", "1", "--home", str(tmp_path), "--rpc-url", rpc, "--devnet-account", "1"
     )
     _assert_clean_error(result, "serves chain id 31337, expected 1")
@@ -50,7 +43,7 @@ def test_unreachable_rpc(deployment, tmp_path):
     (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
     args = ["--home", str(tmp_path), "--rpc-url", "http://127.0.0.1:9", "--devnet-account", "1"]
     _assert_clean_error(
-        _cli("solver", "stake", "--amount", "1", *args), "cannot reach the chain RPC at http://127.0.0.1:9"
+        run_cli("solver", "stake", "--amount", "1", *args), "cannot reach the chain RPC at http://127.0.0.1:9"
     )
 
 
@@ -64,7 +57,7 @@ def test_unstaked_solver_cannot_join_and_nothing_moves(deployment, corpus, tmp_p
     protocol.chain.transfer(get_devnet_account(0), account.address, 10**18)
     before = protocol.chain.get_balance(account.address)
     args = ["--home", str(setup.home), "--rpc-url", protocol.chain.rpc_url]
-    result = _cli(
+    result = run_cli(
         "solver", "stake", "--amount", "0", "--run", str(run_id), *args, env={PRIVATE_KEY_ENV: account.key.hex()}
     )
     _assert_clean_error(
@@ -78,7 +71,7 @@ def test_unstaked_solver_cannot_join_and_nothing_moves(deployment, corpus, tmp_p
 
 def test_bad_amount_is_rejected_before_any_transaction(deployment, tmp_path):
     (tmp_path / "manifest.json").write_text(deployment.manifest_path.read_text())
-    result = _cli("solver", "stake", "--amount", "-1", "--home", str(tmp_path), "--devnet-account", "1")
+    result = run_cli("solver", "stake", "--amount", "-1", "--home", str(tmp_path), "--devnet-account", "1")
     assert result.returncode == 2 and "Invalid value for '--amount'" in result.stderr
 
 
@@ -100,7 +93,7 @@ def test_amounts_that_are_no_amount_are_usage_errors_before_any_transaction(
     protocol, account = deployment.protocol, get_devnet_account(13)
     nonce = protocol.chain.w3.eth.get_transaction_count(account.address)
     args = ["--home", str(tmp_path), "--rpc-url", protocol.chain.rpc_url, "--devnet-account", "13"]
-    result = _cli(role, "stake", "--amount", amount, *args)
+    result = run_cli(role, "stake", "--amount", amount, *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result
     assert message in " ".join(result.stderr.replace("│", " ").split()), result.stderr
     assert protocol.chain.w3.eth.get_transaction_count(account.address) == nonce, "nothing was sent"
@@ -112,5 +105,5 @@ def test_keystore_and_devnet_account_together_are_refused(deployment, tmp_path):
     keystore = tmp_path / "key.json"
     keystore.write_text("{}")
     args = ["--home", str(tmp_path), "--rpc-url", deployment.protocol.chain.rpc_url]
-    result = _cli("solver", "stake", "--amount", "1", *args, "--keystore", str(keystore), "--devnet-account", "13")
+    result = run_cli("solver", "stake", "--amount", "1", *args, "--keystore", str(keystore), "--devnet-account", "13")
     _assert_clean_error(result, f"--keystore {keystore} and --devnet-account 13 both name a signing key: choose one")

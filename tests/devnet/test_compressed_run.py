@@ -8,8 +8,6 @@ solver's e carried from one accepted round to the next.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from auditor.sources import find_home_stores
@@ -32,7 +30,7 @@ CODEC = "int1-c1024-k512-r30"  # the half-sparse sign that met issue 21's 250x t
 
 
 def test_three_rounds_with_a_codec_settle_audit_clean_and_rebuild_theta_from_payloads(deployment, corpus, tmp_path):
-    rules = replace(FAST_RULES, rounds=3)
+    rules = FAST_RULES.with_run(max_rounds=3)
     setup = prepare_run(
         deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules, overrides={"train": {"codec": CODEC}}
     )

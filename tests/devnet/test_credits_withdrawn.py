@@ -106,7 +106,7 @@ def test_an_abstaining_verifier_withdraws_every_credit(tmp_path, corpus):
         release = sum(
             e.args["amount"] for e in events_of(protocol, "RoundRewardCredited", run_id) if e.args["to"] == address
         )
-        assert bond == FAST_RULES.attestation_bond_wei and release > 0
+        assert bond == FAST_RULES.run.attestation_bond and release > 0
         # ... was withdrawn, and nothing is left in any contract
         withdrawn = [e for e in chain.get_events(start_block, names=["Withdrawn"]) if e.args["account"] == address]
         assert sum(e.args["amount"] for e in withdrawn) == bond + release

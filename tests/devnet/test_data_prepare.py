@@ -1,7 +1,8 @@
 """`gradledger data prepare`: text, JSONL and Parquet in, a deterministic prepared dataset out, bad input refused.
 
 The determinism test runs the command in two processes (at 1 and 2 tokenizer threads) and compares every byte
-written; the error cases run in-process (typer's CliRunner) and one runs as a process to see the one-line error.
+written; the error cases run in-process (typer's CliRunner), one through the entry point's error handling
+(tests/cli_in_process.py) to see the one-line error.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from protocol.adapters.text_sources import SourceError
 from protocol.data import DatasetTooSmallError, VocabularyMismatchError
 from protocol.hashing import compute_content_hash, hash_to_hex
 from protocol.tokenization import TokenizerError, train_bpe_tokenizer
+from tests.cli_in_process import run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LLAMA_TINY = EXAMPLES / "llama-tiny.json"
@@ -93,8 +95,7 @@ def test_bad_input_exits_1_with_one_line_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"body": "no text field"}\n')
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "gradledger", "data", "prepare", str(bad), "--out", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    result = run_cli("data", "prepare", str(bad), "--out", str(out))
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]

@@ -6,8 +6,6 @@ accepted."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from protocol.adapters.keys import get_devnet_account
@@ -21,7 +19,7 @@ SOLVERS, VERIFIER = [11, 12], 13
 
 
 def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
-    rules = replace(FAST_RULES, verifiers_per_commitment=2)  # one verifier: seat 1 is void
+    rules = FAST_RULES.with_run(verifiers_per_commitment=2)  # one verifier: seat 1 is void
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules)
     protocol, run_id = setup.protocol, setup.run_id
     processes = [

@@ -7,7 +7,6 @@ from the chain and the nodes' artifacts."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,7 @@ def test_hf_model_trains_one_round_with_real_nodes_and_the_audit_rederives_theta
         model, theta0 = load_hf_checkpoint(tmp_path / "llama", block_size=32)
     else:
         model = parse_model_config(json.loads((EXAMPLES / example).read_text()), example)
-    rules = replace(FAST_RULES, rounds=1)
+    rules = FAST_RULES.with_run(max_rounds=1)
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules, model=model)
     protocol, run_id = setup.protocol, setup.run_id
     processes = [

@@ -9,8 +9,6 @@ lists the run's hashes and the holders of the shares minted for round 0. A round
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +16,7 @@ import torch
 
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
-from devnet.runs import RunRules
-from gradledger.commands.model import RoundNotSettledError, export_settled_model, open_home_store
+from gradledger.model_export import RoundNotSettledError, export_settled_model, open_home_store
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.hf_checkpoints import load_hf_checkpoint
@@ -30,13 +27,21 @@ from protocol.config import HFModelConfig, build_run_config
 from protocol.export import convert_gpt2_to_gpt
 from protocol.hashing import hash_to_hex
 from protocol.model import build_model
+from protocol.run_presets import TINY
 from protocol.state import compute_state_hash
 from protocol.training import get_params
 from sim.scripted import start_scripted_run
 from tests.chain_fixtures import events_of
+from tests.cli_in_process import CliResult, run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-RULES = RunRules(rounds=2, commit_window_s=600, attest_window_s=500, challenge_window_s=260, dispute_timeout_s=120)
+RULES = TINY.with_run(
+    max_rounds=2,
+    commit_window=600,
+    attest_window=500,
+    challenge_window=260,
+    dispute_timeout=120,
+)
 
 
 @pytest.fixture()
@@ -47,10 +52,10 @@ def travel_chain(deployment):
         yield anvil, deploy_protocol(ChainClient(anvil.rpc_url), get_devnet_account(0), build_contracts())
 
 
-def _export_cli(home, rpc_url, run_id, round_index, out):
+def _export_cli(home, rpc_url, run_id, round_index, out) -> CliResult:
+    """`gradledger model export` in the test's process (tests/cli_in_process.py): the real command, no start-up."""
     args = ["model", "export", "--run", str(run_id), "--round", str(round_index), "--out", str(out)]
-    args += ["--home", str(home), "--rpc-url", rpc_url, "--json"]
-    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=600)
+    return run_cli(*args, "--home", str(home), "--rpc-url", rpc_url, "--json")
 
 
 def _read_back(directory, config):

@@ -7,8 +7,6 @@ variables only; the verifier keeps its local store and reads the solver's checkp
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from protocol.adapters.keys import get_devnet_account
@@ -21,7 +19,7 @@ SOLVER, VERIFIER = 17, 18
 
 
 def test_solver_publishes_to_s3_and_verifier_attests(deployment, corpus, tmp_path, s3_bucket):
-    rules = replace(FAST_RULES, rounds=1)
+    rules = FAST_RULES.with_run(max_rounds=1)
     setup = prepare_run(deployment, corpus, tmp_path / "home", [SOLVER], [VERIFIER], rules)
     protocol, run_id = setup.protocol, setup.run_id
     url = f"s3://{s3_bucket}/solver-{SOLVER}"

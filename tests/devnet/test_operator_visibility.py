@@ -18,17 +18,17 @@ import httpx
 import pytest
 
 from devnet.deploy import build_contracts
-from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ClaimStatus
 from tests.chain_fixtures import driven_deployment, prepare_run, wait_until
 from tests.disputes.conftest import handles, logs, start, stop_all
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=300, attest_window_s=300,
-    challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window=300, attest_window=300,
+    challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 HONEST, STOPPED, CHEATER, VERIFIER = 1, 2, 3, 4
 TEN_ETH = 10 * 10**18
@@ -63,7 +63,7 @@ def test_a_slashed_and_a_window_missing_solver_are_named_in_log_metrics_and_heal
         setup = prepare_run(deployment, corpus, tmp_path / "home", [HONEST, STOPPED, CHEATER], [VERIFIER], RULES)
         protocol, run_id = setup.protocol, setup.run_id
         # stake for round 1 after round 0's slash, so the cheater keeps committing (and idling) like the others
-        protocol.deposit_stake(get_devnet_account(CHEATER), ROLE_SOLVER, RULES.solver_min_stake_wei)
+        protocol.deposit_stake(get_devnet_account(CHEATER), ROLE_SOLVER, RULES.run.solver_min_stake)
         solver = ["solver", "run", "--no-progress"]
         nodes = [
             start(setup, "honest", solver, HONEST, "--coordinator"),
@@ -135,9 +135,9 @@ def _check_verifier(setup) -> None:
     assert 'gradledger_credits_pending_wei{contract="Verification"}' in metrics.text
 
 
-V_RULES = RunRules(
-    rounds=2, samples_per_commitment=1, verifiers_per_commitment=2, commit_window_s=300, attest_window_s=300,
-    challenge_window_s=300, dispute_timeout_s=600,
+V_RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=1, verifiers_per_commitment=2, commit_window=300, attest_window=300,
+    challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Two seats per commitment and two verifiers: seats are drawn without replacement, so each verifier holds one."""
 SOLVER, ON_DUTY, PAUSED = 5, 6, 7

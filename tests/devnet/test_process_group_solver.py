@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 
 import pytest
 
@@ -34,7 +33,7 @@ def _worker_pids(log: str) -> list[int]:
 
 
 def test_a_two_process_solver_is_verified_exactly_by_one_process(deployment, corpus, tmp_path):
-    rules = replace(FAST_RULES, rounds=1)
+    rules = FAST_RULES.with_run(max_rounds=1)
     setup = prepare_run(
         deployment, corpus, tmp_path / "home", [SOLVER], [VERIFIER], rules,
         overrides={"train": {"micro_batches": 2}},

@@ -1,6 +1,7 @@
 """`gradledger run create` refuses an untrainable corpus and windows that do not fit the chain's block time before
 any transaction; `gradledger run reclaim` sends a run's unowned revenue back to its creator, and says why and from
-when when it cannot (real anvil)."""
+when when it cannot (real anvil). The commands run in the test's process (tests/cli_in_process.py: no interpreter
+start-up per refusal, issue 38); only `artifacts serve`, a server, is a process of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devnet.runs import ETH, PRODUCTION_RULES, RunRules, build_run_terms, create_run
+from devnet.runs import ETH, build_run_terms, create_run
 from devnet.toolchain import get_contracts_dir
 from node.opening import draw_round_seed
 from protocol.adapters.artifacts import LocalArtifactStore
@@ -24,6 +25,7 @@ from protocol.config import build_run_config
 from protocol.constants import UNOWNED_REVENUE_GRACE
 from protocol.data import SHARD_BYTES
 from protocol.hashing import hash_to_hex
+from protocol.run_presets import PRODUCTION, TINY
 from protocol.windows import (
     CHALLENGE_TOO_SHORT,
     COMMIT_TOO_SHORT,
@@ -32,14 +34,10 @@ from protocol.windows import (
     WindowsUnfitForChainError,
 )
 from tests.chain_fixtures import Deployment, driven_deployment
+from tests.cli_in_process import run_cli
 
-pytestmark = pytest.mark.e2e
 SENDER = 5
 """Sends the reclaims, so the creator's (account 0) balance moves by the reclaimed amount only."""
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=120)
 
 
 def _home(deployment: Deployment, tmp_path) -> list[str]:
@@ -55,7 +53,7 @@ def test_run_create_refuses_a_twelve_byte_corpus_before_any_transaction(deployme
     protocol = deployment.protocol
     creator = get_devnet_account(0).address
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
-    result = _cli("run", "create", "--data", str(corpus), "--preset", "tiny", *_home(deployment, tmp_path / "home"))
+    result = run_cli("run", "create", "--data", str(corpus), "--preset", "tiny", *_home(deployment, tmp_path / "home"))
     assert result.returncode == 1, result
     message = " ".join(result.stderr.split())
     assert "Traceback" not in result.stderr, result.stderr
@@ -76,7 +74,7 @@ def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transacti
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
     home = _home(deployment, tmp_path / "home")
     too_short = ("run", "create", "--preset", "tiny", "--commit-window", "2", "--attest-window", "6", "--json")
-    result = _cli(*too_short, *home)
+    result = run_cli(*too_short, *home)
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "Traceback" not in result.stderr, result
     assert "the commit window of 2 s is shorter than the" in message and "pass --commit-window" in message, message
@@ -85,7 +83,7 @@ def test_run_create_refuses_windows_the_machine_cannot_keep_before_any_transacti
     assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
     assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
 
-    forced = _cli(*too_short, "--force", *home)
+    forced = run_cli(*too_short, "--force", *home)
     assert forced.returncode == 0, forced
     out = json.loads(forced.stdout.strip().splitlines()[-1])
     assert out["run_id"] == runs + 1
@@ -100,7 +98,7 @@ def test_run_create_refuses_windows_the_chain_block_time_cannot_hold_before_any_
     creator = get_devnet_account(0).address
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
     home = _home(deployment, tmp_path / "home")
-    result = _cli("run", "create", "--preset", "tiny", "--commit-window", "3600", "--attest-window", "1800", *home)
+    result = run_cli("run", "create", "--preset", "tiny", "--commit-window", "3600", "--attest-window", "1800", *home)
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "Traceback" not in result.stderr, result
     assert f'InvalidConfig("{DRAW_BEYOND_HORIZON}")' in message, message
@@ -119,15 +117,15 @@ def test_create_run_refuses_windows_unfit_for_the_deployment_before_publishing(d
     runs = protocol.chain.call("RunRegistry", "runCount")
     store = LocalArtifactStore(tmp_path / "creator")
     for rules, reason in [
-        (PRODUCTION_RULES, DRAW_BEYOND_HORIZON),
-        (RunRules(commit_window_s=1, attest_window_s=100), COMMIT_TOO_SHORT),
-        (RunRules(commit_window_s=20, attest_window_s=3), DRAW_BEFORE_SEED),
-        (RunRules(commit_window_s=20, attest_window_s=15, challenge_window_s=8), CHALLENGE_TOO_SHORT),
+        (PRODUCTION.with_run(inner_steps=0, steps_per_segment=0), DRAW_BEYOND_HORIZON),  # H, k: the tiny config's
+        (TINY.with_run(commit_window=1, attest_window=100), COMMIT_TOO_SHORT),
+        (TINY.with_run(commit_window=20, attest_window=3), DRAW_BEFORE_SEED),
+        (TINY.with_run(commit_window=20, attest_window=15, challenge_window=8), CHALLENGE_TOO_SHORT),
     ]:
         with pytest.raises(WindowsUnfitForChainError) as refused:
             create_run(protocol, get_devnet_account(0), store, config, manifest, shards, rules, ETH)
         assert refused.value.reason == reason
-        terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, rules)
+        terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, rules.run)
         with pytest.raises(ContractRevertError) as reverted:  # the contract, asked directly: refused at estimation
             protocol.create_run(get_devnet_account(0), terms, ETH)
         assert (reverted.value.error, reverted.value.args_) == ("InvalidConfig", {"reason": reason})
@@ -136,18 +134,19 @@ def test_create_run_refuses_windows_unfit_for_the_deployment_before_publishing(d
     with pytest.raises(ManifestError, match=r"says 12-second blocks but RunRegistry .* blockSeconds = 1"):
         create_run(
             ProtocolClient(ChainClient(protocol.chain.rpc_url, claimed)), get_devnet_account(0), store, config,
-            manifest, shards, RunRules(commit_window_s=300, attest_window_s=300), ETH,
+            manifest, shards, TINY.with_run(commit_window=300, attest_window=300), ETH,
         )  # fmt: skip
     assert protocol.chain.call("RunRegistry", "runCount") == runs
     assert not (tmp_path / "creator").exists() or not any((tmp_path / "creator").rglob("*")), "nothing published"
 
 
+@pytest.mark.e2e
 def test_run_create_publishes_to_an_s3_store_and_artifacts_serve_serves_it(deployment, s3_bucket, s3_server, tmp_path):
     """--store s3://...: the creator's artifacts go to the bucket (the local S3 server), nothing to <home>, and
     `gradledger artifacts serve s3://...` answers GET /artifacts/{θ0} with the bucket's bytes."""
     home = tmp_path / "home"
     url = f"s3://{s3_bucket}/creator"
-    result = _cli("run", "create", "--preset", "tiny", "--force", "--json", "--store", url, *_home(deployment, home))
+    result = run_cli("run", "create", "--preset", "tiny", "--force", "--json", "--store", url, *_home(deployment, home))
     assert result.returncode == 0, result.stderr
     theta0 = json.loads(result.stdout.strip().splitlines()[-1])["theta0"]
     key = f"creator/{theta0[2:]}"
@@ -196,19 +195,19 @@ def test_reclaim_of_a_run_that_accepted_nothing(own_chain, corpus, tmp_path):
     protocol = own_chain.protocol
     manifest, shards = corpus
     config = build_run_config(preset="tiny", run_seed="0x" + "7c" * 32, dataset_root=hash_to_hex(manifest.root))
-    rules = RunRules(rounds=2, commit_window_s=30, attest_window_s=30, challenge_window_s=30)
+    rules = TINY.with_run(max_rounds=2, commit_window=30, attest_window=30, challenge_window=30)
     store = LocalArtifactStore(tmp_path / "creator")
     run_id, _ = create_run(protocol, get_devnet_account(0), store, config, manifest, shards, rules, 3 * ETH)
     args = [*_home(own_chain, tmp_path / "home"), "--devnet-account", str(SENDER)]
 
-    refused = _cli("run", "reclaim", "--run", str(run_id), *args)
+    refused = run_cli("run", "reclaim", "--run", str(run_id), *args)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
     assert f"run {run_id} is not finished" in " ".join(refused.stderr.split())
-    unknown = _cli("run", "reclaim", "--run", str(run_id + 1), *args)
+    unknown = run_cli("run", "reclaim", "--run", str(run_id + 1), *args)
     assert unknown.returncode == 1 and f"run {run_id + 1} does not exist" in " ".join(unknown.stderr.split())
 
     _finish_with_nothing_accepted(protocol, run_id)
-    early = _cli("run", "reclaim", "--run", str(run_id), "--json", *args)
+    early = run_cli("run", "reclaim", "--run", str(run_id), "--json", *args)
     assert early.returncode == 1, early
     why = json.loads(early.stdout)
     finished_at = protocol.finished_at(run_id)
@@ -220,12 +219,12 @@ def test_reclaim_of_a_run_that_accepted_nothing(own_chain, corpus, tmp_path):
     protocol.chain.mine_at(why["reclaimable_at"])
     creator = get_devnet_account(0).address
     before = protocol.chain.get_balance(creator)
-    done = _cli("run", "reclaim", "--run", str(run_id), "--json", *args)
+    done = run_cli("run", "reclaim", "--run", str(run_id), "--json", *args)
     assert done.returncode == 0, done
     result = json.loads(done.stdout)
     assert result["reclaimed"] is True and result["to"] == creator and result["amount_wei"] == 3 * ETH
     assert result["swept_rounds"] == [0, 1], "each round's unclaimed release reaches the stream by its sweep"
     assert protocol.chain.get_balance(creator) - before == 3 * ETH
 
-    again = _cli("run", "reclaim", "--run", str(run_id), *args)
+    again = run_cli("run", "reclaim", "--run", str(run_id), *args)
     assert again.returncode == 1 and "nothing to reclaim (already reclaimed?)" in " ".join(again.stderr.split())

@@ -3,7 +3,8 @@
 A tiny Llama-style model on a dataset whose tokenizer was trained by `gradledger data prepare` is created and its
 tokenizer published with it; continued training publishes a local Hugging Face checkpoint as θ0. A model that
 cannot take the data's token ids, a model config asking for remote code and a missing checkpoint are refused
-before any transaction, with nothing published."""
+before any transaction, with nothing published: those refusals run in the test's process (tests/cli_in_process.py,
+no interpreter start-up each: issue 38)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from protocol.hashing import to_hash32
 from protocol.outer import make_global_state
 from protocol.state import compute_state_hash
 from tests.chain_fixtures import Deployment
+from tests.cli_in_process import run_cli
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -90,8 +92,8 @@ def test_run_create_model_vocabulary_smaller_than_the_tokenizer_is_refused_befor
     small["hf_config"]["vocab_size"] = 256
     (tmp_path / "small.json").write_text(json.dumps(small))
     home, before = tmp_path / "home", _before(deployment)
-    done = _cli("run", "create", "--preset", "tiny", "--model-config", str(tmp_path / "small.json"),
-                "--dataset", str(my_dataset), *_home(deployment, home))  # fmt: skip
+    done = run_cli("run", "create", "--preset", "tiny", "--model-config", str(tmp_path / "small.json"),
+                   "--dataset", str(my_dataset), *_home(deployment, home))  # fmt: skip
     message = " ".join(done.stderr.split())
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "ids but the model's vocabulary holds 256" in message and "vocab_size >=" in message, message
@@ -103,8 +105,8 @@ def test_run_create_model_config_with_remote_code_is_refused_before_any_transact
     remote["hf_config"]["auto_map"] = {"AutoModelForCausalLM": "evil.Model"}
     (tmp_path / "remote.json").write_text(json.dumps(remote))
     home, before = tmp_path / "home", _before(deployment)
-    done = _cli("run", "create", "--preset", "tiny", "--model-config", str(tmp_path / "remote.json"),
-                *_home(deployment, home))  # fmt: skip
+    done = run_cli("run", "create", "--preset", "tiny", "--model-config", str(tmp_path / "remote.json"),
+                   *_home(deployment, home))  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "remote code" in done.stderr and str(tmp_path / "remote.json") in " ".join(done.stderr.split())
     _nothing_sent(deployment, home, before)
@@ -129,7 +131,8 @@ def test_run_create_init_from_checkpoint_publishes_its_weights_as_theta0(deploym
 
 def test_run_create_init_from_missing_directory_is_refused_before_any_transaction(deployment, tmp_path):
     home, before = tmp_path / "home", _before(deployment)
-    done = _cli("run", "create", "--preset", "tiny", "--init-from", str(tmp_path / "nowhere"), *_home(deployment, home))
+    where = _home(deployment, home)
+    done = run_cli("run", "create", "--preset", "tiny", "--init-from", str(tmp_path / "nowhere"), *where)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert str(tmp_path / "nowhere") in " ".join(done.stderr.split())
     _nothing_sent(deployment, home, before)

@@ -12,9 +12,7 @@ ClockDriver, never by sleeping.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from dataclasses import fields, replace
+from dataclasses import fields
 
 import pytest
 
@@ -26,6 +24,7 @@ from protocol.history.fold import fold_run_history, get_round_phase
 from protocol.types import Commitment, RunTerms, to_snake_case
 from protocol.windows import START_DELAY_TOO_LONG
 from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, start_node, stop, wait_until
+from tests.cli_in_process import run_cli
 
 DELAY = 120
 """Chain seconds between the run's creation and round 0's start: more than the transactions nodes send while
@@ -47,7 +46,7 @@ def test_run_terms_follow_the_create_run_abi(deployment):
 
 
 def test_a_delayed_run_refuses_commits_before_its_start_and_accepts_them_after(deployment, corpus, tmp_path):
-    rules = replace(FAST_RULES, start_delay_s=DELAY)
+    rules = FAST_RULES.with_run(start_delay=DELAY)
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [], rules)
     protocol, chain, run_id = setup.protocol, setup.protocol.chain, setup.run_id
     setup.create(wait_for_nodes=False)
@@ -56,10 +55,10 @@ def test_a_delayed_run_refuses_commits_before_its_start_and_accepts_them_after(d
     created_at = _timestamp(protocol, created.block_number)
     times = protocol.round_times(run_id)
     assert times.round == 0 and times.start == created_at + DELAY, "roundTimes reports the future start"
-    assert times.commit_end == times.start + rules.commit_window_s
-    assert times.open_end == times.commit_end + rules.attest_window_s // 2
+    assert times.commit_end == times.start + rules.run.commit_window
+    assert times.open_end == times.commit_end + rules.run.attest_window // 2
     # 1-second blocks: the seed block is counted from the creation block, past the delay and the commit window
-    assert times.seed_block == created.block_number + DELAY + rules.commit_window_s
+    assert times.seed_block == created.block_number + DELAY + rules.run.commit_window
     assert [(e.args["round"], e.args["start"]) for e in events_of(protocol, "RoundStarted", run_id)] == [
         (0, times.start)
     ]
@@ -91,12 +90,8 @@ def test_a_delayed_run_refuses_commits_before_its_start_and_accepts_them_after(d
     assert len(joins) == 2 and all(_timestamp(protocol, e.block_number) < times.start for e in joins)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=300)
-
-
-@pytest.mark.e2e
 def test_run_create_start_delay_is_set_printed_and_bounded(deployment, tmp_path):
+    """`run create` in the test's process (tests/cli_in_process.py): no node runs, so no process is started."""
     protocol = deployment.protocol
     home = tmp_path / "home"
     home.mkdir()
@@ -105,7 +100,7 @@ def test_run_create_start_delay_is_set_printed_and_bounded(deployment, tmp_path)
     creator = get_devnet_account(0).address
     runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
 
-    too_long = _cli("run", "create", "--preset", "tiny", "--start-delay", str(MAX_START_DELAY + 1), *where)
+    too_long = run_cli("run", "create", "--preset", "tiny", "--start-delay", str(MAX_START_DELAY + 1), *where)
     message = " ".join(too_long.stderr.split())
     assert too_long.returncode == 1 and "Traceback" not in too_long.stderr, too_long
     assert f'InvalidConfig("{START_DELAY_TOO_LONG}")' in message, message
@@ -113,7 +108,7 @@ def test_run_create_start_delay_is_set_printed_and_bounded(deployment, tmp_path)
     assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
     assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
 
-    created = _cli("run", "create", "--preset", "tiny", "--force", "--json", "--start-delay", str(DELAY), *where)
+    created = run_cli("run", "create", "--preset", "tiny", "--force", "--json", "--start-delay", str(DELAY), *where)
     assert created.returncode == 0, created.stderr[-3000:]
     out = json.loads(created.stdout.strip().splitlines()[-1])
     block = events_of(protocol, "RunCreated", out["run_id"])[0].block_number
@@ -125,7 +120,7 @@ def test_run_create_start_delay_is_set_printed_and_bounded(deployment, tmp_path)
 def test_nodes_started_after_a_delayed_run_is_created_make_round_zero(deployment, corpus, tmp_path):
     """The run is created before any node runs; 2 solvers and a verifier start afterwards, join and register during
     the delay, wait for the start (the ClockDriver moves time to it once they are idle), and play round 0."""
-    rules = replace(FAST_RULES, rounds=1, start_delay_s=DELAY)
+    rules = FAST_RULES.with_run(max_rounds=1, start_delay=DELAY)
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules)
     protocol, run_id = setup.protocol, setup.run_id
     setup.create(wait_for_nodes=False)

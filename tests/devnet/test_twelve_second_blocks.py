@@ -26,13 +26,13 @@ import pytest
 
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
-from devnet.runs import RunRules
 from node.opening import draw_round_seed
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest, write_manifest
 from protocol.constants import ROLE_SOLVER
+from protocol.run_presets import TINY
 from protocol.types import RoundTimes, get_randao_block
 from protocol.windows import get_block_time_problem
 from tests.chain_fixtures import Deployment, events_of, prepare_run, wait_until
@@ -54,10 +54,10 @@ def _chain_s(wall_s: float) -> int:
     return round(wall_s * BLOCK_SECONDS / BLOCK_WALL_S)
 
 
-RULES = RunRules(
-    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window_s=_chain_s(WALL_WINDOWS_S["commit"]),
-    attest_window_s=_chain_s(WALL_WINDOWS_S["attest"]), challenge_window_s=_chain_s(WALL_WINDOWS_S["challenge"]),
-    dispute_timeout_s=_chain_s(60),
+RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=2, verifiers_per_commitment=1,
+    commit_window=_chain_s(WALL_WINDOWS_S["commit"]), attest_window=_chain_s(WALL_WINDOWS_S["attest"]),
+    challenge_window=_chain_s(WALL_WINDOWS_S["challenge"]), dispute_timeout=_chain_s(60),
 )  # fmt: skip
 HONEST, CHEATER, VERIFIER = 1, 2, 3
 
@@ -79,9 +79,9 @@ def twelve_second_deployment(directory: Path) -> Iterator[Deployment]:
 
 
 def test_the_rules_fit_twelve_second_blocks_and_not_one_second_blocks():
-    assert get_block_time_problem(RULES.commit_window_s, RULES.attest_window_s, BLOCK_SECONDS) is None
+    assert get_block_time_problem(RULES.run.commit_window, RULES.run.attest_window, BLOCK_SECONDS) is None
     # the same draw window on 1-second blocks outlasts the seed block's 256-block horizon
-    assert get_block_time_problem(RULES.commit_window_s, RULES.attest_window_s, 1) is not None
+    assert get_block_time_problem(RULES.run.commit_window, RULES.run.attest_window, 1) is not None
 
 
 def test_no_node_mines_on_a_chain_that_mines_by_itself():
@@ -105,7 +105,7 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
         setup = prepare_run(deployment, corpus, tmp_path / "home", [HONEST, CHEATER], [VERIFIER], RULES)
         protocol, run_id = setup.protocol, setup.run_id
         # stake for round 1 after round 0's slash, so the cheater cheats in both rounds
-        protocol.deposit_stake(get_devnet_account(CHEATER), ROLE_SOLVER, RULES.solver_min_stake_wei)
+        protocol.deposit_stake(get_devnet_account(CHEATER), ROLE_SOLVER, RULES.run.solver_min_stake)
         solver = ["solver", "run", "--no-progress"]
         nodes = [
             start(setup, "honest", solver, HONEST, "--coordinator"),
@@ -120,7 +120,8 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
             wait_until(lambda: len(_slashes_of(protocol, CHEATER)) == 2, 300, "the cheater's second slash")
             # The last round's shares are claimed a block or two after it settles (a 12 s block each): wait for
             # them rather than stopping the honest node between its settle and its claim.
-            wait_until(lambda: len(_claims_of(protocol, HONEST)) == RULES.rounds, 300, "the honest solver's claims")
+            rounds = RULES.run.max_rounds
+            wait_until(lambda: len(_claims_of(protocol, HONEST)) == rounds, 300, "the honest solver's claims")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{logs(setup, nodes)}") from None
         finally:
@@ -140,7 +141,7 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
         starts = {e.args["round"]: e for e in events_of(protocol, "RoundStarted", run_id)}
         seeds = events_of(protocol, "SeedDrawn", run_id)
         assert [e.args["round"] for e in seeds] == [0, 1], detail
-        seed_blocks = -(-RULES.commit_window_s // BLOCK_SECONDS)
+        seed_blocks = -(-RULES.run.commit_window // BLOCK_SECONDS)
         for seed in seeds:
             assert seed.args["blockNumber"] == starts[seed.args["round"]].block_number + seed_blocks, seed.args
             # from the RANDAO value revealed in the seed block (the next block's header mixHash), not a hash
@@ -155,16 +156,17 @@ def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_
         assert fails == [(0, address(CHEATER)), (1, address(CHEATER))], detail
         proven = sorted((e.args["round"], e.args["solver"]) for e in events if e.name == "SolverFaultProven")
         assert proven == [(0, address(CHEATER)), (1, address(CHEATER))], detail
-        assert slashed(events) == {(address(CHEATER), ROLE_SOLVER): 2 * RULES.solver_min_stake_wei}
+        assert slashed(events) == {(address(CHEATER), ROLE_SOLVER): 2 * RULES.run.solver_min_stake}
         assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == 0
         paid = sorted((e.args["round"], e.args["solver"]) for e in events if e.name == "SolverSharesClaimed")
         assert paid == [(0, address(HONEST)), (1, address(HONEST))], detail
         assert protocol.shares_of(run_id, address(CHEATER)) == 0
-        assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.solver_min_stake_wei
+        assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.run.solver_min_stake
         assert_balance_matches_events(protocol)
     chain_min = (stamps[last] - stamps[created]) / 60
     print(
-        f"\n12-second chain: {RULES.rounds} rounds in {run_wall_s:.0f} s of wall time ({chain_min:.0f} min of chain "
+        f"\n12-second chain: {RULES.run.max_rounds} rounds in {run_wall_s:.0f} s of wall time ({chain_min:.0f} min of "
+        "chain "
         f"time); the whole test {time.monotonic() - wall_start:.0f} s"
     )
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
 from protocol.commitment import decode_commitment_doc
 from protocol.constants import JUROR_MIN_STAKE, JUROR_REWARD_BPS, WINNER_REWARD_BPS
 from protocol.jury import KIND_ATTESTATION, DisputeSubject
 from protocol.merkle import build_merkle_tree, compute_leaf_hash, get_merkle_proof_at
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, DisputeStatus, LeafData
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -37,9 +37,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, CHEATER, VERIFIER, LAZY, JUROR_A, JUROR_B, WHISTLEBLOWER, FALSE_CHALLENGER, JUROR_C = 1, 2, 3, 4, 5, 6, 7, 8, 9
@@ -92,7 +92,7 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
         stop_all(nodes)
     detail = logs(setup, nodes)
     events = all_events(protocol)
-    bond, attestation_bond = RULES.challenge_bond_wei, RULES.attestation_bond_wei
+    bond, attestation_bond = RULES.run.challenge_bond, RULES.run.attestation_bond
 
     # Detected: the honest verifier failed the cheater, the whistleblower challenged the lazy pass.
     fails = [e for e in events if e.name == "FailAttested"]
@@ -112,8 +112,8 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
 
     # Slashed by the right amounts: the lazy verifier its verifier stake, the cheater its solver stake (once).
     taken = slashed(events)
-    assert taken[(address(LAZY), ROLE_VERIFIER)] == RULES.verifier_min_stake_wei
-    assert taken[(address(CHEATER), ROLE_SOLVER)] == RULES.solver_min_stake_wei
+    assert taken[(address(LAZY), ROLE_VERIFIER)] == RULES.run.verifier_min_stake
+    assert taken[(address(CHEATER), ROLE_SOLVER)] == RULES.run.solver_min_stake
     assert set(taken) == {(address(LAZY), ROLE_VERIFIER), (address(CHEATER), ROLE_SOLVER)}, taken
     assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == JUROR_MIN_STAKE  # what the run did not reserve
     assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == 0
@@ -122,7 +122,7 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
     total = won.args["total"]
     solver_part = sum(e.args["taken"] for e in events if e.name == "StakeSlashed" and e.args["recipient"] ==
                       protocol.chain.contract("Disputes").address and e.args["role"] == ROLE_SOLVER)  # fmt: skip
-    assert total == attestation_bond + RULES.verifier_min_stake_wei + solver_part
+    assert total == attestation_bond + RULES.run.verifier_min_stake + solver_part
     assert won.args["toWinner"] == total * WINNER_REWARD_BPS // 10_000 and won.args["bondReturned"] == bond
     per_juror = total * JUROR_REWARD_BPS // 10_000 // won.args["signerCount"]
     rewards = [e for e in events if e.name == "JurorRewardClaimed" and e.args["disputeId"] == wb.args["disputeId"]]
@@ -140,10 +140,11 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
 
     # Honest parties untouched: the honest solver accepted and paid in shares; the honest verifier kept its stake.
     assert protocol.is_accepted(run_id, 0, address(HONEST)) and not protocol.is_accepted(run_id, 0, address(CHEATER))
-    assert protocol.shares_of(run_id, address(HONEST)) == RULES.shares_per_round * RULES.solver_share_bps // 10_000
+    terms = RULES.run
+    assert protocol.shares_of(run_id, address(HONEST)) == terms.shares_per_round * terms.solver_share_bps // 10_000
     assert protocol.shares_of(run_id, address(CHEATER)) == 0
-    assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.solver_min_stake_wei
-    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
+    assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.run.solver_min_stake
+    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.run.verifier_min_stake + JUROR_MIN_STAKE
     assert_balance_matches_events(protocol)
 
 
@@ -169,7 +170,7 @@ def _false_challenge(setup, ref: AttestationRef) -> DisputeSubject:
     protocol.challenge_attestation(
         get_devnet_account(FALSE_CHALLENGER), ref, commitment, 0,
         LeafData(leaf.start_hash, leaf.end_hash, leaf.sketch_hash, leaf.tokens),
-        list(get_merkle_proof_at(tree, segment)), RULES.challenge_bond_wei,
+        list(get_merkle_proof_at(tree, segment)), RULES.run.challenge_bond,
     )  # fmt: skip
     subject = DisputeSubject(KIND_ATTESTATION, ref.run_id, ref.round, ref.solver, ref.slot, 0)
     assert protocol.dispute_of(subject.dispute_id).status == DisputeStatus.OPEN

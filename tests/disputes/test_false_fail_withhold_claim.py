@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import RunRules
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.runs import load_run_context
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.jury import KIND_CLAIM, DisputeSubject
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -36,9 +36,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 COORDINATOR, HONEST, WITHHOLDER, VERIFIER, FALSE_FAIL, JUROR_A, JUROR_B, WHISTLEBLOWER = 1, 2, 3, 4, 5, 6, 7, 8
@@ -93,7 +93,7 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     assert {e.args["verifier"] for e in fails} == {address(VERIFIER), address(FALSE_FAIL)}
     proven = [e for e in events if e.name == "SolverFaultProven"]
     assert [e.args["solver"] for e in proven] == [address(WITHHOLDER)]  # the first finalize proves it: slashed once
-    assert proven[0].args["taken"] == RULES.solver_min_stake_wei
+    assert proven[0].args["taken"] == RULES.run.solver_min_stake
     # Both fails prove the fault, so both verifiers get an equal share, whichever finalized first (finding 6).
     shares = [e for e in events if e.name == "FaultRewardClaimed"]
     assert {e.args["prover"] for e in shares} == {address(VERIFIER), address(FALSE_FAIL)}, detail
@@ -106,9 +106,9 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     assert [(e.args["claimer"], e.args["nonce"]) for e in claims] == [(coordinator, 0), (coordinator, 1)]
     claim_dispute = DisputeSubject(KIND_CLAIM, run_id, 0, claim_nonce=0).dispute_id
     rejected = executed[claim_dispute]
-    assert rejected.args["challengerWins"] and rejected.args["total"] == RULES.challenge_bond_wei, detail
+    assert rejected.args["challengerWins"] and rejected.args["total"] == RULES.run.challenge_bond, detail
     resolved = [e for e in events if e.name == "ClaimResolved"]
-    assert [(e.args["nonce"], e.args["bondForfeited"]) for e in resolved] == [(0, RULES.challenge_bond_wei)]
+    assert [(e.args["nonce"], e.args["bondForfeited"]) for e in resolved] == [(0, RULES.run.challenge_bond)]
     ctx = load_run_context(protocol, LocalArtifactStore(setup.home / "creator" / "artifacts"), None, run_id)
     store = LocalArtifactStore(setup.home / "solvers" / address(COORDINATOR).lower() / "artifacts")
     _, expected, accepted = compute_next_theta(protocol, store, None, ctx, 0)
@@ -119,13 +119,13 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
     # withholder; nobody honest.
     taken = slashed(events)
     assert taken == {
-        (address(FALSE_FAIL), ROLE_VERIFIER): RULES.verifier_min_stake_wei + JUROR_MIN_STAKE,
-        (address(WITHHOLDER), ROLE_SOLVER): RULES.solver_min_stake_wei,
+        (address(FALSE_FAIL), ROLE_VERIFIER): RULES.run.verifier_min_stake + JUROR_MIN_STAKE,
+        (address(WITHHOLDER), ROLE_SOLVER): RULES.run.solver_min_stake,
     }, taken
     for account in (COORDINATOR, HONEST):
-        assert protocol.bonded_of(address(account), ROLE_SOLVER) == RULES.solver_min_stake_wei
+        assert protocol.bonded_of(address(account), ROLE_SOLVER) == RULES.run.solver_min_stake
         assert protocol.shares_of(run_id, address(account)) > 0
-    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
+    assert protocol.bonded_of(address(VERIFIER), ROLE_VERIFIER) == RULES.run.verifier_min_stake + JUROR_MIN_STAKE
     signers = [e for e in events if e.name == "JurorRewardClaimed"]
     assert {e.args["juror"] for e in signers} <= {address(VERIFIER), address(JUROR_A), address(JUROR_B)}
     assert len(signers) == sum(e.args["signerCount"] for e in executed.values()), detail

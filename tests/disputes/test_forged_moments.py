@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 
 from auditor.sources import ArtifactSources
-from devnet.runs import RunRules
 from node.checker import CommitmentChecker
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import load_run_context
 from protocol.commitment import encode_commitment_doc
+from protocol.run_presets import TINY
 from protocol.state import compute_state_hash, decode_state
 from protocol.training import get_moments, get_params, make_start_checkpoint
 from protocol.types import ROLE_SOLVER, AttestationRef
@@ -29,9 +29,9 @@ from tests.disputes.conftest import address, all_events, assert_balance_matches_
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 HONEST, FORGER, VERIFIER = 5, 6, 7
 REASON = "leaf 0 does not start where θ_r's start checkpoint is"
@@ -59,9 +59,9 @@ def test_a_solver_that_forges_its_carried_moments_is_failed_and_slashed(fresh_de
     passes = sorted((e.args["round"], e.args["solver"]) for e in events if e.name == "PassAttested")
     assert passes == sorted([(0, honest), (0, forger), (1, honest)]), detail
     proven = [e for e in events if e.name == "SolverFaultProven"]
-    assert [e.args["solver"] for e in proven] == [forger] and proven[0].args["taken"] == RULES.solver_min_stake_wei
+    assert [e.args["solver"] for e in proven] == [forger] and proven[0].args["taken"] == RULES.run.solver_min_stake
     assert protocol.bonded_of(forger, ROLE_SOLVER) == 0
-    assert protocol.bonded_of(honest, ROLE_SOLVER) == RULES.solver_min_stake_wei
+    assert protocol.bonded_of(honest, ROLE_SOLVER) == RULES.run.solver_min_stake
 
     # the honest solver's round 1 started from its round-0 end moments, not fresh ones
     ctx = load_run_context(protocol, LocalArtifactStore(setup.home / "creator" / "artifacts"), None, run_id)

@@ -23,7 +23,6 @@ import signal
 import httpx
 import pytest
 
-from devnet.runs import RunRules
 from node.disputes import JurorRegistryReader, get_drawn_jury
 from protocol import bls
 from protocol.adapters.chain import ContractRevertError
@@ -37,6 +36,7 @@ from protocol.jury import (
     derive_juror_key,
     get_non_signers,
 )
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationState, DisputeStatus
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -52,9 +52,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, CHEATER, LAZY, ONLINE_JUROR, OFFLINE_A, OFFLINE_B, WHISTLEBLOWER, OUTSIDER = 1, 2, 3, 4, 5, 6, 7, 8
@@ -170,11 +170,11 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
     assert set(re.findall(r"\bvoted\b.*?appeals=(\d+)", detail)) == {"0", "1", "2"}, detail  # the juror re-voted
     expired = [e for e in events if e.name == "DisputeExpired"]
     assert [(e.args["disputeId"], e.args["challenger"]) for e in expired] == [(dispute_id, address(WHISTLEBLOWER))]
-    fee = RULES.challenge_bond_wei * UNRESOLVED_CHALLENGE_FEE_BPS // 10_000
-    assert (expired[0].args["bondReturned"], expired[0].args["fee"]) == (RULES.challenge_bond_wei - fee, fee)
+    fee = RULES.run.challenge_bond * UNRESOLVED_CHALLENGE_FEE_BPS // 10_000
+    assert (expired[0].args["bondReturned"], expired[0].args["fee"]) == (RULES.run.challenge_bond - fee, fee)
     assert not [e for e in events if e.name in ("VerdictSubmitted", "DisputeExecuted", "StakeSlashed")], detail
     withdrawn = [e for e in events if e.name == "Withdrawn" and e.args["account"] == address(WHISTLEBLOWER)]
-    assert [e.args["amount"] for e in withdrawn] == [RULES.challenge_bond_wei - fee]
+    assert [e.args["amount"] for e in withdrawn] == [RULES.run.challenge_bond - fee]
     state = NodeState(setup.home / "whistleblowers" / address(WHISTLEBLOWER).lower() / "state.sqlite")
     records = [value for _, value in state.list("challenge")]
     assert [(r["dispute_id"], r["status"], r["outcome"]) for r in records] == [
@@ -182,10 +182,10 @@ def test_forged_votes_and_aggregates_rejected_and_no_quorum_times_out(fresh_depl
     ], records
     resolved = [e for e in events if e.name == "AttestationResolved"]
     assert [(e.args["verifier"], e.args["state"], e.args["bond"]) for e in resolved] == [
-        (address(LAZY), AttestationState.VOIDED, RULES.attestation_bond_wei)
+        (address(LAZY), AttestationState.VOIDED, RULES.run.attestation_bond)
     ]
     # No default pass: the disputed pass was the cheater's only one, so its work is not paid; nobody lost stake.
     assert not protocol.is_accepted(run_id, 0, address(CHEATER))
-    assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == RULES.solver_min_stake_wei
-    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == RULES.verifier_min_stake_wei + JUROR_MIN_STAKE
+    assert protocol.bonded_of(address(CHEATER), ROLE_SOLVER) == RULES.run.solver_min_stake
+    assert protocol.bonded_of(address(LAZY), ROLE_VERIFIER) == RULES.run.verifier_min_stake + JUROR_MIN_STAKE
     assert_balance_matches_events(protocol)

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from adversary.solver import MALFORMATIONS
-from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -34,9 +34,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=len(MALFORMATIONS), samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3,
-    commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=len(MALFORMATIONS), samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3,
+    commit_window=300, attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, MALFORMED, VERIFIER, WHISTLEBLOWER = 1, 2, 3, 4
@@ -56,7 +56,8 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
     setup = prepare_run(fresh_deployment, corpus, tmp_path / "home", [HONEST, MALFORMED], [VERIFIER], RULES)
     protocol, run_id = setup.protocol, setup.run_id
     # Enough stake to keep committing after each round's slash.
-    protocol.deposit_stake(get_devnet_account(MALFORMED), ROLE_SOLVER, (RULES.rounds - 1) * RULES.solver_min_stake_wei)
+    stake = (RULES.run.max_rounds - 1) * RULES.run.solver_min_stake
+    protocol.deposit_stake(get_devnet_account(MALFORMED), ROLE_SOLVER, stake)
     solver = ["solver", "run", "--no-progress"]
     nodes = [
         start(setup, "honest", solver, HONEST, "--coordinator"),
@@ -68,7 +69,7 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
     with nodes_running(setup, nodes):
         setup.create()
         with setup.drive(lambda: handles(setup, nodes)):
-            for round_index in range(1, RULES.rounds + 1):
+            for round_index in range(1, RULES.run.max_rounds + 1):
                 wait_until(lambda r=round_index: _reached(protocol, run_id, r), 900, f"round {round_index} to start")
                 if protocol.round_times(run_id).finished:
                     break
@@ -83,7 +84,7 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
 
     events = all_events(protocol)
     committed = {(e.args["round"], e.args["solver"]) for e in events if e.name == "Committed"}
-    assert {(r, address(MALFORMED)) for r in range(RULES.rounds)} <= committed, detail
+    assert {(r, address(MALFORMED)) for r in range(RULES.run.max_rounds)} <= committed, detail
     attested = {(e.args["round"], e.args["solver"], e.name) for e in events if e.name.endswith("Attested")}
     unopened = {(e.args["round"], e.args["solver"]) for e in events if e.name == "CommitmentUnopened"}
     for r, kind in enumerate(MALFORMATIONS):
@@ -92,9 +93,10 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
         failed = (r, address(MALFORMED), "FailAttested") in attested
         assert failed or (kind == "short-document" and (r, address(MALFORMED)) in unopened), f"round {r}\n{detail}"
     faults = [e for e in events if e.name == "StakeSlashed" and e.args["account"] == address(MALFORMED)]
-    assert sum(e.args["taken"] for e in faults) == RULES.rounds * RULES.solver_min_stake_wei, detail
+    assert sum(e.args["taken"] for e in faults) == RULES.run.max_rounds * RULES.run.solver_min_stake, detail
     paid = {(e.args["round"], e.args["solver"]) for e in events if e.name == "SolverSharesClaimed"}
-    assert paid == {(r, address(HONEST)) for r in range(RULES.rounds)}, detail
+    assert paid == {(r, address(HONEST)) for r in range(RULES.run.max_rounds)}, detail
     assert protocol.shares_of(run_id, address(MALFORMED)) == 0
-    assert protocol.shares_of(run_id, address(HONEST)) == RULES.rounds * RULES.shares_per_round * 8000 // 10_000
+    terms = RULES.run
+    assert protocol.shares_of(run_id, address(HONEST)) == terms.max_rounds * terms.shares_per_round * 8000 // 10_000
     assert_balance_matches_events(protocol)

@@ -19,13 +19,11 @@ and the windows are moved on with `mine_at`; every other step is a node's own `t
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
-import torch
 
 from gradledger.plant_scenario import (
     PLANT_ROUND,
@@ -35,15 +33,13 @@ from gradledger.plant_scenario import (
     settle_round,
     to_draw_window,
 )
-from node.plants import get_plant_secret
 from protocol.adapters.artifacts import BackgroundStateWriter
 from protocol.adapters.http import serve_in_thread
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest
-from protocol.adapters.runs import RunContext
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.jury import get_plant_subject
-from protocol.training import SegmentRecord, State, train_round
+from protocol.training import RoundInputs, SegmentRecord, State, train_round_inputs
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, AttestationState, DisputeStatus
 from solver.decide import Action
 from solver.node import SolverNode, SolverSettings
@@ -55,10 +51,9 @@ from verifier.worker import VerifierWorker
 
 pytestmark = pytest.mark.e2e
 
-RULES = dataclasses.replace(
-    PLANT_RULES, verifiers_per_commitment=1, commit_window_s=300, attest_window_s=300, challenge_window_s=300,
-    dispute_timeout_s=600,
-)  # fmt: skip
+RULES = PLANT_RULES.with_run(
+    verifiers_per_commitment=1, commit_window=300, attest_window=300, challenge_window=300, dispute_timeout=600
+)
 """The planted-fault scenario's terms, with one seat (the honest verifier's) and the other dispute tests' windows (chain
 seconds of a driven devnet; the seat's fetch budget is a sixth of the attest window, in wall-clock seconds)."""
 HONEST = 13
@@ -74,14 +69,11 @@ class FalsePlanter(SolverNode):
     drawn) and reveals the plant: honest passes on it are overturned, and it is paid as planted unless somebody checks
     the plant. Everything else -- anchor, commit, open, reveal, serving -- is the honest node's code."""
 
-    def train_records(
-        self, ctx: RunContext, theta: Mapping[str, torch.Tensor], round_index: int, writer: BackgroundStateWriter
-    ) -> tuple[list[SegmentRecord], State]:
-        assert get_plant_secret(self.protocol, self.account, ctx, round_index) is not None, "drawn to plant"
-        return train_round(
-            ctx.config, ctx.dataset, theta, round_index, self.address, save_checkpoint=writer.save,
-            in_background=writer.submit, start_moments=self.start_moments(ctx, round_index),
-        )  # fmt: skip
+    def train_records(self, inputs: RoundInputs, writer: BackgroundStateWriter) -> tuple[list[SegmentRecord], State]:
+        assert inputs.plant_secret is not None, "drawn to plant"
+        return train_round_inputs(
+            replace(inputs, plant_secret=None), save_checkpoint=writer.save, in_background=writer.submit
+        )
 
 
 @dataclass
@@ -105,7 +97,7 @@ class PlantRound:
             node.tick()
 
     def seat_segments(self) -> set[int]:
-        return {self.protocol.sampled_segment(self.ref, j) for j in range(RULES.samples_per_commitment)}
+        return {self.protocol.sampled_segment(self.ref, j) for j in range(RULES.run.samples_per_commitment)}
 
     def settle(self) -> None:
         """Close the challenge window, let the verifier finalize, settle the round (θ_3 = θ_2: no Δ is accepted), and
@@ -189,7 +181,7 @@ def test_false_plant_is_disputed_by_the_verifier_it_overturned(fresh_deployment,
         # its replay passed the honestly trained round; the reveal overturned that pass and holds its bond + penalty
         assert verifier.get_attestation(game.ref.id)["kind"] == "pass"
         assert protocol.attestation_of(game.ref).state == AttestationState.OVERTURNED
-        forfeit = RULES.attestation_bond_wei + RULES.plant_penalty_wei
+        forfeit = RULES.run.attestation_bond + RULES.plant.penalty
         assert protocol.forfeit_of(game.ref).amount == forfeit
         assert not [e for e in game.events() if e.name in CHALLENGES], "nobody disputed anything before the check"
 
@@ -224,7 +216,7 @@ def test_false_plant_is_disputed_by_the_verifier_it_overturned(fresh_deployment,
         ]
         # the solver: slashed its stake, and not paid for the round it claimed was planted
         slashes = [(e.args["account"], e.args["role"], e.args["taken"]) for e in events if e.name == "StakeSlashed"]
-        assert (solver, ROLE_SOLVER, RULES.solver_min_stake_wei) in slashes
+        assert (solver, ROLE_SOLVER, RULES.run.solver_min_stake) in slashes
         assert protocol.bonded_of(solver, ROLE_SOLVER) == 0
         assert not protocol.is_paid(run_id, PLANT_ROUND, solver) and protocol.shares_of(run_id, solver) == 0
         assert not [e for e in events if e.name == "SolverSharesClaimed"]
@@ -244,7 +236,7 @@ def test_false_plant_is_disputed_by_the_verifier_it_overturned(fresh_deployment,
         # slashed: the solver, and the verifier's plant penalty while its pass stood overturned (returned since)
         assert {(a, r) for a, r, _ in slashes} == {(solver, ROLE_SOLVER), (honest, ROLE_VERIFIER)}, slashes
         assert protocol.bonded_of(honest, ROLE_VERIFIER) == (
-            RULES.verifier_min_stake_wei + JUROR_MIN_STAKE - RULES.plant_penalty_wei
+            RULES.run.verifier_min_stake + JUROR_MIN_STAKE - RULES.plant.penalty
         )
         assert_balance_matches_events(protocol)
 
@@ -265,10 +257,10 @@ def test_true_plant_is_checked_and_left_alone(fresh_deployment, corpus, tmp_path
         assert not [e for e in events if e.name in ("PlantDisproven", "StakeSlashed")]
         assert verifier.state.list("challenge") == []
         assert protocol.is_paid(run_id, PLANT_ROUND, solver) and protocol.shares_of(run_id, solver) > 0
-        assert protocol.bonded_of(solver, ROLE_SOLVER) == RULES.solver_min_stake_wei
+        assert protocol.bonded_of(solver, ROLE_SOLVER) == RULES.run.solver_min_stake
         assert protocol.attestation_of(game.ref).state == AttestationState.FINALIZED
         assert verifier.get_attestation(game.ref.id)["status"] == "done"
         honest = address(HONEST)
         withdrawn = [e for e in events if e.name == "Withdrawn" and e.args["account"] == honest]
-        assert [e.args["amount"] for e in withdrawn if e.contract == "Plants"] == [RULES.plant_jackpot_wei], withdrawn
+        assert [e.args["amount"] for e in withdrawn if e.contract == "Plants"] == [RULES.plant.jackpot], withdrawn
         assert_balance_matches_events(protocol)

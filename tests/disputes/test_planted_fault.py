@@ -29,7 +29,7 @@ def test_lazy_pass_on_a_planted_fault_loses_its_bond_without_a_whistleblower(fre
     revealed = [e for e in events if e.name == "PlantRevealed"]
     assert [(e.args["round"], e.args["planted"]) for e in revealed] == [(PLANT_ROUND, True)]
     applied = next(e for e in events if e.name == "PlantApplied")
-    assert (applied.args["overturned"], applied.args["forfeited"]) == (1, PLANT_RULES.attestation_bond_wei)
+    assert (applied.args["overturned"], applied.args["forfeited"]) == (1, PLANT_RULES.run.attestation_bond)
     solver = get_devnet_account(SOLVER).address
     assert not any(e.name == "SolverFaultProven" for e in events), f"{solver} is never slashed for its plant"
     assert_balance_matches_events(protocol)
@@ -44,11 +44,11 @@ def test_lazy_pass_on_a_planted_fault_loses_its_bond_without_a_whistleblower(fre
     assert [c.solver for c in rnd.planted] == [solver] and rnd.paid == (solver,) and rnd.accepted == ()
     # nobody disputed the plant (a true one): it stands, paid as planted, its solver not slashed
     assert rnd.plant_disputes == () and rnd.disproven_plants == () and rnd.pay_of(solver) == PlantPay.PLANTED
-    assert len(rnd.lazy_plant_passes) == 1 and rnd.jackpots == PLANT_RULES.plant_jackpot_wei
+    assert len(rnd.lazy_plant_passes) == 1 and rnd.jackpots == PLANT_RULES.plant.jackpot
     # its bond and penalty were held by Plants until settlement, then released into the pool (the plant stood)
     (lazy,) = rnd.lazy_plant_passes
-    forfeit = PLANT_RULES.attestation_bond_wei + PLANT_RULES.plant_penalty_wei
+    forfeit = PLANT_RULES.run.attestation_bond + PLANT_RULES.plant.penalty
     assert (lazy.forfeit, lazy.forfeit_release) == (forfeit, "pool") and rnd.forfeits_held == 0
     assert rnd.paid_commitments == 1
-    assert [(x.fault, x.requested) for x in history.slashes] == [("wrong attestation", PLANT_RULES.plant_penalty_wei)]
+    assert [(x.fault, x.requested) for x in history.slashes] == [("wrong attestation", PLANT_RULES.plant.penalty)]
     assert history.plants.pool == outcome.pool_after_wei

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.constants import JUROR_MIN_STAKE
+from protocol.run_presets import TINY
 from protocol.types import ROLE_VERIFIER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -32,9 +32,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 COORDINATOR, HONEST, VERIFIER, FALSE_FAIL, JUROR_A, JUROR_B = 1, 2, 4, 5, 6, 7
@@ -93,5 +93,5 @@ def test_griefed_solvers_challenge_false_fails_themselves_and_are_paid(fresh_dep
 
     # The false failer lost its bonds and its stake (capped at what it has); no solver was slashed.
     taken = slashed(events)
-    assert taken == {(address(FALSE_FAIL), ROLE_VERIFIER): RULES.verifier_min_stake_wei + JUROR_MIN_STAKE}, taken
+    assert taken == {(address(FALSE_FAIL), ROLE_VERIFIER): RULES.run.verifier_min_stake + JUROR_MIN_STAKE}, taken
     assert_balance_matches_events(protocol)

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.fetch_budget import compute_fetch_budget_s
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -38,9 +38,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window_s=300,
-    attest_window_s=90, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=2, jury_size=3, commit_window=300,
+    attest_window=90, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle. The attest window sets the
 fetch budget: 90 / 6 = 15 wall-clock seconds per seat; the slow solver drips each checkpoint over 60 s."""
@@ -48,7 +48,7 @@ COORDINATOR, SLOW, VERIFIER_A, VERIFIER_B = 1, 2, 3, 4
 
 
 def test_slow_serving_solver_is_failed_for_data_availability_and_slashed(fresh_deployment, corpus, tmp_path):
-    budget_s = compute_fetch_budget_s(RULES.attest_window_s)
+    budget_s = compute_fetch_budget_s(RULES.run.attest_window)
     assert budget_s == 15.0
     setup = prepare_run(
         fresh_deployment, corpus, tmp_path / "home", [COORDINATOR, SLOW], [VERIFIER_A, VERIFIER_B], RULES
@@ -87,18 +87,18 @@ def test_slow_serving_solver_is_failed_for_data_availability_and_slashed(fresh_d
     # Finalized, the fails prove its fault: its stake is taken (half to the two verifiers, in equal shares).
     proven = [e for e in events if e.name == "SolverFaultProven"]
     assert [e.args["solver"] for e in proven] == [slow], detail
-    assert proven[0].args["taken"] == RULES.solver_min_stake_wei
+    assert proven[0].args["taken"] == RULES.run.solver_min_stake
     shares = [e for e in events if e.name == "FaultRewardClaimed"]
     assert {e.args["prover"] for e in shares} == {address(VERIFIER_A), address(VERIFIER_B)}, detail
     taken = slashed(events)
-    assert taken == {(slow, ROLE_SOLVER): RULES.solver_min_stake_wei}, taken
+    assert taken == {(slow, ROLE_SOLVER): RULES.run.solver_min_stake}, taken
 
     # The honest solver in the same round: passed on both seats, accepted, paid, stake intact; verifiers unslashed.
     passes = {e.args["verifier"] for e in events if e.name == "PassAttested" and e.args["solver"] == honest}
     assert passes == {address(VERIFIER_A), address(VERIFIER_B)}, detail
     assert protocol.commitment_status(run_id, 0, honest).accepted
     assert not protocol.commitment_status(run_id, 0, slow).accepted
-    assert protocol.bonded_of(honest, ROLE_SOLVER) == RULES.solver_min_stake_wei
+    assert protocol.bonded_of(honest, ROLE_SOLVER) == RULES.run.solver_min_stake
     assert protocol.shares_of(run_id, honest) > 0 and protocol.shares_of(run_id, slow) == 0
     for account in (VERIFIER_A, VERIFIER_B):
         assert (address(account), ROLE_VERIFIER) not in taken

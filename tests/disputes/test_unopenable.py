@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, Opening
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import (
@@ -36,9 +36,9 @@ from tests.disputes.conftest import (
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=3, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3,
-    commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=3, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 """Chain seconds on a driven devnet (tests/clock.py): windows close when every node is idle."""
 HONEST, UNOPENABLE, NO_DOCUMENT, VERIFIER, WHISTLEBLOWER = 1, 2, 3, 4, 5
@@ -51,7 +51,7 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
     protocol, run_id = setup.protocol, setup.run_id
     for cheater in (UNOPENABLE, NO_DOCUMENT):  # a slash per round: enough stake to keep committing
         protocol.deposit_stake(
-            get_devnet_account(cheater), ROLE_SOLVER, (RULES.rounds - 1) * RULES.solver_min_stake_wei
+            get_devnet_account(cheater), ROLE_SOLVER, (RULES.run.max_rounds - 1) * RULES.run.solver_min_stake
         )
     stake_before = {a: protocol.bonded_of(address(a), ROLE_SOLVER) for a in (HONEST, UNOPENABLE, NO_DOCUMENT)}
     solver = ["solver", "run", "--no-progress"]
@@ -69,7 +69,7 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
             exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
     detail = logs(setup, nodes)
     events = all_events(protocol)
-    rounds = range(RULES.rounds)
+    rounds = range(RULES.run.max_rounds)
 
     # The unopenable solver committed every round, never opened, was reported and slashed each time (to the pool).
     committed = {(e.args["round"], e.args["solver"]) for e in events if e.name == "Committed"}
@@ -79,7 +79,7 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
     }
     assert unopened == {(r, address(UNOPENABLE), True) for r in rounds}, detail
     pooled = [e.args["taken"] for e in events if e.name == "UnopenedSlashed"]
-    assert pooled == [RULES.solver_min_stake_wei] * RULES.rounds, detail
+    assert pooled == [RULES.run.solver_min_stake] * RULES.run.max_rounds, detail
     opened = {(e.args["round"], e.args["solver"]) for e in events if e.name == "CommitmentOpened"}
     assert opened == {(r, address(s)) for r in rounds for s in (HONEST, NO_DOCUMENT)}, detail
     for r in rounds:  # nobody could attest it: every attestation needs an opened commitment
@@ -91,8 +91,8 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
     assert {(r, address(NO_DOCUMENT), "FailAttested") for r in rounds} <= attested, detail
     assert not any(s == address(NO_DOCUMENT) and n == "PassAttested" for _, s, n in attested), detail
     taken = slashed(events)
-    assert taken.get((address(UNOPENABLE), ROLE_SOLVER)) == RULES.rounds * RULES.solver_min_stake_wei, detail
-    assert taken.get((address(NO_DOCUMENT), ROLE_SOLVER)) == RULES.rounds * RULES.solver_min_stake_wei, detail
+    assert taken.get((address(UNOPENABLE), ROLE_SOLVER)) == RULES.run.max_rounds * RULES.run.solver_min_stake, detail
+    assert taken.get((address(NO_DOCUMENT), ROLE_SOLVER)) == RULES.run.max_rounds * RULES.run.solver_min_stake, detail
     assert (address(HONEST), ROLE_SOLVER) not in taken, detail
 
     # Only the honest solver is paid: the whole solver share of every round.
@@ -100,7 +100,8 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
     assert paid == {(r, address(HONEST)) for r in rounds}, detail
     assert protocol.shares_of(run_id, address(UNOPENABLE)) == 0
     assert protocol.shares_of(run_id, address(NO_DOCUMENT)) == 0
-    assert protocol.shares_of(run_id, address(HONEST)) == RULES.rounds * RULES.shares_per_round * 8000 // 10_000
+    terms = RULES.run
+    assert protocol.shares_of(run_id, address(HONEST)) == terms.max_rounds * terms.shares_per_round * 8000 // 10_000
     assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == stake_before[HONEST]
     assert exits == {"verifier": 0, "whistleblower": 0}, detail
     assert "Traceback" not in detail, detail

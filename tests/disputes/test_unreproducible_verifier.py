@@ -15,18 +15,18 @@ import os
 import httpx
 import pytest
 
-from devnet.runs import RunRules
 from node.profile_check import check_reproduction
 from protocol.adapters.execution_env import get_unpinned_environment
 from protocol.execution_pins import CURRENT_PROFILE
+from protocol.run_presets import TINY
 from tests.chain_fixtures import prepare_run, wait_until
 from tests.disputes.conftest import address, all_events, logs, nodes_running, slashed, start
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3,
-    commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 HONEST, VERIFIER = 1, 2
 

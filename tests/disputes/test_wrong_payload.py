@@ -13,22 +13,22 @@ from __future__ import annotations
 import pytest
 
 from auditor.sources import ArtifactSources
-from devnet.runs import RunRules
 from node.checker import CommitmentChecker
 from node.theta import compute_next_theta
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.http import PeerSet
 from protocol.adapters.runs import load_run_context
 from protocol.commitment import encode_commitment_doc
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, AttestationRef
 from tests.chain_fixtures import prepare_run
 from tests.disputes.conftest import address, all_events, assert_balance_matches_events, run_until_paid, start
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(
-    rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window_s=300,
-    attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600,
+RULES = TINY.with_run(
+    max_rounds=1, samples_per_commitment=2, verifiers_per_commitment=1, jury_size=3, commit_window=300,
+    attest_window=300, challenge_window=300, dispute_timeout=600,
 )  # fmt: skip
 CODEC = "int8-b256-top50%"
 HONEST, CHEATER, VERIFIER, E_CHEATER = 1, 2, 3, 4
@@ -72,10 +72,10 @@ def test_a_payload_that_is_not_the_codec_of_the_verified_delta_is_failed_and_sla
     assert [e.args["solver"] for e in passes] == [address(HONEST)], detail
     proven = [e for e in events if e.name == "SolverFaultProven"]
     assert {e.args["solver"] for e in proven} == cheaters and len(proven) == 2, detail
-    assert all(e.args["taken"] == RULES.solver_min_stake_wei for e in proven)
+    assert all(e.args["taken"] == RULES.run.solver_min_stake for e in proven)
     for cheater in cheaters:
         assert protocol.bonded_of(cheater, ROLE_SOLVER) == 0 and protocol.shares_of(run_id, cheater) == 0
-    assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.solver_min_stake_wei
+    assert protocol.bonded_of(address(HONEST), ROLE_SOLVER) == RULES.run.solver_min_stake
     assert protocol.shares_of(run_id, address(HONEST)) > 0
 
     # θ_1 is the outer step over the honest payload only (solvers' stores hold what they fetched and served)

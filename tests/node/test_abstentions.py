@@ -14,7 +14,7 @@ import pytest
 
 from auditor import payout_checks
 from devnet.deploy import build_contracts
-from devnet.runs import ETH, RunRules, build_run_terms
+from devnet.runs import ETH, build_run_terms
 from node.abstentions import find_abstentions, is_abstention_window, report_abstentions
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.runs import RunContext
@@ -24,12 +24,13 @@ from protocol.history.fold import fold_run_history
 from protocol.ledger import compute_ledger
 from protocol.merkle import SegmentLeaf
 from protocol.opening import build_opening
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER, AttestationRef, AttestationState, Commitment
 from tests.chain_fixtures import driven_deployment
 
-RULES = RunRules(
-    rounds=2, samples_per_commitment=1, verifiers_per_commitment=2, commit_window_s=30, attest_window_s=30,
-    challenge_window_s=30,
+RULES = TINY.with_run(
+    max_rounds=2, samples_per_commitment=1, verifiers_per_commitment=2, commit_window=30, attest_window=30,
+    challenge_window=30,
 )  # fmt: skip
 LOG = logging.getLogger("test.abstentions")
 
@@ -49,11 +50,11 @@ def test_a_silent_seat_is_reported_once_and_charged_the_bond_into_the_reward_poo
     protocol = chain
     creator, solver = get_devnet_account(0), get_devnet_account(1)
     verifiers = [get_devnet_account(2), get_devnet_account(3)]
-    protocol.deposit_stake(solver, ROLE_SOLVER, RULES.solver_min_stake_wei)
+    protocol.deposit_stake(solver, ROLE_SOLVER, RULES.run.solver_min_stake)
     for v in verifiers:
-        protocol.deposit_stake(v, ROLE_VERIFIER, RULES.verifier_min_stake_wei)
+        protocol.deposit_stake(v, ROLE_VERIFIER, RULES.run.verifier_min_stake)
     config = build_run_config(preset="tiny", run_seed="0x" + "ab" * 32, dataset_root="0x" + "00" * 32)
-    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES)
+    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES.run)
     run_id, _ = protocol.create_run(creator, terms, 5 * ETH)
     protocol.join_run(solver, run_id)
     for v in verifiers:
@@ -71,7 +72,7 @@ def test_a_silent_seat_is_reported_once_and_charged_the_bond_into_the_reward_poo
     protocol.chain.mine_blocks(times.seed_block - protocol.chain.block_number())
     protocol.chain.mine_at(max(times.commit_end, protocol.chain.get_block()["timestamp"] + 1))
     protocol.draw_seed(creator, run_id, 0)
-    opening = build_opening(doc, protocol.opened_segments(run_id, 0, solver.address), RULES.samples_per_commitment)
+    opening = build_opening(doc, protocol.opened_segments(run_id, 0, solver.address), RULES.run.samples_per_commitment)
     protocol.open_commitment(solver, run_id, 0, solver.address, commitment, opening)
 
     by_verifier = {}
@@ -80,7 +81,7 @@ def test_a_silent_seat_is_reported_once_and_charged_the_bond_into_the_reward_poo
         by_verifier[protocol.assigned_verifier(ref)[0].lower()] = ref
     active, silent = verifiers
     attested, abstained = by_verifier[active.address.lower()], by_verifier[silent.address.lower()]
-    protocol.attest_pass(active, attested, commitment, RULES.attestation_bond_wei)
+    protocol.attest_pass(active, attested, commitment, RULES.run.attestation_bond)
     assert not is_abstention_window(protocol.round_times(run_id), protocol.chain.get_block()["timestamp"])
 
     protocol.chain.mine_at(times.attest_end)
@@ -93,7 +94,7 @@ def test_a_silent_seat_is_reported_once_and_charged_the_bond_into_the_reward_poo
     assert report_abstentions(protocol, solver, LOG, refs) == 1
     assert report_abstentions(protocol, verifiers[0], LOG, refs) == 0  # reported first by the solver: skipped
     assert protocol.attestation_of(abstained).state == AttestationState.ABSTAINED
-    assert stake - protocol.bonded_of(silent.address, ROLE_VERIFIER) == RULES.attestation_bond_wei
+    assert stake - protocol.bonded_of(silent.address, ROLE_VERIFIER) == RULES.run.attestation_bond
     assert _implied(protocol) == implied  # stake moved into the reward pool: nothing entered or left
     assert find_abstentions(protocol, ctx, protocol.round_times(run_id)) == ()
     # the abstention is no attestation: one pass of two seats is no majority, so the commitment is not accepted

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from node.profile_check import check_reproduction
 from protocol.adapters.goldens import load_goldens_file
 from protocol.execution_pins import CURRENT_PROFILE
+from tests.cli_in_process import run_cli
 
 
 def _goldens_with_one_wrong_hash(tmp_path):
@@ -35,8 +34,7 @@ def test_a_forced_mismatch_is_named_and_the_answer_is_cached(tmp_path, monkeypat
 
 
 def test_profile_check_with_a_missing_goldens_file_exits_1_saying_what_to_do(tmp_path):
-    command = [sys.executable, "-m", "gradledger", "profile", "check", "--goldens", str(tmp_path / "nope.json")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = run_cli("profile", "check", "--goldens", str(tmp_path / "nope.json"))  # in-process: no start-up
     said = " ".join(done.stderr.split())  # the console wraps long lines
     assert done.returncode == 1
     assert "does not exist" in said and "make goldens" in said

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import ETH, RunRules, build_run_terms
+from devnet.runs import ETH, build_run_terms
 from node.plants import get_pending_run_seed_block, get_plant_secret, get_secret_chain
 from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.keys import get_devnet_account
 from protocol.config import build_run_config
 from protocol.constants import SEED_HORIZON_BLOCKS
 from protocol.planting import get_plant_anchor, get_round_secret, is_round_planted
+from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, PlantTerms
 
-RULES = RunRules(rounds=3, commit_window_s=30, attest_window_s=30, challenge_window_s=30, start_delay_s=120)
+RULES = TINY.with_run(max_rounds=3, commit_window=30, attest_window=30, challenge_window=30, start_delay=120)
 RATE_BPS = 2000
 
 
@@ -34,10 +35,10 @@ def test_an_early_anchor_is_planted_in_round_zero_by_the_drawn_run_seed(deployme
     creator, early, late = get_devnet_account(0), get_devnet_account(3), get_devnet_account(4)
     config = build_run_config(preset="tiny", run_seed="0x" + "5e" * 32, dataset_root="0x" + "00" * 32)
     for solver in (early, late):
-        protocol.deposit_stake(solver, ROLE_SOLVER, RULES.solver_min_stake_wei)
-    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES), ETH)
+        protocol.deposit_stake(solver, ROLE_SOLVER, RULES.run.solver_min_stake)
+    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES.run), ETH)
     protocol.set_plant_terms(creator, run_id, PlantTerms(RATE_BPS, ETH // 50, ETH), 2 * ETH)
-    ctx = _Ctx(run_id, RULES.rounds)
+    ctx = _Ctx(run_id, RULES.run.max_rounds)
 
     seed = protocol.run_seed(run_id)
     times = protocol.round_times(run_id)
@@ -80,10 +81,10 @@ def test_a_run_seed_nobody_drew_in_time_is_not_waited_for(deployment):
     protocol = deployment.protocol
     creator, solver = get_devnet_account(0), get_devnet_account(5)
     config = build_run_config(preset="tiny", run_seed="0x" + "5f" * 32, dataset_root="0x" + "00" * 32)
-    protocol.deposit_stake(solver, ROLE_SOLVER, RULES.solver_min_stake_wei)
-    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES), ETH)
+    protocol.deposit_stake(solver, ROLE_SOLVER, RULES.run.solver_min_stake)
+    run_id, _ = protocol.create_run(creator, build_run_terms(bytes(32), bytes(32), bytes(32), config, RULES.run), ETH)
     protocol.set_plant_terms(creator, run_id, PlantTerms(RATE_BPS, ETH // 50, ETH), 2 * ETH)
-    ctx = _Ctx(run_id, RULES.rounds)
+    ctx = _Ctx(run_id, RULES.run.max_rounds)
     protocol.join_run(solver, run_id)
     protocol.set_plant_anchor(solver, run_id, get_plant_anchor(get_secret_chain(solver, ctx)))
     seed = protocol.run_seed(run_id)

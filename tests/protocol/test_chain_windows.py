@@ -112,7 +112,7 @@ def test_the_refusal_names_the_contract_reason_and_a_bound_that_fits(wc, wa, t):
 
 
 def test_production_windows_need_four_second_blocks_or_longer():
-    """devnet.runs.PRODUCTION_RULES' 1 h commit and 30 min attest windows (docs/economics.md)."""
+    """protocol.run_presets.PRODUCTION's 1 h commit and 30 min attest windows (docs/economics.md)."""
     assert get_fitting_block_times(3600, 1800) == tuple(range(4, MAX_BLOCK_SECONDS + 1))
     with pytest.raises(WindowsUnfitForChainError, match="they fit 4-second blocks"):
         verify_windows_fit_chain(3600, 1800, 1)

@@ -1,7 +1,8 @@
 """protocol.constants mirrors contracts/src/Constants.sol.
 
 The chain of equality: Python constants == tests/vectors/constants.json (checked here) and
-constants.json == Constants.sol (checked by `forge test`, contracts/test/Constants.t.sol).
+constants.json == Constants.sol (checked by `forge test`, contracts/test/Constants.t.sol); both files are generated
+from Constants.sol (tests/protocol/test_contract_constants.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tests.vectors.generate_bls import VECTORS_DIR
 
 def test_constants_file_equals_python():
     written = json.loads((VECTORS_DIR / "constants.json").read_text())
-    assert written == constants.get_constants(), "stale; run: python -m tests.vectors.generate_bls"
+    assert written == constants.get_constants(), "stale; run: make vectors"
 
 
 def test_max_samples_equals_sampling_module():

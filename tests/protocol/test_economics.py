@@ -12,9 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT
-from gradledger.adversarial_demo import ADVERSARIAL_RULES
-from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
+from protocol import run_presets
 from protocol.constants import BPS_DENOMINATOR, JUROR_REWARD_BPS, PLANT_DELAY_ROUNDS, WINNER_REWARD_BPS
 from protocol.economics import (
     COMPUTE_SHARE,
@@ -42,8 +40,8 @@ from protocol.economics import (
 )
 from protocol.types import get_needed_seats
 
-DEMO = EconomicTerms.from_rules(DEMO_RULES, DEMO_INNER_STEPS, 5)
-PRODUCTION = EconomicTerms.from_rules(PRODUCTION_RULES, PRODUCTION_INNER_STEPS, PRODUCTION_STEPS_PER_SEGMENT)
+DEMO = EconomicTerms.from_creation(run_presets.DEMO)
+PRODUCTION = EconomicTerms.from_creation(run_presets.PRODUCTION)
 PRODUCTION_VALUATION = build_valuation(PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE, COMPUTE_SHARE)
 DEMO_VALUATION = build_valuation(DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE, COMPUTE_SHARE)
 
@@ -108,38 +106,38 @@ def test_fake_catch_probability_of_everything_faked_is_one():
 
 def test_terms_with_shares_not_adding_up_raise():
     with pytest.raises(EconomicsError, match="10,000 bps"):
-        replace(DEMO, juror_share_bps=DEMO.juror_share_bps + 1)
+        DEMO.with_run(juror_share_bps=DEMO.run.juror_share_bps + 1)
 
 
 def test_terms_with_h_not_a_multiple_of_k_raise():
     with pytest.raises(EconomicsError, match="multiple of k"):
-        EconomicTerms.from_rules(DEMO_RULES, 21, 5)
+        EconomicTerms.from_creation(run_presets.DEMO.with_run(inner_steps=21))
 
 
 @given(st.integers(1, 8), st.integers(1, 64))
 def test_needed_seats_is_the_contracts_strict_majority(seats, verifiers):
-    terms = replace(DEMO, seats=seats)
+    terms = DEMO.with_run(verifiers_per_commitment=seats)
     assert terms.get_needed(verifiers) == get_needed_seats(seats, verifiers)
     assert 2 * terms.get_needed(verifiers) > min(seats, verifiers)
 
 
 @given(st.integers(1, 2000))
 def test_the_first_rounds_of_a_run_without_a_start_delay_cannot_be_planted(rounds):
-    terms = replace(DEMO, rounds=rounds, unplantable_rounds=PLANT_DELAY_ROUNDS)
+    terms = replace(DEMO.with_run(max_rounds=rounds), unplantable_rounds=PLANT_DELAY_ROUNDS)
     assert terms.unplantable_share == Fraction(min(PLANT_DELAY_ROUNDS, rounds), rounds)
     assert terms.planted_share == terms.plant_rate * (1 - terms.unplantable_share)
     assert replace(terms, unplantable_rounds=0).planted_share == terms.plant_rate
 
 
-@pytest.mark.parametrize("rules", [DEMO_RULES, ADVERSARIAL_RULES, PRODUCTION_RULES])
-def test_a_run_that_plants_after_a_start_delay_plants_from_round_zero_and_one_without_from_round_two(rules):
-    """from_rules follows Plants: terms set before the start (devnet sends setTerms right after createRun, so any
+@pytest.mark.parametrize("preset", [run_presets.DEMO, run_presets.ADVERSARIAL, run_presets.PRODUCTION])
+def test_a_run_that_plants_after_a_start_delay_plants_from_round_zero_and_one_without_from_round_two(preset):
+    """from_creation follows Plants: terms set before the start (devnet sends setTerms right after createRun, so any
     start delay) make every round plantable; no delay, or no planting, leaves PLANT_DELAY_ROUNDS unplantable."""
-    assert rules.start_delay_s > 0 and rules.plant_rate_bps > 0  # every preset plants from round 0
-    assert EconomicTerms.from_rules(rules, DEMO_INNER_STEPS, 5).unplantable_rounds == 0
-    for other in (replace(rules, start_delay_s=0), replace(rules, plant_rate_bps=0)):
-        assert EconomicTerms.from_rules(other, DEMO_INNER_STEPS, 5).unplantable_rounds == PLANT_DELAY_ROUNDS
-    assert EconomicTerms.from_rules(replace(rules, start_delay_s=1), DEMO_INNER_STEPS, 5).unplantable_share == 0
+    assert preset.run.start_delay > 0 and preset.plant.rate_bps > 0  # every preset plants from round 0
+    assert EconomicTerms.from_creation(preset).unplantable_rounds == 0
+    for other in (preset.with_run(start_delay=0), preset.with_plant(rate_bps=0)):
+        assert EconomicTerms.from_creation(other).unplantable_rounds == PLANT_DELAY_ROUNDS
+    assert EconomicTerms.from_creation(preset.with_run(start_delay=1)).unplantable_share == 0
 
 
 @given(st.integers(1, 2**40))

@@ -17,9 +17,7 @@ from hypothesis import strategies as st
 
 from bench.economics_frontier import is_rule_bound, price_rule_fixes
 from bench.economics_sim import Preset, Simulation, get_roles
-from devnet.runs import PRODUCTION_INNER_STEPS, PRODUCTION_RULES, PRODUCTION_STEPS_PER_SEGMENT, RunRules
-from gradledger.adversarial_demo import ADVERSARIAL_RULES
-from gradledger.demo import DEMO_INNER_STEPS, DEMO_RULES
+from protocol import run_presets
 from protocol.constants import PLANT_DELAY_ROUNDS
 from protocol.economics import (
     COMPUTE_SHARE,
@@ -48,9 +46,9 @@ from protocol.economics_strategies import (
     get_exclusion,
 )
 
-DEMO = EconomicTerms.from_rules(DEMO_RULES, DEMO_INNER_STEPS, 5)
-ADVERSARIAL = EconomicTerms.from_rules(ADVERSARIAL_RULES, DEMO_INNER_STEPS, 5)
-PRODUCTION = EconomicTerms.from_rules(PRODUCTION_RULES, PRODUCTION_INNER_STEPS, PRODUCTION_STEPS_PER_SEGMENT)
+DEMO = EconomicTerms.from_creation(run_presets.DEMO)
+ADVERSARIAL = EconomicTerms.from_creation(run_presets.ADVERSARIAL)
+PRODUCTION = EconomicTerms.from_creation(run_presets.PRODUCTION)
 DEFAULTS = {
     "demo": (DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE),
     "adversarial-demo": (ADVERSARIAL, DEMO_POPULATION, DEMO_ROUND_VALUE),
@@ -158,7 +156,7 @@ def test_a_griefed_solver_earns_more_than_its_replay_costs(preset):
     """The defence's cost is one segment's replay per false fail; the failer's forfeit pays the winner far more."""
     terms, population, value = DEFAULTS[preset]
     valuation = build_valuation(terms, population, value, COMPUTE_SHARE)
-    assert compute_jury_odds(population.jurors, 0, terms.jury_size).truth > Fraction(99, 100)
+    assert compute_jury_odds(population.jurors, 0, terms.run.jury_size).truth > Fraction(99, 100)
     assert compute_griefed_solver_income(terms, population, valuation) > compute_honest_solver_income(
         terms, population, valuation
     )
@@ -169,7 +167,8 @@ def test_a_griefed_solver_earns_more_than_its_replay_costs(preset):
 
 @pytest.mark.parametrize("seats", [1, 2, 3, 4])
 def test_a_silent_griefer_loses_and_harms_only_where_one_silent_seat_blocks_acceptance(seats):
-    terms, population, value = replace(PRODUCTION, seats=seats), PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE
+    terms = PRODUCTION.with_run(verifiers_per_commitment=seats)
+    population, value = PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE
     valuation = build_valuation(terms, population, value, COMPUTE_SHARE)
     expectation = compute_expectation(strategy("silent_griefer"), terms, population, valuation)
     assert expectation.profit < 0
@@ -188,7 +187,7 @@ def test_an_accomplice_that_abstains_loses_more_than_one_that_passes(preset):
 
 def test_lazy_verifier_pays_without_plants_and_loses_with_them():
     lazy = strategy("lazy")
-    unplanted = replace(PRODUCTION, plant=replace(PRODUCTION.plant, rate_bps=0))
+    unplanted = PRODUCTION.with_plant(rate_bps=0)
     assert profit(lazy, unplanted, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) > 0  # the verifier's dilemma
     assert profit(lazy, PRODUCTION, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE) < 0
 
@@ -205,7 +204,7 @@ def test_laziness_where_plants_are_publicly_impossible_paid_until_plants_started
 
 def test_replaying_one_of_two_draws_pays_and_one_sample_per_seat_makes_it_honest_play():
     partial = strategy("partial_lazy")
-    two_draws = replace(DEMO, samples=2)  # the demos sampled twice per seat before issue 37
+    two_draws = DEMO.with_run(samples_per_commitment=2)  # the demos sampled twice per seat before issue 37
     assert profit(partial, two_draws, DEMO_POPULATION, DEMO_ROUND_VALUE) > 0
     assert DEMO.samples == 1 and get_exclusion(partial, DEMO)
     assert PRODUCTION.samples == 1 and get_exclusion(partial, PRODUCTION)
@@ -231,7 +230,7 @@ def test_a_false_plant_nobody_checks_griefs_for_free_and_seat_holders_checking_m
 
 def test_preemptive_challenger_pays_with_the_old_demo_bond_and_loses_with_the_new():
     preempt = strategy("preempt")
-    old = EconomicTerms.from_rules(replace(DEMO_RULES, challenge_bond_wei=RunRules().challenge_bond_wei), 20, 5)
+    old = EconomicTerms.from_creation(run_presets.DEMO.with_run(challenge_bond=run_presets.TINY.run.challenge_bond))
     assert profit(preempt, old, DEMO_POPULATION, DEMO_ROUND_VALUE) > 0
     assert profit(preempt, DEMO, DEMO_POPULATION, DEMO_ROUND_VALUE) < 0
 
@@ -277,7 +276,10 @@ def test_production_break_even_value_of_a_one_segment_cheat_is_at_least_the_roun
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 400), st.sampled_from([5, 10, 25, 50]))
 def test_poisoning_pays_exactly_above_the_break_even_value(samples, seats, stake, k):
-    terms = replace(PRODUCTION, samples=samples, seats=seats, solver_min_stake=stake * ETH, steps_per_segment=k)
+    terms = PRODUCTION.with_run(
+        samples_per_commitment=samples, verifiers_per_commitment=seats, solver_min_stake=stake * ETH,
+        steps_per_segment=k,
+    )  # fmt: skip
     valuation = build_valuation(terms, PRODUCTION_POPULATION, PRODUCTION_ROUND_VALUE, COMPUTE_SHARE)
     value, p = compute_break_even_value(terms, PRODUCTION_POPULATION, valuation), compute_one_segment_detection(terms)
     assert (1 - p) * value == p * (get_rewards(terms, PRODUCTION_POPULATION, valuation).solver + stake * ETH)

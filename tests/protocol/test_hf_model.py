@@ -107,7 +107,7 @@ def test_hf_state_names_are_the_transformers_names_and_init_is_seeded():
 
 
 def test_gpt2_layer_norms_are_elementary_under_the_pinned_profile():
-    from protocol.model import ElementaryLayerNorm
+    from protocol.norms import ElementaryLayerNorm
 
     profile = ExecutionProfileConfig(transformers_version="x")
     model = build_model(HFModelConfig.model_validate(GPT2), profile, b"\0" * 32)

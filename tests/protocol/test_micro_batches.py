@@ -7,20 +7,13 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from protocol.checkpoints import build_trainer, get_checkpoint_state, get_params, make_start_checkpoint
 from protocol.config import build_run_config
 from protocol.data import build_token_dataset
 from protocol.errors import ConfigError
 from protocol.hashing import hash_to_hex
+from protocol.inner_step import MicroBatchError, get_local_micro_batches, run_inner_steps
 from protocol.outer import get_initial_global_state
-from protocol.training import (
-    MicroBatchError,
-    build_trainer,
-    get_checkpoint_state,
-    get_local_micro_batches,
-    get_params,
-    make_start_checkpoint,
-    run_inner_steps,
-)
 from tests.conftest import RUN_SEED, SOLVER_A
 
 

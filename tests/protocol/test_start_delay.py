@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devnet.runs import RunRules, build_run_terms
+from devnet.runs import build_run_terms
 from protocol.config import build_run_config
 from protocol.constants import (
     MAX_BLOCK_SECONDS,
@@ -26,6 +26,7 @@ from protocol.constants import (
 )
 from protocol.history.fold import fold_run_history, get_round_phase
 from protocol.money_events import compute_money_report
+from protocol.run_presets import TINY
 from protocol.types import ClaimStatus, RoundTimes, RunTerms
 from protocol.windows import (
     DRAW_BEFORE_SEED,
@@ -53,9 +54,9 @@ def test_run_terms_end_with_the_start_delay_as_the_struct_does():
     names = [f.name for f in fields(RunTerms)]
     assert names[-1] == "start_delay"
     config = build_run_config(preset="tiny", run_seed="0x" + "5e" * 32, dataset_root="0x" + "11" * 32)
-    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, RunRules(start_delay_s=DELAY))
+    terms = build_run_terms(bytes(32), bytes(32), bytes(32), config, TINY.with_run(start_delay=DELAY).run)
     assert terms.start_delay == DELAY and terms.to_abi()[-1] == DELAY
-    assert build_run_terms(bytes(32), bytes(32), bytes(32), config, RunRules()).start_delay == 0
+    assert build_run_terms(bytes(32), bytes(32), bytes(32), config, TINY.run).start_delay == 0
     # decoded by field name from RunCreated: every field, startDelay included
     decoded = RunTerms.from_fields({**CONFIG, "startDelay": DELAY})
     assert decoded.start_delay == DELAY and decoded.commit_window == CONFIG["commitWindow"]

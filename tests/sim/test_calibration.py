@@ -12,7 +12,7 @@ import pytest
 
 import sim.calibration
 from adversary.behaviours import Behaviour
-from gradledger.commands.calibrate import load_thresholds_file
+from gradledger.run_inputs import load_thresholds_file
 from protocol.adapters.execution_env import get_unpinned_environment, read_execution_environment
 from protocol.config import RunConfig, build_run_config, parse_model_config
 from protocol.execution_pins import CURRENT_PROFILE, PINNED_ENVIRONMENT, PINS_SWITCH

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradledger.commands.calibrate import load_thresholds_file
+from gradledger.run_inputs import load_thresholds_file
 from protocol.config import ReplayThresholds, RunConfig
 from protocol.errors import ConfigError, GradledgerError
 from sim.threshold_choice import (

@@ -6,18 +6,24 @@ import signal
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.nodestate import NodeState
 from protocol.commitment import decode_commitment_doc
 from protocol.hashing import to_hash32
+from protocol.run_presets import TINY
 from protocol.state import compute_state_hash, decode_state
 from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(rounds=1, commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600)
+RULES = TINY.with_run(
+    max_rounds=1,
+    commit_window=300,
+    attest_window=300,
+    challenge_window=300,
+    dispute_timeout=600,
+)
 """Chain seconds on a driven devnet (tests/clock.py): a window closes only once every live node is idle."""
 LONG_ROUND = {"train": {"inner_steps": 60, "steps_per_segment": 2}}
 

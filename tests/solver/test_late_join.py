@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import pytest
 
-from devnet.runs import RunRules
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.nodestate import NodeState
+from protocol.run_presets import TINY
 from tests.chain_fixtures import events_of, prepare_run, read_log, start_node, stop, wait_until
 
 pytestmark = pytest.mark.e2e
 
-RULES = RunRules(rounds=2, commit_window_s=300, attest_window_s=300, challenge_window_s=300, dispute_timeout_s=600)
+RULES = TINY.with_run(
+    max_rounds=2,
+    commit_window=300,
+    attest_window=300,
+    challenge_window=300,
+    dispute_timeout=600,
+)
 """Chain seconds on a driven devnet (tests/clock.py): a window closes only once every live node is idle."""
 
 

@@ -7,6 +7,7 @@ artifact server over HTTP. Before the fix the server answered 500 with a traceba
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 
 import httpx
@@ -39,10 +40,10 @@ class DriftingSolverNode(SolverNode):
 
     drift = False
 
-    def train_records(self, ctx, theta, round_index, writer):
+    def train_records(self, inputs, writer):
         if self.drift:
-            theta = {k: v + 1e-3 for k, v in theta.items()}
-        return super().train_records(ctx, theta, round_index, writer)
+            inputs = dataclasses.replace(inputs, theta={k: v + 1e-3 for k, v in inputs.theta.items()})
+        return super().train_records(inputs, writer)
 
 
 @contextlib.contextmanager

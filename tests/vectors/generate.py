@@ -1,6 +1,6 @@
 """Write the cross-language test vectors that pytest and forge both read.
 
-    python -m tests.vectors.generate          # rewrite tests/vectors/*.json
+    python -m tests.vectors.generate          # rewrite tests/vectors/*.json (`make vectors`, with generate_bls)
     python -m tests.vectors.generate --check  # exit 1 if the files are stale
 
 The vectors are built from fixed inputs with the Python implementation; forge checks that
@@ -8,7 +8,8 @@ Solidity computes the same leaves, roots, proofs, seeds, seat seeds, seat verifi
 samples, plant chains and plant draws, and that createRun accepts and refuses the same windows for a
 chain's block time (windows.json, contracts/test/Windows.t.sol), and pytest checks that
 the committed files equal what Python produces now. Together they keep the two languages from
-drifting apart.
+drifting apart. It also regenerates the one file set whose source is Solidity: the contracts' constants and enums
+(protocol/contract_constants.py and constants.json, tests/vectors/generate_constants.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from protocol.planting import (
     compute_plant_draw,
     compute_secret_chain,
     get_plant_anchor,
+    get_reveal_end,
     get_round_secret,
+    is_in_reveal_window,
+    is_reveal_overdue,
 )
 from protocol.sampling import (
     compute_sampled_segments,
@@ -33,12 +37,14 @@ from protocol.sampling import (
     compute_seat_seed,
     compute_seat_verifier_indices,
 )
+from protocol.types import RoundTimes
 from protocol.windows import (
     get_attest_window_bounds,
     get_block_time_problem,
     get_challenge_window_problem,
     get_shortest_challenge_window,
 )
+from tests.vectors import generate_constants
 
 VECTORS_DIR = Path(__file__).resolve().parent
 TREE_SIZES = (1, 2, 3, 5, 8)
@@ -50,11 +56,11 @@ SEAT_SLOTS = (0, 1, 2, 7)
 SEAT_VERIFIER_COUNTS = (1, 3, 30, 256)
 WINDOW_BLOCK_SECONDS = (1, 2, 5, 12, 60)
 NAMED_WINDOWS = (  # (commit, attest): the presets and the tests' windows (docs/contracts.md, "Windows and block time")
-    (3600, 1800),  # devnet.runs.PRODUCTION_RULES
-    (20, 12),  # gradledger.demo.DEMO_RULES
-    (45, 35),  # gradledger.adversarial_demo.ADVERSARIAL_RULES
+    (3600, 1800),  # protocol.run_presets.PRODUCTION
+    (20, 12),  # protocol.run_presets.DEMO
+    (45, 35),  # protocol.run_presets.ADVERSARIAL
     (60, 60),  # gradledger.plant_scenario.PLANT_RULES
-    (20, 15),  # RunRules() and `gradledger run create`'s defaults
+    (20, 15),  # protocol.run_presets.TINY and DEFAULT (`gradledger run create`'s default)
     (300, 300),  # tests' driven-devnet windows
     (600, 600),  # a window whose attest half outlasts 256 one-second blocks
     (3600, 3600),  # the forge Fixture's windows
@@ -179,12 +185,44 @@ def build_planting_vectors() -> dict:
                 "draw": compute_plant_draw(secret, 4, r, solver, base),
             }
         )
+    windows = [_reveal_window_case(attest_end, challenge_end) for attest_end, challenge_end in REVEAL_WINDOWS]
     return {
         "maxRounds": max_rounds,
         "anchor": hash_to_hex(get_plant_anchor(chain)),
         "secrets": secrets,
         "drawCount": len(draws),
         "draws": draws,
+        "revealWindowCount": len(windows),
+        "revealWindows": windows,
+    }
+
+
+REVEAL_WINDOWS = (  # (attestEnd, challengeEnd): empty, odd and even challenge windows, preset lengths, large times
+    (1000, 1000),
+    (1000, 1001),
+    (1000, 1003),
+    (1000, 1060),
+    (1_700_000_000, 1_700_003_600),  # a production-length challenge window
+    (4_000_000_000, 4_000_000_061),  # past uint32 seconds (2106)
+)
+
+
+def _reveal_window_case(attest_end: int, challenge_end: int) -> dict:
+    """A round's reveal window (protocol.planting = Plants._revealEnd) and whether a reveal counts, or a missing one
+    can be reported, at each boundary: one second before the window, its first and last second, its end and the
+    challenge window's end."""
+    end = get_reveal_end(attest_end, challenge_end)
+    times = RoundTimes(0, 0, 0, attest_end, challenge_end, False)
+    probes = sorted({attest_end - 1, attest_end, max(end - 1, attest_end), end, challenge_end})
+    return {
+        "attestEnd": attest_end,
+        "challengeEnd": challenge_end,
+        "revealEnd": end,
+        "probeCount": len(probes),
+        "probes": [
+            {"now": now, "open": is_in_reveal_window(times, now), "overdue": is_reveal_overdue(times, now)}
+            for now in probes
+        ],
     }
 
 
@@ -251,6 +289,11 @@ def main() -> int:
             if not path.exists() or path.read_text() != text:
                 stale.append(name)
         else:
+            path.write_text(text)
+    if args.check:
+        stale += generate_constants.get_stale_files()
+    else:
+        for path, text in generate_constants.render_all().items():
             path.write_text(text)
     if stale:
         print(f"stale vectors: {', '.join(stale)}; run: python -m tests.vectors.generate", file=sys.stderr)

@@ -1,14 +1,14 @@
-"""Write the BLS and protocol-constant vectors that pytest and forge both read.
+"""Write the BLS vectors that pytest and forge both read.
 
-    python -m tests.vectors.generate_bls          # rewrite tests/vectors/{bls,constants}.json
-    python -m tests.vectors.generate_bls --check  # exit 1 if the files are stale
+    python -m tests.vectors.generate_bls          # rewrite tests/vectors/bls.json (`make vectors` runs it)
+    python -m tests.vectors.generate_bls --check  # exit 1 if the file is stale
 
 bls.json holds py_ecc keys (EIP-2537 encodings), proofs of possession, hash-to-G2 outputs, a single
 signature and aggregate signatures over a verdict message; contracts/test/BLSVectors.t.sol checks that
 Solidity verifies them and rejects a wrong bitmap, message, key or a point at infinity.
-constants.json holds protocol/constants.py; contracts/test/Constants.t.sol checks Constants.sol
-against it. Everything is derived from fixed seeds, so the files are reproducible; py_ecc needs no
-pairing to produce them, which keeps generation to a few seconds.
+Everything is derived from fixed seeds, so the file is reproducible; py_ecc needs no pairing to
+produce it, which keeps generation to a few seconds. (constants.json is generated from Constants.sol
+itself: tests/vectors/generate_constants.py.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from py_ecc.bls.hash_to_curve import hash_to_G2
 from py_ecc.optimized_bls12_381 import normalize
 
 from protocol import bls
-from protocol.constants import BLS_POP_DST, BLS_SIG_DST, get_constants
+from protocol.constants import BLS_POP_DST, BLS_SIG_DST
 from protocol.hashing import hash_to_hex, keccak256
 from tests.vectors.generate import VECTORS_DIR
 
@@ -95,7 +95,6 @@ def render_all() -> dict[str, str]:
     """File name -> exact JSON text."""
     return {
         "bls.json": json.dumps(build_bls_vectors(), indent=1) + "\n",
-        "constants.json": json.dumps(get_constants(), indent=1) + "\n",
     }
 
 

@@ -1,7 +1,7 @@
 """The shared commitment checker against every cheating behaviour, a withholding solver and honest work.
 
-No chain: the two chain reads of the checker (sampled segment, θ_r's hash) come from a stand-in
-that samples every segment, and documents come from the solver's store. What the roles do with
+No chain: the seat's draws are every segment (draw j = segment j, given to the checker in place of the round seed's
+draws), θ_r's hash comes from a stand-in, and documents come from the solver's store. What the roles do with
 the verdicts on a real anvil is tested in tests/disputes/.
 """
 
@@ -28,13 +28,10 @@ SEAT = AttestationRef(RUN_ID, ROUND, SOLVER_A, 0)
 
 
 class ChainStandIn:
-    """The checker's chain reads: every segment is sampled (draw j = segment j); θ_0 is the round's θ."""
+    """The checker's chain read here: θ_0 is the round's θ."""
 
     def __init__(self, theta_hash: bytes) -> None:
         self.theta_hash = theta_hash
-
-    def sampled_segment(self, ref: AttestationRef, j: int) -> int:
-        return j
 
     def theta_of(self, run_id: int, round_index: int) -> bytes:
         return self.theta_hash
@@ -72,6 +69,7 @@ def _publish(
         ChainStandIn(theta_hash),
         fetch_document=lambda *_: encode_commitment_doc(doc),
         exact=exact,
+        draw_seat=lambda _ref: range(config.train.num_segments),  # every segment sampled
     )
     return checker, store, doc, Commitment(doc.root, doc.delta_hash, doc.tokens)
 

@@ -30,13 +30,10 @@ SEAT = AttestationRef(RUN_ID, ROUND, SOLVER_A, 0)
 
 
 class ChainStandIn:
-    """The checker's two chain reads: draw j samples segment `draws[j]`; θ_0 is the round's θ."""
+    """The checker's chain read here: θ_0 is the round's θ (the seat's draws are given to the checker directly)."""
 
-    def __init__(self, theta_hash: bytes, draws: list[int]) -> None:
-        self.theta_hash, self.draws = theta_hash, draws
-
-    def sampled_segment(self, ref: AttestationRef, j: int) -> int:
-        return self.draws[j]
+    def __init__(self, theta_hash: bytes) -> None:
+        self.theta_hash = theta_hash
 
     def theta_of(self, run_id: int, round_index: int) -> bytes:
         return self.theta_hash
@@ -80,8 +77,9 @@ def _checker(tmp_path, tiny_config, dataset, honest, document: bytes, draws: lis
     terms = SimpleNamespace(samples_per_commitment=len(draws))
     ctx = RunContext(RUN_ID, terms, tiny_config, dataset, "", 0)
     return CommitmentChecker(
-        ctx, local, PeerSet(list(peers)), ChainStandIn(theta_hash, draws), fetch_document=lambda *_: document
-    )
+        ctx, local, PeerSet(list(peers)), ChainStandIn(theta_hash), fetch_document=lambda *_: document,
+        draw_seat=lambda _ref: draws,
+    )  # fmt: skip
 
 
 def _commitment(doc: CommitmentDoc) -> Commitment:

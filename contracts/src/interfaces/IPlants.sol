@@ -9,9 +9,9 @@ interface IPlants {
     ///         first plant, or revealed not planted), as accepted (revealed planted), or not at all (its plant was
     ///         not revealed in the window, or it was made without an anchor old enough while planting is on).
     enum Pay {
-        Normal,
-        Planted,
-        Unpaid
+        Normal, // planting off, rounds before the first plant, or revealed not planted: the usual rules
+        Planted, // revealed planted: paid as accepted (if attested at all); its delta is not accepted
+        Unpaid // plant not revealed in its window, disproven by a jury, or no anchor old enough while planting is on
     }
 
     /// @notice How a solver's commitment of a round is paid (final once the round's reveal window has closed).

@@ -3,7 +3,7 @@ pragma solidity ^0.8.28;
 
 /// @notice Everything a run is created with. Hashes and H/k describe the training (the full config
 ///         lives off-chain under `configHash`); the rest are the on-chain rules of the run.
-struct RunConfig {
+struct RunTerms {
     bytes32 configHash; // SHA-256 of the canonical run config (protocol.config.compute_config_hash)
     bytes32 datasetRoot; // content root of the dataset
     bytes32 theta0Hash; // state hash of the initial model theta_0

@@ -21,7 +21,7 @@ import {IPlants} from "../../src/interfaces/IPlants.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
 import {Planting} from "../../src/libraries/Planting.sol";
 import {SegmentLeaf} from "../../src/libraries/SegmentLeaf.sol";
-import {AttestationRef, CommitmentData, DisputeSubject, LeafData, RunConfig} from "../../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData, RunTerms} from "../../src/interfaces/Types.sol";
 
 /// @notice The honest side of the adversarial campaign, and the world the attacker acts in.
 /// @dev Honest play, from ground truth: honest solvers commit honest training (planted training in a round their
@@ -1055,7 +1055,7 @@ contract HonestWorld is AdversarialBase, IAdversarialWorld {
     function _onRegistry(Vm.Log memory log) internal {
         bytes32 sig = log.topics[0];
         if (sig == RunRegistry.RunCreated.selector) {
-            (RunConfig memory c, address token, uint256 pool) = abi.decode(log.data, (RunConfig, address, uint256));
+            (RunTerms memory c, address token, uint256 pool) = abi.decode(log.data, (RunTerms, address, uint256));
             uint256 run = uint256(log.topics[1]);
             _attestationBond[run] = c.attestationBond;
             _challengeBond[run] = c.challengeBond;
@@ -1517,7 +1517,7 @@ abstract contract AdversarialSetup is Fixture {
     function setUp() public virtual override {
         super.setUp();
         vm.recordLogs();
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.verifiersPerCommitment = 2;
         c.jurySize = 3;
         c.commitWindow = 10 minutes;
@@ -1866,7 +1866,7 @@ contract AdversarialReplayTest is AdversarialSetup {
 contract AdversarialRegressionTest is Fixture {
     /// @dev Fails until an account whose verifier stake does not cover its reservations can no longer sit on a jury.
     function test_drawJury_jurorNotCovered_neverSeated_succeeds() public {
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.verifiersPerCommitment = 2;
         c.jurySize = 3;
         uint256 run = createRun(c);

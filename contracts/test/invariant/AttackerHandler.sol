@@ -16,7 +16,7 @@ import {Verification} from "../../src/Verification.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
 import {Planting} from "../../src/libraries/Planting.sol";
 import {SegmentLeaf} from "../../src/libraries/SegmentLeaf.sol";
-import {AttestationRef, CommitmentData, DisputeSubject, LeafData, RunConfig} from "../../src/interfaces/Types.sol";
+import {AttestationRef, CommitmentData, DisputeSubject, LeafData, RunTerms} from "../../src/interfaces/Types.sol";
 
 /// @notice Who plays the adversarial campaign (issue 36): the honest side (its solvers train, its verifiers replay, its
 ///         jurors vote the truth, its whistleblower challenges every wrong attestation, false plant and wrong claim, its
@@ -1308,7 +1308,7 @@ contract AttackerHandler is AdversarialBase {
         address who = _cast.challenger;
         uint256 k = op % 3;
         if (k == 0) {
-            RunConfig memory c = defaultConfig();
+            RunTerms memory c = defaultConfig();
             c.commitWindow = uint32(bound(seed, 1, 2 hours));
             c.attestWindow = uint32(bound(seed >> 32, 1, 2 hours));
             c.challengeWindow = uint32(bound(seed >> 64, 1, 2 hours));

@@ -12,7 +12,7 @@ import {RunRegistry} from "../../src/RunRegistry.sol";
 import {RunShares} from "../../src/RunShares.sol";
 import {Verification} from "../../src/Verification.sol";
 import {IRunRegistry} from "../../src/interfaces/IRunRegistry.sol";
-import {AttestationRef, DisputeSubject, RunConfig} from "../../src/interfaces/Types.sol";
+import {AttestationRef, DisputeSubject, RunTerms} from "../../src/interfaces/Types.sol";
 
 /// @notice Protocol-wide invariants under random sequences of every user action (see Handler): the set-up and the
 ///         checks, shared by the random campaign (ProtocolInvariantTest, below) and concrete replays of its
@@ -26,7 +26,7 @@ abstract contract ProtocolChecks is Fixture {
 
     function setUp() public override {
         super.setUp();
-        RunConfig memory c = defaultConfig();
+        RunTerms memory c = defaultConfig();
         c.verifiersPerCommitment = 2;
         c.jurySize = 3;
         c.commitWindow = 10 minutes;

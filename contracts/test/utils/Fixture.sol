@@ -25,7 +25,7 @@ import {
     DisputeSubject,
     LeafData,
     NonSigner,
-    RunConfig
+    RunTerms
 } from "../../src/interfaces/Types.sol";
 import {TestBLS} from "./TestBLS.sol";
 import {TestMerkle} from "./TestMerkle.sol";
@@ -105,7 +105,7 @@ abstract contract Fixture is Test {
 
     // ------------------------------------------------------------------ configuration and actors
 
-    function defaultConfig() internal pure returns (RunConfig memory c) {
+    function defaultConfig() internal pure returns (RunTerms memory c) {
         c.configHash = keccak256("config");
         c.datasetRoot = keccak256("dataset");
         c.theta0Hash = keccak256("theta0");
@@ -131,7 +131,7 @@ abstract contract Fixture is Test {
         c.startDelay = 0; // round 0 starts at creation (test/StartDelay.t.sol sets one)
     }
 
-    function createRun(RunConfig memory c) internal returns (uint256 runId) {
+    function createRun(RunTerms memory c) internal returns (uint256 runId) {
         vm.prank(creator);
         runId = reg.createRun{value: REWARD_POOL}(c);
     }
