@@ -294,10 +294,11 @@ class RunNode:
             return
         while not self.stop.is_set():
             try:
-                before = IdleReport(self.chain.block_number(), self.state.changes)
-                self.announce_if_due()
-                self.discovery.refresh(self.load().created_block)  # nodes that start later are found here
-                finished = self.tick()
+                with self.chain.head_reads.scope():  # reads at one head answered once (protocol/adapters/head_reads.py)
+                    before = IdleReport(self.chain.block_number(), self.state.changes)
+                    self.announce_if_due()
+                    self.discovery.refresh(self.load().created_block)  # nodes that start later are found here
+                    finished = self.tick()
                 self.idle = before if self.state.changes == before.changes else None
                 self.last_error = ""
             except GradledgerError as exc:
@@ -312,7 +313,8 @@ class RunNode:
                 self.note_skip("tick", exc)
                 finished = False
                 self.stop.wait(1.0)
-            self.watch_money()
+            with self.chain.head_reads.scope():
+                self.watch_money()
             if finished:
                 self.finished = True
                 break

@@ -38,6 +38,7 @@ from protocol.goldens import (
     decide_reproduction,
 )
 from protocol.hashing import hash_to_hex
+from protocol.profile import set_deterministic_algorithms
 
 SegmentTrainer = Callable[[GoldenSegment], str]
 """Trains one golden segment and returns its state hash (0x-hex); the default trains it in this process."""
@@ -90,7 +91,7 @@ def check_reproduction(
 ) -> ReproductionReport:
     """Train the goldens of `profile` here (or take the cached answer for this very setting) and compare."""
     torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic)
+    set_deterministic_algorithms(deterministic)
     environment = read_execution_environment()
     goldens = load_goldens(profile, goldens_path)
     where = str(get_goldens_path(goldens_path))

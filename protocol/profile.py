@@ -17,10 +17,31 @@ reproduce the goldens is judged by tolerances on the update sketch and on exact 
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from protocol.config import ExecutionProfileConfig
 from protocol.errors import ConfigError
+
+
+def set_deterministic_algorithms(enabled: bool) -> None:
+    """Turn torch's deterministic-algorithms flag on or off for the eager kernels gradledger runs.
+
+    `torch.use_deterministic_algorithms` also sets the inductor compiler's flag, and to do so imports
+    torch._inductor: 2.4 s of CPU in every node, audit and replay process at start (py-spy, issue 38). gradledger
+    never compiles (no torch.compile anywhere), so only the kernels' flag matters, and this sets exactly that one.
+    When torch._inductor is already loaded (a torchrun rank imports it on purpose, solver/process_group.py), the
+    public call keeps both flags equal.
+
+    # INVARIANT: afterwards `torch.are_deterministic_algorithms_enabled() == enabled`
+    (tests/protocol/test_profile_flags.py checks it, and that no inductor import happened, in a fresh process).
+    """
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None or "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(enabled)
+    else:
+        setter(enabled, warn_only=False)
 
 
 def get_local_profile_name(threads: int | None = None) -> str:
@@ -80,7 +101,7 @@ def apply_execution_profile(profile: ExecutionProfileConfig, threads: int) -> No
             "or replay with tolerance verdicts"
         )
     torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(profile.deterministic_algorithms)
+    set_deterministic_algorithms(profile.deterministic_algorithms)
     torch.set_default_dtype(torch.float32)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -11,6 +11,7 @@ import torch
 
 from protocol.config import RunConfig
 from protocol.data import DatasetManifest, TokenDataset
+from protocol.profile import set_deterministic_algorithms
 from protocol.replay import compute_global_relative_error, compute_update_distances, replay_segment
 from protocol.sketch import UpdateSketch, compute_sketch_distance, compute_update_sketch
 from protocol.training import State, compute_param_update
@@ -51,12 +52,12 @@ def with_threads(threads: int, deterministic: bool, fn: Callable[[], State]) -> 
     """Run `fn` with a thread count and the deterministic-algorithms flag, then restore them."""
     previous = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic)
+    set_deterministic_algorithms(deterministic)
     try:
         return fn()
     finally:
         torch.set_num_threads(previous[0])
-        torch.use_deterministic_algorithms(previous[1])
+        set_deterministic_algorithms(previous[1])
 
 
 def make_row(kind: str, name: str, accepted: bool, method: str, **extra: Any) -> Row:

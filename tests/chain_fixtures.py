@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from protocol.run_presets import TINY
 from protocol.run_terms import CreationTerms
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.clock import DRIVEN_GENESIS, ClockDriver, NodeHandle, make_driven
+from tests.forked_nodes import run_gradledger, start_gradledger
 
 FAST_RULES = TINY.with_run(
     max_rounds=2, samples_per_commitment=2, verifiers_per_commitment=1, commit_window=300, attest_window=300,
@@ -192,21 +192,21 @@ DEVNET_NODE_FLAGS = ("--allow-private-peers",)
 
 
 def start_node(setup: RunSetup, role: str, account: int, *extra: str) -> subprocess.Popen:
-    """Start `gradledger solver run` or `gradledger verifier serve` as a real process."""
+    """Start `gradledger solver run` or `gradledger verifier serve` as a real process (forked from the pre-loaded
+    interpreter of tests/forked_nodes.py: the node's own code, without paying torch's import again)."""
     common = ["--run", str(setup.run_id), "--devnet-account", str(account), "--port", str(setup.ports[account])]
     common += DEVNET_NODE_FLAGS
     common += ["--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
     args = ["solver", "run", *common, "--no-progress"] if role == "solver" else ["verifier", "serve", *common]
-    log = open(setup.home / f"{role}-{account}.log", "ab")  # noqa: SIM115 (the process owns it)
-    return subprocess.Popen([sys.executable, "-m", "gradledger", *args, *extra], stdout=log, stderr=subprocess.STDOUT)
+    return start_gradledger([*args, *extra], setup.home / f"{role}-{account}.log")  # type: ignore[return-value]
 
 
 def run_audit(setup: RunSetup, json_path: Path, *extra: str) -> dict:
     """`gradledger audit` of the run as a real process; asserts it exits 0 and returns its JSON report."""
-    audit = subprocess.run(
-        [sys.executable, "-m", "gradledger", "audit", "--run", str(setup.run_id), "--home", str(setup.home),
-         "--rpc-url", setup.protocol.chain.rpc_url, "--json", str(json_path), *extra],
-        capture_output=True, text=True, timeout=600,
+    audit = run_gradledger(
+        ["audit", "--run", str(setup.run_id), "--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url,
+         "--json", str(json_path), *extra],
+        timeout=600,
     )  # fmt: skip
     assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
     return json.loads(json_path.read_text())

@@ -122,11 +122,11 @@ def regenerate_command(
     from protocol.execution_pins import explain_environment_mismatch
     from protocol.goldens import GOLDEN_SEGMENTS, GOLDEN_STEPS, build_golden_dataset, compute_golden_hash
     from protocol.hashing import hash_to_hex
-    from protocol.profile import get_transformers_version
+    from protocol.profile import get_transformers_version, set_deterministic_algorithms
 
     configure_logging()
     torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
+    set_deterministic_algorithms(True)
     env = read_execution_environment()
     problem = explain_environment_mismatch(profile, env)
     if problem is not None:

@@ -24,16 +24,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
 import requests
-import rlp
 from eth_abi import decode as abi_decode
 from eth_typing import ABIError, ChecksumAddress
 from eth_utils import function_abi_to_4byte_selector, to_checksum_address
 from hexbytes import HexBytes
-from web3 import HTTPProvider, Web3
 from web3.contract import Contract
 from web3.exceptions import (
     BlockNotFound,
@@ -45,6 +43,7 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint
 
+from protocol.adapters.block_headers import encode_block_header
 from protocol.adapters.chain_errors import ChainError as ChainError
 from protocol.adapters.chain_errors import ChainUnavailableError as ChainUnavailableError
 from protocol.adapters.chain_errors import ContractRevertError as ContractRevertError
@@ -56,26 +55,14 @@ from protocol.adapters.finality import (
     get_default_chain_policy,
     require_devnet,
 )
+from protocol.adapters.head_reads import HeadReads
 from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.rpc_provider import connect_web3
 from protocol.adapters.transactions import TransactionSender
 from protocol.hashing import keccak256
 from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
-
-HEADER_FIELDS = (
-    "parentHash", "sha3Uncles", "miner", "stateRoot", "transactionsRoot", "receiptsRoot", "logsBloom", "difficulty",
-    "number", "gasLimit", "gasUsed", "timestamp", "extraData", "mixHash", "nonce",
-)  # fmt: skip
-"""Every block header's fields, in their RLP order (JSON-RPC names); mixHash, the RANDAO value since the merge, is
-the 14th, where BlockRandomness.randaoOf reads it."""
-OPTIONAL_HEADER_FIELDS = (
-    "baseFeePerGas", "withdrawalsRoot", "blobGasUsed", "excessBlobGas", "parentBeaconBlockRoot", "requestsHash",
-)  # fmt: skip
-"""The fields later forks appended (London, Shanghai, Cancun, Prague), in order; a block has those of its fork."""
-_INTEGER_HEADER_FIELDS = frozenset(
-    {"difficulty", "number", "gasLimit", "gasUsed", "timestamp", "baseFeePerGas", "blobGasUsed", "excessBlobGas"}
-)
 
 logger = logging.getLogger("gradledger.chain")
 
@@ -108,31 +95,6 @@ _CONNECTION_ERRORS = (
 )
 
 
-def encode_block_header(block: Mapping[str, Any]) -> bytes:
-    """The RLP encoding of a block's header from its JSON-RPC fields (as web3 returns them, or as 0x-hex strings):
-    HEADER_FIELDS, then whichever OPTIONAL_HEADER_FIELDS the block has. Its keccak256 is the block hash when the layout
-    is the one the node's fork uses; `ChainClient.get_block_header_rlp` checks that before a contract is given it.
-
-    Raises UnknownHeaderLayoutError when a required field is missing (a node whose blocks we cannot encode).
-    """
-    missing = [name for name in HEADER_FIELDS if block.get(name) is None]
-    if missing:
-        raise UnknownHeaderLayoutError(
-            f"block {block.get('number')} has no header field(s) {missing}: the node serves a block layout this client "
-            "cannot encode; use an execution client that returns every header field"
-        )
-    names = [*HEADER_FIELDS, *(name for name in OPTIONAL_HEADER_FIELDS if block.get(name) is not None)]
-    return rlp.encode([_header_value(name, block[name]) for name in names])
-
-
-def _header_value(name: str, value: Any) -> int | bytes:
-    """A header field as RLP encodes it: integers by value (big-endian, no leading zeros), the rest as byte strings
-    (hashes, the coinbase address, logsBloom, extraData, the 8-byte nonce)."""
-    if name in _INTEGER_HEADER_FIELDS:
-        return int(value, 16) if isinstance(value, str) else int(value)
-    return bytes(HexBytes(value))
-
-
 class ChainClient(TransactionSender):
     """Read from and write to the contracts of one deployment (or bare RPC before deploy); sending is
     `TransactionSender`'s (protocol/adapters/transactions.py)."""
@@ -150,10 +112,11 @@ class ChainClient(TransactionSender):
         self.rpc_url = rpc_url
         self.manifest = manifest
         self.max_retries = max_retries
-        self.w3 = Web3(HTTPProvider(rpc_url, request_kwargs={"timeout": timeout_s}))
+        self.w3, self.provider = connect_web3(rpc_url, timeout_s)  # counted, no per-call eth_chainId (rpc_provider.py)
         self._outage_since: float | None = None  # monotonic time the RPC was first found unreachable
         self._outage_lock = threading.Lock()
         self._init_sender()
+        self.head_reads = HeadReads()  # "latest" read once per head inside a node's tick (head_reads.py)
         self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
         self.policy = policy if policy is not None else get_default_chain_policy()
         self.confirmations = self.policy.get_confirmations(self.chain_id)
@@ -278,12 +241,30 @@ class ChainClient(TransactionSender):
     # -- reads ---------------------------------------------------------------------------
 
     def call(self, contract: str, function: str, *args: Any, block: BlockIdentifier = "latest") -> Any:
-        """Call a view function; reverts become ContractRevertError."""
+        """Call a view function; reverts become ContractRevertError. At "latest" the call is made at the head and
+        answered again from memory while the head stands (`HeadReads`)."""
         fn = getattr(self.contract(contract).functions, function)(*args)
-        try:
-            return self._retry(lambda: fn.call(block_identifier=block), what=f"{contract}.{function}")
-        except (ContractLogicError, Web3RPCError) as exc:
-            raise self._revert_from(exc, f"{contract}.{function}") from None
+
+        def read(at: BlockIdentifier) -> Any:
+            try:
+                return self._retry(lambda: fn.call(block_identifier=at), what=f"{contract}.{function}")
+            except (ContractLogicError, Web3RPCError) as exc:
+                raise self._revert_from(exc, f"{contract}.{function}") from None
+
+        if block != "latest" or not self.head_reads.is_active():
+            return read(block)
+        head = self._get_head()
+        return self.head_reads.read(("call", contract, function, args), head, lambda: read(head))
+
+    def _get_head(self) -> int:
+        """The head's number: the one seen within HEAD_MAX_AGE_S, else the latest block read live (and kept)."""
+        head = self.head_reads.get_head()
+        if head is not None:
+            return head
+        block = self._retry(lambda: self.w3.eth.get_block("latest"), what="eth_getBlockByNumber")
+        number = int(block["number"])
+        self.head_reads.note_block(number, bytes(block["hash"]))
+        return self.head_reads.read(("block",), number, lambda: block)["number"]
 
     def call_fields(
         self, contract: str, function: str, *args: Any, block: BlockIdentifier = "latest"
@@ -306,18 +287,26 @@ class ChainClient(TransactionSender):
         return list(matches[0].get("outputs", []))
 
     def block_number(self) -> int:
-        return self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber")
+        """The head's number, read live (a new one drops what was read at the old head)."""
+        head = int(self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber"))
+        self.head_reads.note_number(head)
+        return head
 
     def final_block_number(self) -> int:
         """The highest block `confirmations` deep: what event readers treat as final (-1 before there is one)."""
         return self.block_number() - self.confirmations
 
     def note_reorg(self) -> None:
-        """A reorg was seen: forget the nonce counters (transactions they counted may be gone)."""
+        """A reorg was seen: forget the nonce counters (transactions they counted may be gone) and the head's reads."""
         self.forget_nonces()
+        self.head_reads.forget()
 
     def get_block(self, block: BlockIdentifier = "latest") -> Any:
-        return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
+        """A block; "latest" is the head's block, read once per head (`HeadReads`)."""
+        if block != "latest" or not self.head_reads.is_active():
+            return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
+        head = self._get_head()
+        return self.head_reads.read(("block",), head, lambda: self.get_block(head))
 
     def get_block_header_rlp(self, block_number: int) -> bytes:
         """Block `block_number`'s RLP-encoded header, which Verification.drawSeed (and Plants) take to prove the
@@ -431,6 +420,7 @@ class ChainClient(TransactionSender):
         is checked: an error reply raises instead of leaving the clock or the chain silently where it was.
         `retry=False` for a call that must not run twice (a timed-out one may still have landed)."""
         require_devnet(self.chain_id, method)
+        self.head_reads.forget()  # it may mine or move time: nothing read at the old head stands
 
         def request() -> Any:
             return self.w3.provider.make_request(RPCEndpoint(method), params)

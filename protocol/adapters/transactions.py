@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from protocol.adapters.chain_connection import ChainConnection
     from protocol.adapters.finality import ChainPolicy
+    from protocol.adapters.head_reads import HeadReads
     from protocol.history.events import ChainEvent
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ class TransactionSender:
         chain_id: int
         policy: ChainPolicy
         confirmations: int
+        head_reads: HeadReads
 
         def _retry(self, fn: Callable[[], T], *, what: str) -> T: ...
         def _revert_from(self, exc: Exception, context: str) -> ContractRevertError: ...
@@ -127,6 +129,7 @@ class TransactionSender:
         try:
             return self._transact_once(account, build, context, value, gas)
         finally:
+            self.head_reads.forget()  # INVARIANT: a node reads its own writes (protocol/adapters/head_reads.py)
             with self._nonce_lock:
                 self._in_flight[account.address] -= 1
 

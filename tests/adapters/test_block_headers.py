@@ -17,13 +17,8 @@ from hexbytes import HexBytes
 
 from devnet.deploy import build_contracts
 from devnet.runs import ETH, build_run_terms
-from protocol.adapters.chain import (
-    HEADER_FIELDS,
-    ChainError,
-    ContractRevertError,
-    UnknownHeaderLayoutError,
-    encode_block_header,
-)
+from protocol.adapters.block_headers import HEADER_FIELDS, encode_block_header
+from protocol.adapters.chain import ChainError, ContractRevertError, UnknownHeaderLayoutError
 from protocol.adapters.keys import get_devnet_account
 from protocol.config import build_run_config
 from protocol.hashing import keccak256

@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 from protocol.adapters.keys import get_devnet_account
 from tests.adapters.test_http_guard import assert_eventually_closed, send_streamed, status_of
 from tests.chain_fixtures import DEVNET_NODE_FLAGS, free_port, prepare_run, start_node, stop, wait_until
+from tests.forked_nodes import start_gradledger
 
 pytestmark = pytest.mark.e2e
 
@@ -118,10 +119,7 @@ def services(deployment, corpus, tmp_path_factory) -> Iterator[dict]:
         "artifacts": ["artifacts", "serve", str(home / "creator" / "artifacts")],
     }  # fmt: skip
     for name, args in commands.items():
-        log = open(home / f"{name}.log", "ab")  # noqa: SIM115 (the process owns it)
-        processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "gradledger", *args, "--port", str(ports[name])], stdout=log, stderr=log
-        )
+        processes[name] = start_gradledger([*args, "--port", str(ports[name])], home / f"{name}.log")  # type: ignore[assignment]
     try:
         for name, port in ports.items():
             wait_until(lambda p=port: healthy(p), 180, f"the {name} to answer /health")

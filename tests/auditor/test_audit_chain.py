@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +42,7 @@ from protocol.run_presets import TINY
 from sim.scripted import start_scripted_run
 from solver.decide import Action
 from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_node
+from tests.forked_nodes import run_gradledger
 
 SOLVERS, VERIFIER = [1, 2], 5
 SCRIPTED_RULES = TINY.with_run(
@@ -109,7 +109,7 @@ def run_cli(home: Path, rpc: str, run_id: int, out: Path, *extra: str) -> subpro
         str(out / "audit.html"),
         *extra,
     ]
-    return subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=600)
+    return run_gradledger(args, timeout=600)
 
 
 def checks_of(data: dict) -> dict[str, dict]:
@@ -454,7 +454,7 @@ def test_audit_after_devnet_restart_matches(corpus, tmp_path):
     try:
         assert started and restarted.rpc_url != info.rpc_url
         args = ["audit", "--run", str(run.run_id), "--home", str(home), "--json", str(tmp_path / "after.json")]
-        after = subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=600)
+        after = run_gradledger(args, timeout=600)
     finally:
         stop_devnet(home)
     assert after.returncode == 0, after.stdout + after.stderr

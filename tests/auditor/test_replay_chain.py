@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from protocol.config import build_run_config
 from protocol.hashing import hash_to_hex
 from protocol.run_presets import TINY
 from sim.scripted import start_scripted_run
+from tests.forked_nodes import run_gradledger
 from verifier.metrics import VerifierMetrics
 
 pytestmark = pytest.mark.e2e
@@ -94,7 +94,7 @@ def _audit(run: LazyRun, out: Path, *extra: str) -> tuple[subprocess.CompletedPr
     args = ["audit", "--run", str(run.run_id), "--home", str(run.home), "--rpc-url", run.rpc]
     args += ["--json", str(out / "audit.json"), "--html", str(out / "audit.html"), *extra]
     out.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=600)
+    proc = run_gradledger(args, timeout=600)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, json.loads((out / "audit.json").read_text())
 

@@ -43,6 +43,7 @@ from protocol.hashing import hash_to_hex
 from protocol.run_presets import TINY
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import DEVNET_NODE_FLAGS, _healthy, free_port, stop, wait_until
+from tests.forked_nodes import start_gradledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -98,8 +99,7 @@ def start(home: Path, role: str, key: bytes, port: int, run_id: int, url: str) -
     if role == "verifier":
         args += common
     env = {**os.environ, "GRADLEDGER_PRIVATE_KEY": "0x" + key.hex(), "GRADLEDGER_LOG_JSON": "1"}
-    log = open(home / f"{role}.log", "ab")  # noqa: SIM115 (the process owns it)
-    return subprocess.Popen([sys.executable, "-m", "gradledger", *args], stdout=log, stderr=subprocess.STDOUT, env=env)
+    return start_gradledger(args, home / f"{role}.log", env=env)  # type: ignore[return-value]
 
 
 def test_a_round_settles_through_reorgs_on_an_interval_mining_chain(tmp_path, corpus):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -21,7 +22,8 @@ from protocol.adapters.chain import ChainClient, ChainUnavailableError
 from protocol.adapters.keys import get_devnet_account
 from tests.chain_fixtures import events_of, stop, wait_until
 from tests.clock import ClockDriver, make_driven
-from tests.devnet.test_readme_walkthrough import connect, drive_devnet, get_port, read_serving_url, to_argv
+from tests.devnet.test_readme_walkthrough import connect, drive_devnet, get_port, read_serving_url
+from tests.forked_nodes import run_gradledger, start_gradledger
 
 pytestmark = pytest.mark.e2e
 
@@ -118,23 +120,20 @@ def test_restarted_devnet_keeps_its_port_and_chain_and_its_node_reconnects(tmp_p
     env = {**os.environ, "GRADLEDGER_HOME": str(home)}
 
     def gradledger(*args: str) -> str:
-        done = subprocess.run(to_argv("gradledger " + " ".join(args)), env=env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
+        done = run_gradledger(shlex.split(" ".join(args)), env=env, cwd=tmp_path, timeout=600)
         assert done.returncode == 0, f"{args} exited {done.returncode}:\n{done.stdout}{done.stderr}"
         return done.stdout
 
     def background(name: str, *args: str) -> tuple[subprocess.Popen, Path]:
         log = tmp_path / f"{name}.log"
-        out = cleanup.enter_context(log.open("ab"))
-        process = subprocess.Popen(to_argv("gradledger " + " ".join(args)), env=env, cwd=tmp_path, stdout=out,
-                                   stderr=subprocess.STDOUT)  # fmt: skip
+        process = start_gradledger(shlex.split(" ".join(args)), log, env=env, cwd=tmp_path)
         cleanup.callback(stop, process)
         wait_until(lambda: read_serving_url(log) or process.poll() is not None, 180, f"{name} to serve")
         assert process.poll() is None, log.read_text()[-3000:]
         return process, log
 
     with ExitStack() as cleanup:
-        cleanup.callback(subprocess.run, to_argv("gradledger devnet down"), env=env, capture_output=True, timeout=60)
+        cleanup.callback(run_gradledger, ["devnet", "down"], env=env, timeout=60)
         first = json.loads(gradledger("devnet up --port 0 --json"))
         drive_devnet(home)
         gradledger("deploy")

@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest
 from tests.chain_fixtures import events_of, stop, wait_until
 from tests.clock import DRIVEN_GENESIS, ClockDriver, make_driven
+from tests.forked_nodes import run_gradledger, start_gradledger
 
 pytestmark = pytest.mark.e2e
 
@@ -54,11 +54,12 @@ def get_walkthrough_blocks(text: str, heading: str = SECTIONS[0]) -> list[list[s
     ]
 
 
-def to_argv(command: str) -> list[str]:
+def to_args(command: str) -> list[str]:
+    """The words after `gradledger` of a README command line (run by tests/forked_nodes.py's launcher)."""
     words = shlex.split(command)
     if words[0] != "gradledger":
         raise AssertionError(f"the walk-through runs gradledger commands only, got {command!r}")
-    return [sys.executable, "-m", "gradledger", *words[1:]]
+    return words[1:]
 
 
 def read_serving_url(log: Path) -> str | None:
@@ -104,8 +105,7 @@ def test_readme_walkthrough_trains_settles_audits_and_pays_every_honest_node(tmp
     background: list[tuple[str, subprocess.Popen, Path]] = []
     outputs: dict[str, str] = {}
     with ExitStack() as cleanup:
-        cleanup.callback(subprocess.run, [sys.executable, "-m", "gradledger", "devnet", "down"], env=env,
-                         capture_output=True, timeout=60)  # fmt: skip
+        cleanup.callback(run_gradledger, ["devnet", "down"], env=env, timeout=60)
         for number, commands in enumerate(blocks, start=1):
             if commands[0].startswith("gradledger audit"):  # the run goes on: move the clock until the nodes exit
                 protocol = connect(home)
@@ -117,16 +117,12 @@ def test_readme_walkthrough_trains_settles_audits_and_pays_every_honest_node(tmp
             for index, command in enumerate(commands):
                 if index == len(commands) - 1 and any(k in command for k in LONG_RUNNING):
                     log = tmp_path / f"terminal-{number}.log"
-                    process = subprocess.Popen(
-                        to_argv(command), env=env, cwd=tmp_path, stdout=log.open("ab"), stderr=subprocess.STDOUT
-                    )
+                    process = start_gradledger(to_args(command), log, env=env, cwd=tmp_path)
                     cleanup.callback(stop, process)
                     background.append((command, process, log))
                     wait_until(lambda log=log: read_serving_url(log), 180, f"{command!r} to serve")
                     continue
-                done = subprocess.run(
-                    to_argv(command), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900
-                )
+                done = run_gradledger(to_args(command), env=env, cwd=tmp_path, timeout=900)
                 outputs[command] = done.stdout + done.stderr
                 assert done.returncode == 0, f"{command!r} exited {done.returncode}:\n{outputs[command][-3000:]}"
                 if command.startswith("gradledger devnet up"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -26,15 +25,14 @@ from protocol.outer import make_global_state
 from protocol.state import compute_state_hash
 from tests.chain_fixtures import Deployment
 from tests.cli_in_process import run_cli
+from tests.forked_nodes import run_gradledger
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gradledger", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
+    return run_gradledger(list(args), timeout=300, cwd=cwd)
 
 
 def _home(deployment: Deployment, home: Path) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
@@ -27,6 +26,7 @@ from protocol.adapters.runs import load_run_terms
 from protocol.run_presets import PRODUCTION
 from protocol.run_terms import ZERO_HASH, CreationTerms, TermsError
 from tests.chain_fixtures import Deployment
+from tests.forked_nodes import run_gradledger
 
 BLOCK_SECONDS = 12
 """The production windows need blocks of 4 s or longer (protocol/run_presets.py PRODUCTION)."""
@@ -77,9 +77,9 @@ def twelve_second_chain(tmp_path_factory) -> Iterator[Deployment]:
 def _create(deployment: Deployment, home: Path, *args: str) -> subprocess.CompletedProcess:
     home.mkdir(parents=True, exist_ok=True)
     (home / "manifest.json").write_text(deployment.manifest_path.read_text())
-    command = [sys.executable, "-m", "gradledger", "run", "create", "--config-preset", "tiny", *args]
+    command = ["run", "create", "--config-preset", "tiny", *args]
     command += ["--home", str(home), "--rpc-url", deployment.protocol.chain.rpc_url]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    result = run_gradledger(command, timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result
     return result
 

@@ -8,7 +8,6 @@ Deploying is six transactions on a fresh anvil (the contracts are built once per
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from protocol.jury import derive_juror_key
 from protocol.ledger import compute_ledger
 from protocol.types import ROLE_VERIFIER
 from tests.chain_fixtures import DEVNET_NODE_FLAGS, Deployment, RunSetup, driven_deployment, free_port, wait_until
+from tests.forked_nodes import start_gradledger
 
 
 @pytest.fixture(scope="session")
@@ -59,10 +59,8 @@ def start(
     args = [*command, "--run", str(setup.run_id), "--devnet-account", str(account)]
     args += ["--port", str(setup.ports[account]), "--home", str(setup.home), "--rpc-url", setup.protocol.chain.rpc_url]
     args += DEVNET_NODE_FLAGS
-    log = open(setup.home / f"{label}.log", "ab")  # noqa: SIM115 (the process owns it)
-    command_line = [sys.executable, "-m", "gradledger", *args, *extra]
-    process = subprocess.Popen(command_line, stdout=log, stderr=subprocess.STDOUT, env=env)
-    return Node(label, account, process)
+    process = start_gradledger([*args, *extra], setup.home / f"{label}.log", env=env)  # tests/forked_nodes.py
+    return Node(label, account, process)  # type: ignore[arg-type]
 
 
 def handles(setup: RunSetup, nodes: list[Node]) -> list[tuple[int, subprocess.Popen]]:

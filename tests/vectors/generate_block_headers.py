@@ -4,7 +4,7 @@
 
 Each vector is one block as anvil served it: its JSON-RPC header fields, its RLP-encoded header (what
 Verification.drawSeed and Plants take), its hash and its mixHash (the RANDAO value). pytest
-(tests/adapters/test_block_headers.py) checks that protocol.adapters.chain.encode_block_header rebuilds the RLP
+(tests/adapters/test_block_headers.py) checks that protocol.adapters.block_headers.encode_block_header rebuilds the RLP
 from the fields and that decoding it gives the mixHash; forge (contracts/test/BlockRandomness.t.sol) checks that
 BlockRandomness.randaoOf returns the mixHash once blockhash is the vector's hash. Blocks come from several
 hardforks (each appends header fields) and carry a transfer and a log, so every kind of field is non-trivial.
@@ -23,7 +23,7 @@ from hexbytes import HexBytes
 from web3 import Web3
 
 from devnet.anvil import AnvilProcess
-from protocol.adapters.chain import HEADER_FIELDS, OPTIONAL_HEADER_FIELDS, encode_block_header
+from protocol.adapters.block_headers import HEADER_FIELDS, OPTIONAL_HEADER_FIELDS, encode_block_header
 from protocol.hashing import keccak256
 from tests.vectors.generate import VECTORS_DIR
 
