@@ -139,10 +139,20 @@ def get_chain_now(chain: ChainClient) -> int:
 
 @dataclass(frozen=True)
 class IdleReport:
-    """A tick that changed nothing: it started at chain block `block` with `changes` node-state writes."""
+    """A tick that changed nothing: it started at chain block `block` (hash `block_hash`, chain time `now` in whole
+    seconds, `get_chain_now`) with `changes` node-state writes."""
 
     block: int
     changes: int
+    block_hash: bytes = b""
+    now: int = 0
+
+    def is_same_moment(self, other: IdleReport) -> bool:
+        """Whether nothing a tick reads can differ between the two: the same head block, the same chain second, no
+        node-state write in between."""
+        return (self.block, self.block_hash, self.now, self.changes) == (
+            other.block, other.block_hash, other.now, other.changes,
+        )  # fmt: skip
 
 
 START_REMINDER_S = 300.0
@@ -158,6 +168,13 @@ class RunNode:
 
     role_dir: ClassVar[str] = "nodes"
     tick_interval_s: ClassVar[float] = 0.5
+    idle_poll_s: ClassVar[float] = 0.5
+    """How long a loop that skipped an idle tick sleeps before it reads the head again (whatever `tick_interval_s`: a
+    solver paces itself inside its tick and has none)."""
+    idle_recheck_s: ClassVar[float] = 5.0
+    """A tick that changed nothing is not run again while nothing it reads can have changed (the same head block and
+    chain second, no node-state write: `IdleReport.is_same_moment`), but at least this often anyway: a peer that did
+    not serve an artifact may serve it now."""
 
     def __init__(
         self,
@@ -191,6 +208,7 @@ class RunNode:
         self.store.reporter = lambda event, level, fields: log_event(self.log, event, level, **fields)
         self.peers.reporter = self.store.reporter  # announced URLs it refuses to fetch from (issue 36, finding 10)
         self.idle: IdleReport | None = None
+        self.idle_skips = 0  # loop passes that skipped a tick: nothing it reads had changed since an idle one
         self.skips = 0
         self.finished = False
         self.public_url: str | None = None  # announced in PeerDirectory once set (the CLI sets it after serving)
@@ -292,14 +310,30 @@ class RunNode:
         self.prewarm_self_check()
         if not self.start():
             return
+        ticks, blocks_seen = 0, [-1, -1]  # the head at the first and at the last tick (the log's `blocks`)
+        idle_since = 0.0  # when the last tick that changed nothing ran (time.monotonic)
         while not self.stop.is_set():
             try:
                 with self.chain.head_reads.scope():  # reads at one head answered once (protocol/adapters/head_reads.py)
-                    before = IdleReport(self.chain.block_number(), self.state.changes)
+                    before = self.observe()
+                    if (
+                        self.idle is not None
+                        and before.is_same_moment(self.idle)
+                        and time.monotonic() - idle_since < self.idle_recheck_s
+                    ):
+                        # INVARIANT: the same head, chain second and node state: the tick would idle again
+                        self.idle_skips += 1
+                        self.stop.wait(self.idle_poll_s)
+                        continue
+                    ticks += 1
+                    blocks_seen = [before.block if blocks_seen[0] < 0 else blocks_seen[0], before.block]
                     self.announce_if_due()
                     self.discovery.refresh(self.load().created_block)  # nodes that start later are found here
                     finished = self.tick()
-                self.idle = before if self.state.changes == before.changes else None
+                if self.state.changes != before.changes:
+                    self.idle = None
+                else:
+                    self.idle, idle_since = before, time.monotonic()
                 self.last_error = ""
             except GradledgerError as exc:
                 self.idle = None
@@ -319,6 +353,17 @@ class RunNode:
                 self.finished = True
                 break
             self.stop.wait(self.tick_interval_s)
+        # what this node asked of its RPC over the blocks it followed (docs/nodes.md, "What the client asks the RPC")
+        log_event(
+            self.log, "loop ended", finished=self.finished, ticks=ticks, idle_ticks_skipped=self.idle_skips,
+            blocks=blocks_seen[1] - blocks_seen[0], rpc_requests=dict(self.chain.provider.requests),
+        )  # fmt: skip
+
+    def observe(self) -> IdleReport:
+        """The moment a tick starts at: the head block (one read, kept for the tick), chain time, node-state writes."""
+        head = self.chain.get_block("latest")
+        now = max(int(time.time()), int(head["timestamp"]))  # get_chain_now, from the block just read
+        return IdleReport(int(head["number"]), self.state.changes, bytes(head["hash"]), now)
 
     def watch_money(self) -> None:
         """Log and keep for /metrics and /health what touched this node's money (node/money_watch.py); never raises."""

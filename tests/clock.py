@@ -9,10 +9,10 @@ however loaded the machine is.
 
 `ClockDriver` moves time on instead: it reads every live node's `/health` activity (each node reports
 whether its last tick changed nothing, and at which block) and, once every one of them is idle at the
-chain's latest block -- nothing left to do until time passes -- mines a block at the next deadline the
-contracts hold (round 0's start after a start delay, a window end of the current round, a claim window, a dispute
-deadline), or a second
-later when none is ahead. A test that acts itself (a dishonest challenger, forged votes) holds the
+chain's latest block -- nothing left to do until time passes -- moves the chain to the next deadline the contracts
+hold (round 0's start after a start delay, a window end of the current round, a claim window, a dispute deadline), or
+a second later when none is ahead: blocks one second apart while a rule counts blocks, then one block at the deadline
+(`ClockDriver._advance`). A test that acts itself (a dishonest challenger, forged votes) holds the
 clock while it does: `gate = driver.pause_when(condition)` stops time the first time `condition()`
 holds when the driver is about to move it, `gate.wait()` waits for that, `gate.release()` lets it go.
 """
@@ -27,10 +27,13 @@ from contextlib import contextmanager
 import httpx
 
 from protocol.adapters.contracts import ProtocolClient
-from protocol.types import ClaimStatus, DisputeStatus
+from protocol.types import ClaimStatus, DisputeStatus, RoundTimes
 
 DRIVEN_GENESIS = 4_000_000_000
 """Genesis timestamp of a driven devnet (year 2096): ahead of the wall clock for the life of a test."""
+
+LEAD_BLOCKS = 3
+"""Blocks an advance always mines one second apart before it jumps to the deadline (tests/clock.py `_advance`)."""
 
 NodeHandle = tuple[int | str, subprocess.Popen]
 """(API port on 127.0.0.1, or the node's base URL, and its process) of a node whose activity the driver waits on."""
@@ -150,20 +153,36 @@ class ClockDriver:
         return True
 
     def _advance(self) -> None:
-        """Move the chain to the next deadline the contracts hold (or one second on), one block per second.
+        """Move the chain to the next deadline the contracts hold (or one second on), mining as few blocks as keep
+        every block-counted rule of a real chain.
 
-        Blocks keep pace with seconds (the chain stamps each block one second after the last), as on a
-        real chain: a round's seed block, fixed in blocks when the round started, is mined by the time
-        its commit window has closed.
+        Blocks are one second apart (the chain stamps each block one second after the last) while a rule counts them:
+        until the chain is past the round's RANDAO block (the seed block was placed `ceil(window / blockSeconds)`
+        blocks after the round's start, as if blocks came one per second, and the seed is proven from the block after
+        it) and past the run seed's, and for the first LEAD_BLOCKS blocks of every move (a dispute's jury seed is the
+        block after its opening). Past those, one block jumps to the deadline: a stretch of idle blocks carries
+        nothing a node or contract reads, and anvil spends 2-3 ms of CPU on each empty block (a 300-second window
+        mined second by second was most of a test's anvil time).
         """
-        now = int(self.chain.get_block("latest")["timestamp"])
-        deadlines = [d for d in self._deadlines() if d > now]
+        latest = self.chain.get_block("latest")
+        now, head = int(latest["timestamp"]), int(latest["number"])
+        times = self.protocol.round_times(self.run_id)
+        deadlines = [d for d in self._deadlines(times) if d > now]
         target = min(deadlines) + 1 if deadlines else now + 1
-        self.chain.mine_blocks(target - now)
+        stepped = target - now if self._is_counting_blocks(times, head) else min(target - now, LEAD_BLOCKS)
+        self.chain.mine_blocks(stepped)  # one second apart: now + 1, ..., now + stepped
+        if now + stepped < target:
+            self.chain.mine_at(target)
         self.advances += 1
 
-    def _deadlines(self) -> list[int]:
-        times = self.protocol.round_times(self.run_id)
+    def _is_counting_blocks(self, times: RoundTimes, head: int) -> bool:
+        """Whether a seed's RANDAO block is still ahead of `head`: the round's, or the run seed's (plants)."""
+        if not times.finished and times.seed_block and head <= times.randao_block:
+            return True
+        run_seed = self.protocol.run_seed(self.run_id)
+        return bool(run_seed.seed_block) and not run_seed.drawn and head <= run_seed.randao_block
+
+    def _deadlines(self, times: RoundTimes) -> list[int]:
         if times.finished:
             return []
         # the start first: round 0 of a run with a start delay opens its commit window there, not at creation

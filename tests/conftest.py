@@ -14,6 +14,7 @@ from protocol.data import DatasetManifest, TokenDataset, build_token_dataset
 from protocol.hashing import hash_to_hex
 from tests.chain_fixtures import deployment  # noqa: F401  (session fixture: anvil + deployed contracts)
 from tests.object_store_fixtures import s3_bucket, s3_server  # noqa: F401  (a local S3 server and a bucket per test)
+from tests.xdist_scheduling import pytest_collection_modifyitems  # noqa: F401  (a module's shared run on one worker)
 
 SOLVER_A = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 SOLVER_B = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
@@ -35,16 +36,3 @@ def tiny_config(corpus) -> RunConfig:
 def dataset(corpus, tiny_config) -> TokenDataset:
     manifest, shards = corpus
     return build_token_dataset(manifest, shards, tiny_config.data.eval_shards)
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    """Under pytest-xdist (`make test`: `-n N --dist loadgroup`), tests go to workers one by one, except that the tests
-    of a module sharing a module-scoped fixture (one real run several tests assert different things about) stay on one
-    worker, so the run is made once. A session fixture (the anvil and deployment) is made once per worker."""
-    for item in items:
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        if fixture_info is None:
-            continue
-        scopes = {d.scope for defs in fixture_info.name2fixturedefs.values() for d in defs}
-        if scopes & {"module", "package", "class"}:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

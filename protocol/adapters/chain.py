@@ -243,9 +243,9 @@ class ChainClient(TransactionSender):
     def call(self, contract: str, function: str, *args: Any, block: BlockIdentifier = "latest") -> Any:
         """Call a view function; reverts become ContractRevertError. At "latest" the call is made at the head and
         answered again from memory while the head stands (`HeadReads`)."""
-        fn = getattr(self.contract(contract).functions, function)(*args)
 
         def read(at: BlockIdentifier) -> Any:
+            fn = getattr(self.contract(contract).functions, function)(*args)  # ABI matching: only when asked live
             try:
                 return self._retry(lambda: fn.call(block_identifier=at), what=f"{contract}.{function}")
             except (ContractLogicError, Web3RPCError) as exc:
@@ -287,7 +287,11 @@ class ChainClient(TransactionSender):
         return list(matches[0].get("outputs", []))
 
     def block_number(self) -> int:
-        """The head's number, read live (a new one drops what was read at the old head)."""
+        """The head's number: inside a node's tick (`HeadReads.scope()`) the head that tick saw, read once per
+        HEAD_MAX_AGE_S and again after every own transaction or devnet call; elsewhere read live (a new one drops what
+        was read at the old head)."""
+        if self.head_reads.is_active():
+            return self._get_head()
         head = int(self._retry(lambda: self.w3.eth.block_number, what="eth_blockNumber"))
         self.head_reads.note_number(head)
         return head

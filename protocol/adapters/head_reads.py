@@ -11,7 +11,8 @@ soon as it sends a transaction, asks a devnet to mine or move time, or sees a re
 writes. Reads with an explicit block are not cached here.
 
 Only a node's tick loop uses it (`RunNode.run` wraps each tick in `scope()`), in its own thread: a node is the one
-that polls, and the tick starts with a live read of the head. Everything else -- the node's HTTP API threads, a tick
+that polls, and the tick starts with a live read of the head; inside the scope `ChainClient.block_number()` answers
+that head too. Everything else -- the node's HTTP API threads, a tick
 a test calls directly, one-shot commands, the audit -- reads live, where a write through another client (another
 process, `cast`, a test driving the chain) must show in the very next read.
 """

@@ -161,3 +161,18 @@ def test_scope_is_per_thread_succeeds():
         worker.join()
         assert reads.is_active()
     assert seen == [False] and not reads.is_active()
+
+
+def test_block_number_in_a_scope_is_the_ticks_head_and_moves_with_own_writes_succeeds(deployment):
+    """A tick asks for the head once (with its hash), not once per `block_number()`; its own transaction moves it."""
+    node = ProtocolClient(ChainClient(deployment.anvil.rpc_url, deployment.protocol.chain.manifest))
+    mine = get_devnet_account(17)
+    with node.chain.head_reads.scope():
+        head = node.chain.block_number()
+        sent = node.chain.provider.total_requests
+        assert [node.chain.block_number() for _ in range(5)] == [head] * 5
+        assert node.chain.provider.total_requests == sent, "the head was asked for again inside one tick"
+        node.deposit_stake(mine, ROLE_SOLVER, 10**18)
+        assert node.chain.block_number() > head, "a node must see the block of its own transaction"
+    deployment.protocol.deposit_stake(mine, ROLE_SOLVER, 10**18)  # another client's block
+    assert node.chain.block_number() > head + 1, "outside a scope the head is read live"

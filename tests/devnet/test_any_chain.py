@@ -45,7 +45,7 @@ from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import DEVNET_NODE_FLAGS, _healthy, free_port, stop, wait_until
 from tests.forked_nodes import start_gradledger
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.wall]
 
 CHAIN_ID = 1337
 RULES = TINY.with_run(

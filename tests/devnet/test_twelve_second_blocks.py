@@ -99,6 +99,7 @@ def test_no_node_mines_on_a_chain_that_mines_by_itself():
 
 
 @pytest.mark.e2e
+@pytest.mark.wall
 def test_a_run_on_twelve_second_blocks_settles_rounds_and_slashes_a_cheater(tmp_path, corpus):
     wall_start = time.monotonic()
     with twelve_second_deployment(tmp_path) as deployment:
