@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from gradledger import __version__
+from gradledger.commands import account as account_cli
 from gradledger.commands import audit as audit_cli
 from gradledger.commands import calibrate as calibrate_cli
 from gradledger.commands import data as data_cli
@@ -50,6 +51,10 @@ app.add_typer(data_cli.app, name="data")
 app.add_typer(model_cli.app, name="model")
 app.add_typer(profile_cli.app, name="profile")
 app.command("calibrate")(calibrate_cli.calibrate_command)
+app.command("account")(account_cli.account_command)
+app.command("unbond")(account_cli.unbond_command)
+app.command("withdraw")(account_cli.withdraw_command)
+app.command("leave")(account_cli.leave_command)
 err_console = Console(stderr=True)
 logger = get_logger("cli")
 

@@ -131,9 +131,11 @@ def eth_to_wei(amount: float) -> int:
     return wei
 
 
-def check_eth_amount(value: float) -> float:
+def check_eth_amount(value: float | None) -> float | None:
     """typer callback of an ETH option: a value `eth_to_wei` refuses is a usage error (exit 2) naming the option,
-    raised before anything connects or sends."""
+    raised before anything connects or sends. None: an optional amount left out."""
+    if value is None:
+        return None
     try:
         eth_to_wei(value)
     except ConfigError as exc:

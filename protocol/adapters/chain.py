@@ -95,6 +95,16 @@ _CONNECTION_ERRORS = (
 )
 
 
+class _HeadGoneError(Exception):
+    """A read at the remembered head's number found no such block: the chain reorganised to a shorter one."""
+
+
+def _is_unknown_block(exc: Exception) -> bool:
+    """Whether an RPC error says the block asked for does not exist (anvil: BlockOutOfRange; geth: header not found)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("blockoutofrange", "header not found", "unknown block", "block not found"))
+
+
 class ChainClient(TransactionSender):
     """Read from and write to the contracts of one deployment (or bare RPC before deploy); sending is
     `TransactionSender`'s (protocol/adapters/transactions.py)."""
@@ -249,12 +259,19 @@ class ChainClient(TransactionSender):
             try:
                 return self._retry(lambda: fn.call(block_identifier=at), what=f"{contract}.{function}")
             except (ContractLogicError, Web3RPCError) as exc:
+                if block == "latest" and isinstance(at, int) and _is_unknown_block(exc):
+                    raise _HeadGoneError from None
                 raise self._revert_from(exc, f"{contract}.{function}") from None
 
         if block != "latest" or not self.head_reads.is_active():
             return read(block)
         head = self._get_head()
-        return self.head_reads.read(("call", contract, function, args), head, lambda: read(head))
+        try:
+            return self.head_reads.read(("call", contract, function, args), head, lambda: read(head))
+        except _HeadGoneError:
+            # the head this tick read at is no longer on the chain (a reorg to a shorter chain, within HEAD_MAX_AGE_S)
+            self.note_reorg()
+            return read("latest")
 
     def _get_head(self) -> int:
         """The head's number: the one seen within HEAD_MAX_AGE_S, else the latest block read live (and kept)."""

@@ -176,3 +176,18 @@ def test_block_number_in_a_scope_is_the_ticks_head_and_moves_with_own_writes_suc
         assert node.chain.block_number() > head, "a node must see the block of its own transaction"
     deployment.protocol.deposit_stake(mine, ROLE_SOLVER, 10**18)  # another client's block
     assert node.chain.block_number() > head + 1, "outside a scope the head is read live"
+
+
+def test_read_at_a_head_a_reorg_removed_is_read_again_live_succeeds(deployment):
+    """A tick remembers the head's number; if the chain reorganises to a shorter one meanwhile, a read at that number
+    finds no block (anvil: BlockOutOfRange). The client forgets the head and reads live instead of failing the read."""
+    node = ProtocolClient(ChainClient(deployment.anvil.rpc_url, deployment.protocol.chain.manifest))
+    node.chain.head_reads = HeadReads(max_age_s=3600)  # the head stays trusted: only the reorg can move it
+    driver = deployment.protocol.chain
+    snapshot = driver.provider.make_request("evm_snapshot", [])["result"]
+    driver.mine_blocks(3)
+    with node.chain.head_reads.scope():
+        node.bonded_of(get_devnet_account(17).address, ROLE_SOLVER)  # the head is remembered here
+        assert driver.provider.make_request("evm_revert", [snapshot])["result"] is True  # 3 blocks shorter
+        assert node.bonded_of(get_devnet_account(18).address, ROLE_SOLVER) >= 0
+        assert node.chain.block_number() == driver.block_number(), "the vanished head is still answered"

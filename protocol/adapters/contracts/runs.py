@@ -11,6 +11,7 @@ from eth_utils import to_checksum_address
 from protocol.adapters.chain import TxResult
 from protocol.adapters.contracts.base import ContractCalls
 from protocol.hashing import Hash32, to_hash32
+from protocol.stake_actions import StakeState
 from protocol.types import Claim, Commitment, RoundTimes, RunTerms, decode_struct
 
 LEFT_MARKER = 2
@@ -38,6 +39,24 @@ class RunCalls(ContractCalls):
         attestFail and commit revert StakeNotCovered otherwise. An overturned verifier keeps its reservation through
         its exit delay while the slash took its stake, so it is uncovered until it tops up (issue 36, finding 7)."""
         return self.chain.call("StakeManager", "isCovered", to_checksum_address(address), role)
+
+    def stake_state(self, address: str, role: int) -> StakeState:
+        """StakeManager.stakeOf as a StakeState (protocol/stake_actions.py decides what may be done with it)."""
+        bonded, unbonding, release_time, reserved = self.stake_of(address, role)
+        return StakeState(bonded, unbonding, release_time, reserved)
+
+    def request_unbond(self, account: LocalAccount, role: int, amount_wei: int) -> TxResult:
+        """StakeManager.requestUnbond: `amount_wei` of free bonded stake starts the unbonding delay (which restarts for
+        everything unbonding in the role)."""
+        return self.chain.send(account, "StakeManager", "requestUnbond", role, amount_wei)
+
+    def withdraw_stake(self, account: LocalAccount, role: int) -> TxResult:
+        """StakeManager.withdraw: the role's unbonding stake, once its delay is over, to the account."""
+        return self.chain.send(account, "StakeManager", "withdraw", role)
+
+    def unbonding_delay(self) -> int:
+        """Seconds between the last requestUnbond of a role and when its unbonding stake may be withdrawn."""
+        return self.chain.call("StakeManager", "unbondingDelay")
 
     def free_stake_of(self, address: str, role: int) -> int:
         """Bonded stake not reserved by an obligation: what a new join or registration can reserve."""

@@ -61,6 +61,14 @@ class ShareCalls(ContractCalls):
             self.chain.add_contract(name, self.share_token(run_id), self.chain.deployment.contracts["RunShares"].abi)
         return name
 
+    def withdrawable_revenue_of(self, run_id: int, holder: str) -> int:
+        """Revenue the run's share token holds for `holder` now (RunShares.withdrawableRevenueOf)."""
+        return self.chain.call(self.share_token_contract(run_id), "withdrawableRevenueOf", to_checksum_address(holder))
+
+    def withdraw_revenue(self, account: LocalAccount, run_id: int) -> TxResult:
+        """RunShares.withdrawRevenue: the account's revenue of the run to its wallet."""
+        return self.chain.send(account, self.share_token_contract(run_id), "withdrawRevenue")
+
     def credits_of(self, contract: str, address: str) -> int:
         return self.chain.call(contract, "credits", to_checksum_address(address))
 

@@ -20,6 +20,7 @@ from protocol.types import (
     Commitment,
     CommitmentStatus,
     FaultRewardRecord,
+    JurorRecord,
     LeafData,
     Opening,
     decode_struct,
@@ -38,6 +39,12 @@ class VerificationCalls(RunCalls):
 
     def release_verifier(self, account: LocalAccount, run_id: int) -> TxResult:
         return self.chain.send(account, "VerifierRegistry", "releaseVerifier", run_id)
+
+    def verifier_record_of(self, run_id: int, verifier: str) -> JurorRecord:
+        """VerifierRegistry.records: list index + 1 while registered, when a verifier that left may release its
+        reservation, and whether it holds one (the same shape as a juror's record)."""
+        fields = self.chain.call_fields("VerifierRegistry", "records", run_id, to_checksum_address(verifier))
+        return decode_struct(JurorRecord, fields)
 
     def is_reserved(self, run_id: int, verifier: str) -> bool:
         """Whether `verifier` holds the run's verifierMinStake reservation (VerifierRegistry.isReserved): registered,
