@@ -47,6 +47,7 @@ from protocol.adapters.block_headers import encode_block_header
 from protocol.adapters.chain_errors import ChainError as ChainError
 from protocol.adapters.chain_errors import ChainUnavailableError as ChainUnavailableError
 from protocol.adapters.chain_errors import ContractRevertError as ContractRevertError
+from protocol.adapters.chain_errors import HeadGoneError, is_unknown_block
 from protocol.adapters.chain_errors import TxResult as TxResult
 from protocol.adapters.chain_errors import UnknownHeaderLayoutError as UnknownHeaderLayoutError
 from protocol.adapters.chain_errors import WrongChainError as WrongChainError
@@ -93,16 +94,6 @@ _CONNECTION_ERRORS = (
     ProviderConnectionError,
     ConnectionError,
 )
-
-
-class _HeadGoneError(Exception):
-    """A read at the remembered head's number found no such block: the chain reorganised to a shorter one."""
-
-
-def _is_unknown_block(exc: Exception) -> bool:
-    """Whether an RPC error says the block asked for does not exist (anvil: BlockOutOfRange; geth: header not found)."""
-    text = str(exc).lower()
-    return any(word in text for word in ("blockoutofrange", "header not found", "unknown block", "block not found"))
 
 
 class ChainClient(TransactionSender):
@@ -259,8 +250,8 @@ class ChainClient(TransactionSender):
             try:
                 return self._retry(lambda: fn.call(block_identifier=at), what=f"{contract}.{function}")
             except (ContractLogicError, Web3RPCError) as exc:
-                if block == "latest" and isinstance(at, int) and _is_unknown_block(exc):
-                    raise _HeadGoneError from None
+                if block == "latest" and isinstance(at, int) and is_unknown_block(exc):
+                    raise HeadGoneError from None
                 raise self._revert_from(exc, f"{contract}.{function}") from None
 
         if block != "latest" or not self.head_reads.is_active():
@@ -268,7 +259,7 @@ class ChainClient(TransactionSender):
         head = self._get_head()
         try:
             return self.head_reads.read(("call", contract, function, args), head, lambda: read(head))
-        except _HeadGoneError:
+        except HeadGoneError:
             # the head this tick read at is no longer on the chain (a reorg to a shorter chain, within HEAD_MAX_AGE_S)
             self.note_reorg()
             return read("latest")

@@ -45,3 +45,13 @@ class TxResult:
     gas_used: int
     events: tuple[ChainEvent, ...]
     contract_address: str | None = None
+
+
+class HeadGoneError(Exception):
+    """A read at the remembered head's number found no such block: the chain reorganised to a shorter one."""
+
+
+def is_unknown_block(exc: Exception) -> bool:
+    """Whether an RPC error says the block asked for does not exist (anvil: BlockOutOfRange; geth: header not found)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("blockoutofrange", "header not found", "unknown block", "block not found"))
