@@ -91,6 +91,7 @@ def run_adversarial_demo(home: Path | None = None, json_path: Path | None = None
         "2 jurors and a whistleblower running",
         extra_summary=lambda protocol, run_id: _dispute_and_plant_summary(protocol, run_id, get_home(home), console),
         stale_dirs=("whistleblowers",),
+        check=check_adversarial_summary,
     )  # fmt: skip
     summary, _audit, _paths = play_scenario(scenario, home, json_path, console)
     print_adversarial_summary(summary, console)
@@ -210,12 +211,9 @@ def _stake(protocol, p: Participant) -> int:
 
 
 def check_adversarial_summary(summary: dict) -> list[str]:
-    """What the adversarial demo must show; an empty list when it did."""
+    """What the adversarial demo must show besides `check_demo_summary` (honest work accepted every round, every round
+    settled, balances, audit); an empty list when it did."""
     problems = []
-    if summary["contract_balance_wei"] != summary["owed_wei"]:
-        problems.append("the contracts' ETH balance differs from what the events say they owe")
-    if summary["rounds_settled"] < ADVERSARIAL.run.max_rounds:
-        problems.append(f"only {summary['rounds_settled']} rounds settled")
     by_label = {p["label"]: p for p in summary["participants"]}
     slashed = {s["label"] for s in summary["slashed"]}
     for label in ("solver-3", "verifier-2", "solver-4"):
@@ -240,15 +238,13 @@ def check_adversarial_summary(summary: dict) -> list[str]:
         problems += [f"planted fault: {p}" for p in check_planted_fault(PlantOutcome(**summary["planted_fault"]))]
     else:
         problems.append("the planted-fault scenario did not run")
-    if "audit" in summary and not summary["audit"]["passed"]:
-        problems.append(f"the audit failed: {', '.join(summary['audit']['failed'])}")
     return problems
 
 
 def print_adversarial_summary(summary: dict, console: Console) -> None:
-    from gradledger.demo import _print_summary
+    from gradledger.demo_summary import print_demo_summary
 
-    _print_summary(summary, console)
+    print_demo_summary(summary, console)
     labels = {p["address"]: p["label"] for p in summary["participants"]}
     honesty = Table(title="participants")
     for column in ("participant", "role", "honest", "stake left (ETH)"):
@@ -317,10 +313,5 @@ def print_adversarial_summary(summary: dict, console: Console) -> None:
     if "audit" in summary:
         verdict = "passed" if summary["audit"]["passed"] else "FAILED: " + ", ".join(summary["audit"]["failed"])
         console.print(f"audit of the run (gradledger audit): {verdict}; report {summary['audit']['html']}")
-    problems = check_adversarial_summary(summary)
-    verdict = (
-        "every dishonest participant was caught; honest solvers' shares untouched"
-        if not problems
-        else ("; ".join(problems))
-    )
-    console.print(("[bold green]ok:[/] " if not problems else "[bold red]FAILED:[/] ") + verdict, highlight=False)
+    if not summary["problems"]:
+        console.print("[bold green]ok:[/] every dishonest participant was caught; honest solvers' shares untouched")

@@ -232,7 +232,43 @@ def with_chain_options(command: Callable) -> Callable:
         apply_chain_options(kwargs.pop("max_fee_gwei"), kwargs.pop("priority_fee_gwei"), kwargs.pop("confirmations"))
         return command(*args, **kwargs)
 
-    parameters = [*signature.parameters.values(), *added]
+    return _with_parameters(wrapper, signature, [*signature.parameters.values(), *added])
+
+
+def _with_parameters(wrapper: Callable, signature: inspect.Signature, parameters: list[inspect.Parameter]) -> Callable:
+    """`wrapper` with the signature typer reads: `parameters`, in order."""
     wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
     return wrapper
+
+
+Connect = Callable[[], "tuple[ProtocolClient, LocalAccount]"]
+"""What `with_signer_options` passes a command as `connect`: connects and returns (client, signing account)."""
+SIGNER_OPTIONS = (
+    ("home", HomeOption, Path | None),
+    ("rpc_url", RpcOption, str | None),
+    ("manifest", ManifestOption, Path | None),
+    ("keystore", KeystoreOption, Path | None),
+    ("devnet_account", DevnetAccountOption, int | None),
+)
+
+
+def with_signer_options(command: Callable) -> Callable:
+    """Give a one-shot command that signs the options naming its deployment and account, defined once here.
+
+    --home, --rpc-url, --manifest, --keystore and --devnet-account are added to the command's signature, and the
+    command receives `connect` instead: a function returning (ProtocolClient, signing account) via
+    `connect_protocol`. It connects only when called, so a command refuses bad input before touching the chain."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != "connect"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+        for name, option, annotation in SIGNER_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        given = {name: kwargs.pop(name) for name, _, _ in SIGNER_OPTIONS}
+        return command(*args, connect=lambda: connect_protocol(**given), **kwargs)
+
+    return _with_parameters(wrapper, signature, [*kept, *added])

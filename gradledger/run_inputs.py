@@ -137,6 +137,10 @@ def resolve_run_inputs(
         preset=preset, run_seed=seed, dataset_root=hash_to_hex(manifest.root), overrides=layered, model=model
     )
     verify_dataset_fits_config(manifest, config, where=where)
+    if config.model.architecture == "hf":  # a typo in hf_config is refused here, before anything is sent
+        from protocol.hf_model import build_hf_config
+
+        build_hf_config(config.model)
     if theta0 is not None:
         verify_params_fit_model(config, theta0)
     return RunInputs(config, manifest, shards, tokenizer_json, theta0, where)

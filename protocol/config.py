@@ -8,7 +8,9 @@ goes on-chain at run creation, so every party trains and replays under the same 
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -371,16 +373,71 @@ def parse_model_config(data: dict[str, Any], where: str = "the model config") ->
 
 
 def parse_run_config(data: dict[str, Any] | str | bytes) -> RunConfig:
-    """Validate a config given as a dict or JSON text; errors name the offending field."""
+    """Validate a config given as a dict or JSON text; errors name the offending field, and an unknown key the
+    nearest valid name at its place."""
     try:
         if isinstance(data, (str, bytes)):
             return RunConfig.model_validate_json(data)
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(_describe_error(err) for err in exc.errors())
         raise ConfigError(f"invalid run config: {problems}") from None
+
+
+_MODEL_TAGS: dict[str, type[BaseModel]] = {"gpt": ModelConfig, "hf": HFModelConfig}
+"""The tags pydantic puts in an error's location under `model` (the discriminated union's member)."""
+
+
+def get_config_field_names(path: tuple[str | int, ...]) -> list[str]:
+    """The valid keys of the config section at `path` (e.g. ("train",), ("model", "gpt")); [] when it is not one."""
+    cls: type[BaseModel] | None = RunConfig
+    for part in path:
+        if cls is None and part in _MODEL_TAGS:
+            cls = _MODEL_TAGS[str(part)]
+            continue
+        field = cls.model_fields.get(str(part)) if cls is not None else None
+        if field is None:
+            return []
+        annotation = field.annotation
+        cls = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return list(cls.model_fields) if cls is not None else []
+
+
+def _describe_error(err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"]) or "config"
+    if err["type"] != "extra_forbidden":
+        return f"{where}: {err['msg']}"
+    names = get_config_field_names(err["loc"][:-1])
+    near = difflib.get_close_matches(str(err["loc"][-1]), names, n=1, cutoff=0.6)
+    if near:
+        return f"{where}: unknown key (did you mean {near[0]!r}?)"
+    return f"{where}: unknown key" + (f" (valid keys here: {', '.join(names)})" if names else "")
+
+
+def parse_config_assignments(assignments: Sequence[str]) -> dict[str, Any]:
+    """`--set SECTION.KEY=VALUE` options as nested config overrides (e.g. train.lr=3e-4 -> {"train": {"lr": 0.0003}}).
+
+    VALUE is read as JSON when it parses (numbers, true/false, lists, quoted strings), else taken as a string. The
+    result is checked where every config is: `build_run_config`, which refuses unknown keys naming the nearest."""
+    out: dict[str, Any] = {}
+    for text in assignments:
+        key, sep, raw = text.partition("=")
+        path = key.strip().split(".")
+        if not sep or not all(path):
+            raise ConfigError(f"--set {text!r}: write it as SECTION.KEY=VALUE, e.g. --set train.lr=0.0003")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        node = out
+        for depth, part in enumerate(path[:-1]):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {text!r}: {'.'.join(path[: depth + 1])} was already set to a value")
+        if isinstance(node.get(path[-1]), dict) or path[-1] in node:
+            raise ConfigError(f"--set {text!r}: {key.strip()} is set twice (or also as a section)")
+        node[path[-1]] = value
+    return out
 
 
 def verify_run_terms(config: RunConfig, terms: RunTerms) -> str | None:

@@ -22,6 +22,7 @@ and an exported checkpoint is a plain `save_pretrained` directory.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import torch
@@ -48,8 +49,32 @@ def build_hf_config(config: HFModelConfig) -> Any:
             f"model.hf_config: transformers cannot build a {model_type!r} config ({exc}); use a model_type this "
             "transformers release knows (e.g. 'llama', 'qwen2', 'gpt2') and its config.json keys"
         ) from None
+    verify_known_hf_keys(config.hf_config, set(hf_config.to_dict()), AutoConfig.for_model(model_type))
     hf_config.use_cache = False
     return hf_config
+
+
+def verify_known_hf_keys(given: dict[str, Any], built_keys: set[str], default: Any) -> None:
+    """Refuse a key of `hf_config` that the model's config class does not know, naming the nearest known one.
+
+    transformers keeps any unknown keyword as a plain attribute, so a typo builds a different model without a word
+    (issue 39: `num_hiden_layers: 3` built Llama's default 32 layers, and the run locked its pool in a model nobody
+    could train). A key is unknown when it survives into the built config's dict but is not in the default config's
+    dict of that model type; keys the class consumes or renames (a legacy `rope_theta`, gpt2's `hidden_size`) never
+    survive, so they pass."""
+    known = set(default.to_dict())
+    unknown = sorted((built_keys - known) & set(given))
+    if not unknown:
+        return
+    names = sorted(known | set(getattr(type(default), "attribute_map", {})))
+    hints = []
+    for key in unknown:
+        near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hints.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    raise ConfigError(
+        f"model.hf_config: unknown key(s) for a {given['model_type']!r} model: {', '.join(hints)}; transformers would "
+        "ignore them and build its default instead. Fix or remove them (the keys are those of the model's config.json)"
+    )
 
 
 class HFCausalLM(nn.Module):

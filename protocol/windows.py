@@ -338,3 +338,31 @@ def verify_challenge_window(attest_window_s: int, challenge_window_s: int, block
         f"--challenge-window {shortest} or more",
         reason,
     )
+
+
+# -- windows sized from a pace ----------------------------------------------------------------------------------------
+
+
+def compute_seats_per_verifier(solvers: int, verifiers: int, verifiers_per_commitment: int) -> int:
+    """The most seats one of `verifiers` holds in a round of `solvers` commitments, each drawn
+    `verifiers_per_commitment` verifiers: ceil(solvers * vpc / verifiers), at least 1."""
+    if solvers <= 0 or verifiers <= 0 or verifiers_per_commitment <= 0:
+        raise ConfigError(
+            f"solvers, verifiers and verifiers per commitment must be positive, got {solvers}, {verifiers}, "
+            f"{verifiers_per_commitment}"
+        )
+    return max(1, _ceil_div(solvers * min(verifiers_per_commitment, verifiers), verifiers))
+
+
+def compute_fitting_windows(
+    needs: WindowNeeds, commit_window_s: int, attest_window_s: int, challenge_window_s: int, block_seconds: int
+) -> tuple[int, int, int]:
+    """(commit, attest, challenge) windows at least as long as the ones given and long enough for `needs`: what a
+    run created by a tool that measures first (`gradledger demo`) asks for, so no window is shorter than its work.
+
+    The challenge window holds a challenger's replay of a late attestation as long as a verifier's seat
+    (`needs.attest_s`) and is never shorter than `get_shortest_challenge_window`."""
+    commit = max(commit_window_s, needs.commit_s)
+    attest = max(attest_window_s, needs.attest_s)
+    challenge = max(challenge_window_s, needs.attest_s, get_shortest_challenge_window(attest, block_seconds))
+    return commit, attest, challenge

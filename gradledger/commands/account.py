@@ -10,22 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
 
-from gradledger.context import (
-    DevnetAccountOption,
-    HomeOption,
-    KeystoreOption,
-    ManifestOption,
-    RpcOption,
-    check_eth_amount,
-    connect_protocol,
-    eth_to_wei,
-    with_chain_options,
-)
+from gradledger.context import Connect, check_eth_amount, eth_to_wei, with_chain_options, with_signer_options
 from node.logs import configure_logging
 
 JsonOption = typer.Option(False, "--json", help="print the result as JSON (numbers in wei, times in chain seconds)")
@@ -113,34 +102,30 @@ def _describe(view: dict[str, Any]) -> list[str]:
 
 
 @with_chain_options
+@with_signer_options
 def account_command(
     run: list[int] = RunsOption,
-    home: Path | None = HomeOption,
-    rpc_url: str | None = RpcOption,
-    manifest: Path | None = ManifestOption,
-    keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = DevnetAccountOption,
     json_out: bool = JsonOption,
+    *,
+    connect: Connect,
 ) -> None:
     """Show this account's stake (bonded, reserved, free, unbonding), pending credits, runs, shares and revenue."""
     configure_logging()
-    client, signer = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
+    client, signer = connect()
     view = read_account(client, signer.address, list(run))
     _emit(view, json_out, _describe(view))
 
 
 @with_chain_options
+@with_signer_options
 def unbond_command(
     role: str = typer.Option(..., "--role", help="the stake to unbond: solver or verifier (jurors stake as verifiers)"),
     amount: float | None = typer.Option(
         None, min=0, callback=check_eth_amount, help="ETH to unbond (default: all free stake of the role)"
     ),
-    home: Path | None = HomeOption,
-    rpc_url: str | None = RpcOption,
-    manifest: Path | None = ManifestOption,
-    keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = DevnetAccountOption,
     json_out: bool = JsonOption,
+    *,
+    connect: Connect,
 ) -> None:
     """Start unbonding free stake; it is withdrawable after the unbonding delay (`gradledger withdraw`)."""
     from protocol.errors import ConfigError
@@ -149,7 +134,7 @@ def unbond_command(
     configure_logging()
     if role not in ROLE_BY_NAME:
         raise ConfigError(f"--role {role!r} is not a stake role; use one of: {', '.join(ROLE_BY_NAME)}")
-    client, signer = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
+    client, signer = connect()
     state = client.stake_state(signer.address, ROLE_BY_NAME[role])
     wei = get_unbond_amount(role, state, None if amount is None else eth_to_wei(amount))
     result = client.request_unbond(signer, ROLE_BY_NAME[role], wei)
@@ -165,14 +150,12 @@ def unbond_command(
 
 
 @with_chain_options
+@with_signer_options
 def withdraw_command(
     run: list[int] = RunsOption,
-    home: Path | None = HomeOption,
-    rpc_url: str | None = RpcOption,
-    manifest: Path | None = ManifestOption,
-    keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = DevnetAccountOption,
     json_out: bool = JsonOption,
+    *,
+    connect: Connect,
 ) -> None:
     """Move everything this account may take now to its wallet: released stake, credits, share revenue."""
     from node.bootstrap import get_chain_now
@@ -181,7 +164,7 @@ def withdraw_command(
     from protocol.stake_actions import ROLE_BY_NAME, get_withdrawable_roles
 
     configure_logging()
-    client, signer = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
+    client, signer = connect()
     _check_runs_exist(client, list(run))
     now = get_chain_now(client.chain)
     states = {name: client.stake_state(signer.address, role) for name, role in ROLE_BY_NAME.items()}
@@ -231,15 +214,13 @@ def _leave_registration(client, signer, who: str, run: int | None, now: int) -> 
 
 
 @with_chain_options
+@with_signer_options
 def leave_command(
     run: int | None = typer.Option(None, "--run", min=1, help="leave this run (as its solver and/or verifier)"),
     juror: bool = typer.Option(False, "--juror", help="leave the juror registry"),
-    home: Path | None = HomeOption,
-    rpc_url: str | None = RpcOption,
-    manifest: Path | None = ManifestOption,
-    keystore: Path | None = KeystoreOption,
-    devnet_account: int | None = DevnetAccountOption,
     json_out: bool = JsonOption,
+    *,
+    connect: Connect,
 ) -> None:
     """Leave a run or the juror registry, releasing the stake it reserved (a registration in two steps: leave now,
     release after its exit delay; run it again then)."""
@@ -249,7 +230,7 @@ def leave_command(
     configure_logging()
     if (run is None) == (not juror):
         raise ConfigError("say what to leave: --run N or --juror (one at a time)")
-    client, signer = connect_protocol(home, rpc_url, manifest, keystore, devnet_account)
+    client, signer = connect()
     now = get_chain_now(client.chain)
     done: list[str] = []
     if run is not None:

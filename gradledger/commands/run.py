@@ -186,6 +186,12 @@ def create(
     thresholds: Path | None = typer.Option(
         None, help="replay thresholds written by `gradledger calibrate` (default: the config's)"
     ),
+    settings: list[str] = typer.Option(
+        [],
+        "--set",
+        help="a training-config setting SECTION.KEY=VALUE (repeatable), e.g. --set train.inner_lr=0.0003 --set "
+        "model.n_layer=2; VALUE is JSON or a string; unknown keys are refused with the nearest valid name",
+    ),
     seed: str = typer.Option("0x" + "00" * 31 + "2a", help="run seed, 32 bytes as 0x-hex"),
     force: bool = typer.Option(
         False, "--force", help="create the run even if its windows are shorter than this machine's measured pace needs"
@@ -223,6 +229,8 @@ def create(
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
     from protocol.adapters.object_store import open_artifact_store
+    from protocol.config import parse_config_assignments
+    from protocol.errors import ConfigError
     from protocol.hashing import hash_to_hex
     from protocol.windows import verify_challenge_window, verify_windows_fit, verify_windows_fit_chain
 
@@ -238,9 +246,14 @@ def create(
     verify_windows_fit_chain(terms.commit_window, terms.attest_window, deployment.block_seconds, terms.start_delay)
     verify_challenge_window(terms.attest_window, terms.challenge_window, deployment.block_seconds)
     train = {name: value for name, value in (("inner_steps", h), ("steps_per_segment", k)) if value is not None}
+    overrides = parse_config_assignments(settings)
+    fixed = sorted(set(overrides.get("train", {})) & {"inner_steps", "steps_per_segment"})
+    if fixed:
+        raise ConfigError(f"--set train.{fixed[0]}: H and k are run terms; pass --inner-steps/--steps-per-segment")
     inputs = resolve_run_inputs(
         preset=config_preset or ("tiny" if preset == "tiny" else "default"), seed=seed, data=data, dataset=dataset,
-        model_config=model_config, init_from=init_from, thresholds=thresholds, overrides={"train": train},
+        model_config=model_config, init_from=init_from, thresholds=thresholds,
+        overrides={**overrides, "train": {**overrides.get("train", {}), **train}},
     )  # fmt: skip
     config, dataset_manifest, shards = inputs.config, inputs.manifest, inputs.shards
     chosen = chosen.with_run(inner_steps=config.train.inner_steps, steps_per_segment=config.train.steps_per_segment)

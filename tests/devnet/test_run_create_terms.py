@@ -109,3 +109,52 @@ def test_run_create_preset_production_creates_a_run_with_the_production_terms(tw
     out = json.loads(again.stdout.strip().splitlines()[-1])
     assert (out["preset"], out["rules_file"], out["terms"]) == ("tiny", str(rules), PRODUCTION.to_mapping())
     assert out["run_id"] == run_id + 1 and _on_chain(protocol, out["run_id"]) == PRODUCTION
+
+
+def _refused_before_sending(deployment: Deployment, home: Path, *args: str) -> str:
+    """`run create` in-process against a real deployment: refused with a ConfigError, no transaction, no run."""
+    from protocol.errors import ConfigError
+
+    protocol, creator = deployment.protocol, get_devnet_account(0).address
+    runs, nonce = protocol.chain.call("RunRegistry", "runCount"), protocol.chain.w3.eth.get_transaction_count(creator)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "manifest.json").write_text(deployment.manifest_path.read_text())
+    command = ["run", "create", "--preset", "production", "--config-preset", "tiny", "--home", str(home)]
+    command += ["--rpc-url", protocol.chain.rpc_url]
+    result = CliRunner().invoke(app, [*command, *args])
+    assert isinstance(result.exception, ConfigError), (result.exception, result.output)
+    assert protocol.chain.call("RunRegistry", "runCount") == runs, "no run was created"
+    assert protocol.chain.w3.eth.get_transaction_count(creator) == nonce, "the creator sent no transaction"
+    assert not (home / "creator").exists(), "nothing was published"
+    return " ".join(str(result.exception).split())
+
+
+@pytest.mark.e2e
+def test_run_create_refuses_unknown_config_keys_naming_the_nearest_before_sending(twelve_second_chain, tmp_path):
+    home = tmp_path / "home"
+    message = _refused_before_sending(twelve_second_chain, home, "--set", "model.n_layr=2")
+    assert "model.gpt.n_layr: unknown key (did you mean 'n_layer'?)" in message, message
+    message = _refused_before_sending(twelve_second_chain, home, "--set", "train.lr=0.001")
+    assert "train.lr: unknown key (valid keys here: batch_size," in message and "inner_lr" in message, message
+    assert "write it as SECTION.KEY=VALUE" in _refused_before_sending(twelve_second_chain, home, "--set", "train")
+    assert "H and k are run terms" in _refused_before_sending(twelve_second_chain, home, "--set", "train.inner_steps=9")
+    # issue 39: a typo inside hf_config built transformers' default 32-layer Llama and locked the pool
+    model = json.loads((Path(__file__).parents[2] / "examples" / "llama-tiny.json").read_text())
+    model["hf_config"]["num_hiden_layers"] = model["hf_config"].pop("num_hidden_layers")
+    (tmp_path / "llama-typo.json").write_text(json.dumps(model))
+    message = _refused_before_sending(twelve_second_chain, home, "--model-config", str(tmp_path / "llama-typo.json"))
+    assert "'num_hiden_layers' (did you mean 'num_hidden_layers'?)" in message, message
+
+
+@pytest.mark.e2e
+def test_run_create_set_publishes_a_config_with_the_settings(twelve_second_chain, tmp_path):
+    from protocol.adapters.artifacts import LocalArtifactStore
+    from protocol.config import parse_run_config
+    from protocol.hashing import to_hash32
+
+    home = tmp_path / "home"
+    settings = ["--set", "train.inner_lr=0.00125", "--set", "model.n_layer=1"]
+    created = _create(twelve_second_chain, home, "--preset", "production", "--json", *settings)
+    out = json.loads(created.stdout.strip().splitlines()[-1])
+    config = parse_run_config(LocalArtifactStore(home / "creator" / "artifacts").get(to_hash32(out["config_hash"])))
+    assert (config.train.inner_lr, config.model.n_layer, config.train.inner_steps) == (0.00125, 1, 500)

@@ -172,3 +172,27 @@ def test_apply_execution_profile_other_transformers_release_refuses_exact_verdic
     assert "transformers 0.0.1" in (explain_profile_mismatch(profile) or "")
     with pytest.raises(ConfigError, match=r"refusing exact verdicts.*transformers==0\.0\.1"):
         apply_execution_profile(profile, 1)
+
+
+def test_build_model_unknown_hf_config_key_is_refused_naming_the_nearest():
+    # issue 39: `num_hiden_layers` was kept as a stray attribute and Llama's default 32 layers were built
+    hf = {"model_type": "llama", "vocab_size": 64, "num_hiden_layers": 1, "hiden_size": 32, "zzz": 1}
+    config = HFModelConfig.model_validate({"block_size": 8, "hf_config": hf})
+    with pytest.raises(ConfigError) as info:
+        build_model(config, ExecutionProfileConfig(transformers_version="x"), b"\0" * 32)
+    message = str(info.value)
+    assert "'num_hiden_layers' (did you mean 'num_hidden_layers'?)" in message, message
+    assert "'hiden_size' (did you mean 'hidden_size'?)" in message and "'zzz'" in message, message
+
+
+@pytest.mark.parametrize("example", ["llama-tiny.json", "gpt2-tiny.json"])
+def test_build_hf_config_accepts_config_json_keys_the_class_consumes(example):
+    # a legacy rope_theta, gpt2's hidden_size alias and a config.json's bookkeeping keys are known, not typos
+    from protocol.hf_model import build_hf_config
+
+    section = json.loads((Path(__file__).parents[2] / "examples" / example).read_text())
+    section["hf_config"] |= {"architectures": ["X"], "transformers_version": "4.0.0"}
+    if section["hf_config"]["model_type"] == "gpt2":
+        section["hf_config"]["hidden_size"] = section["hf_config"].pop("n_embd")
+    built = build_hf_config(HFModelConfig.model_validate(section))
+    assert built.num_hidden_layers == section["hf_config"].get("num_hidden_layers", section["hf_config"].get("n_layer"))

@@ -13,8 +13,11 @@ from protocol.windows import (
     TX_ALLOWANCE_S,
     TrainingPace,
     WindowTooShortError,
+    compute_fitting_windows,
     compute_round_training_ms,
+    compute_seats_per_verifier,
     compute_window_needs,
+    get_challenge_window_problem,
     get_window_shortfalls,
     is_round_trainable_in_time,
     verify_windows_fit,
@@ -78,3 +81,35 @@ def test_is_round_trainable_in_time_needs_the_training_and_a_commit(seconds_left
 
 def test_compute_round_training_ms_counts_the_start_checkpoint():
     assert compute_round_training_ms(TrainingPace(1, 1000, 1), 10, 5) == 10 + 3 * 1000
+
+
+@given(paces, st.integers(1, 200), st.integers(1, 200), st.integers(1, 200), st.integers(1, 12))
+def test_compute_fitting_windows_never_shortens_and_always_fits(pace, commit, attest, challenge, block_seconds):
+    needs = compute_window_needs(pace, inner_steps=20, steps_per_segment=5, samples=2)
+    c, a, ch = compute_fitting_windows(needs, commit, attest, challenge, block_seconds)
+    assert (c, a, ch) >= (commit, attest, challenge) and c >= commit and a >= attest and ch >= challenge
+    assert get_window_shortfalls(needs, c, a) == ()  # the demo's windows hold the measured work
+    assert get_challenge_window_problem(a, ch, block_seconds) is None  # and createRun accepts the challenge window
+    assert ch >= needs.attest_s  # a challenger replays a late attestation as long as a verifier's seat
+    if commit >= needs.commit_s and attest >= needs.attest_s:
+        assert (c, a) == (commit, attest)  # windows already long enough are kept
+
+
+def test_compute_fitting_windows_lengthens_the_demo_windows_on_a_slow_machine():
+    slow = TrainingPace(step_ms=900, checkpoint_ms=80, load_ms=200)  # issue 39's busy machine: a round took ~19 s
+    needs = compute_window_needs(slow, inner_steps=20, steps_per_segment=5, samples=2)
+    commit, attest, challenge = compute_fitting_windows(needs, 20, 12, 10, 1)
+    assert commit == needs.commit_s > 20 and attest == needs.attest_s > 12 and challenge >= attest // 2 + 2
+
+
+@pytest.mark.parametrize(
+    ("solvers", "verifiers", "per_commitment", "seats"),
+    [(3, 2, 1, 2), (4, 2, 2, 4), (1, 5, 1, 1), (16, 4, 3, 12), (3, 1, 2, 3)],
+)
+def test_compute_seats_per_verifier_is_the_busiest_verifiers_load(solvers, verifiers, per_commitment, seats):
+    assert compute_seats_per_verifier(solvers, verifiers, per_commitment) == seats
+
+
+def test_compute_seats_per_verifier_refuses_an_empty_round():
+    with pytest.raises(ConfigError, match="must be positive"):
+        compute_seats_per_verifier(3, 0, 1)
