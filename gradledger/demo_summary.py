@@ -16,14 +16,15 @@ from rich.console import Console
 from rich.table import Table
 
 
-def count_accepted(protocol, run_id: int, rounds: int, events, honest: set[str]) -> tuple[list[int], list[int]]:
+def count_accepted(run_id: int, rounds: int, events, honest: set[str]) -> tuple[list[int], list[int]]:
     """(accepted commitments per round, accepted commitments of `honest` solvers per round) for rounds 0..rounds-1,
-    from the run's `Committed` events and the chain's acceptance now (`ProtocolClient.is_accepted`)."""
-    committed: list[set[str]] = [set() for _ in range(rounds)]
-    for e in events:
-        if e.name == "Committed" and e.args["runId"] == run_id and e.args["round"] < rounds:
-            committed[e.args["round"]].add(e.args["solver"])
-    accepted = [sorted(s for s in solvers if protocol.is_accepted(run_id, r, s)) for r, solvers in enumerate(committed)]
+    from the run's history folded from its events (`Round.accepted`, as the audit counts them: Verification keeps
+    only each solver's latest round, so the chain's status cannot answer for a past round)."""
+    from protocol.history.fold import fold_run_history
+
+    history = fold_run_history(events, run_id)
+    accepted = [list(r.accepted) for r in history.rounds[:rounds]]
+    accepted += [[] for _ in range(rounds - len(accepted))]  # rounds never opened accepted nothing
     return [len(a) for a in accepted], [sum(1 for s in a if s in honest) for a in accepted]
 
 
@@ -56,7 +57,7 @@ def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path,
         for p, _ in processes
     ]
     honest = {p["address"] for p in participants if p["role"] == "solver" and p["honest"]}
-    accepted, honest_accepted = count_accepted(protocol, run_id, rounds, events, honest)
+    accepted, honest_accepted = count_accepted(run_id, rounds, events, honest)
     shares = {entry["address"]: protocol.shares_of(run_id, entry["address"]) for entry in participants}
     shares = {address: amount for address, amount in shares.items() if amount}
     contracts = [rec.address for name, rec in protocol.chain.manifest.contracts.items() if name != "RunShares"]

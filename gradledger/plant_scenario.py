@@ -27,7 +27,6 @@ from node.plants import ensure_plant_anchor, get_plant_secret, get_secret_chain,
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.corpus import load_corpus_shards
-from protocol.adapters.finality import require_devnet
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.runs import RunContext
 from protocol.commitment import CommitmentDoc
@@ -84,9 +83,8 @@ class PlantOutcome:
 
 
 def _rpc(protocol: ProtocolClient, method: str, params: list) -> Any:
-    """A devnet-only call (evm_snapshot / evm_revert): refused on any chain but the devnet's."""
-    require_devnet(protocol.chain.chain_id, method)
-    return protocol.chain.w3.provider.make_request(method, params)["result"]  # type: ignore[arg-type]
+    """A devnet-only call (evm_snapshot / evm_revert): refused on anything but anvil, its answer checked."""
+    return protocol.chain.devnet_call(method, params)
 
 
 def to_draw_window(protocol: ProtocolClient, run_id: int) -> None:

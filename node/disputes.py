@@ -6,9 +6,9 @@ plus reading the juror registry's history from events and rebuilding a drawn jur
 are `protocol.jury.get_dispute_action` (pure); this module reads the chain and acts.
 
 On the automining devnet a block is mined only when a transaction arrives, so the block after a
-challenge (the jury seed) may never come on a quiet chain. There, and only there (chain id
-31337), a party waiting for the seed block mines an empty one; on a real chain blocks arrive on
-their own.
+challenge (the jury seed) may never come on a quiet chain. There, and only there (anvil on chain
+id 31337: `ChainClient.is_anvil_devnet`), a party waiting for the seed block mines an empty one; on a
+real chain, or another client, blocks arrive on their own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from node.logs import get_logger, log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.finality import FinalEventReader
-from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.constants import JURY_PARTY_SLACK, MAX_APPEALS, get_appeal_jury_size
 from protocol.jury import (
     KIND_ATTESTATION,
@@ -132,8 +131,8 @@ def advance_dispute(
                 return record
             draw_dispute_jury(protocol, account, snapshot, subject, record)
         elif action == "wait_seed_block":
-            if chain.chain_id == DEVNET_CHAIN_ID:
-                chain.mine()  # devnet only: see the module docstring
+            if chain.is_anvil_devnet():
+                chain.mine()  # anvil only: see the module docstring
             return record
         elif action == "execute":
             protocol.execute_dispute(account, subject)

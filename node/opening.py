@@ -19,7 +19,6 @@ from eth_account.signers.local import LocalAccount
 from node.logs import log_event
 from protocol.adapters.chain import ChainClient, ContractRevertError
 from protocol.adapters.contracts import ProtocolClient
-from protocol.adapters.keys import DEVNET_CHAIN_ID
 from protocol.adapters.runs import RunContext
 from protocol.types import Opening, RoundTimes
 
@@ -37,7 +36,7 @@ def reach_past_block(chain: ChainClient, target: int) -> bool:
     block = chain.block_number()
     if block > target:
         return True
-    if chain.chain_id != DEVNET_CHAIN_ID or not chain.is_automining():
+    if not chain.is_anvil_devnet() or not chain.is_automining():
         return False
     chain.mine_blocks(target - block + 1, interval_s=0)
     return True

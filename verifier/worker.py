@@ -42,6 +42,7 @@ from protocol.adapters.chain import ContractRevertError
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
 from protocol.opening import OpeningError
+from protocol.stake_actions import get_exit_step
 from protocol.types import ROLE_VERIFIER, AttestationRef, AttestationState, Commitment, Opening
 from protocol.verdict import AttestationDecision
 from verifier.decide import get_verifier_phase
@@ -166,7 +167,8 @@ class VerifierWorker(RunNode):
     # -- loop ----------------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """One pass; True when the run is finished and nothing is left to do (every credit withdrawn first).
+        """One pass; True when the run is finished and nothing is left to do (every credit withdrawn first, the run's
+        stake reservation released).
 
         Credits are withdrawn whatever the duties did: after them, and also when one of them failed (a peer
         down, a seat that cannot be checked yet) -- a verifier that abstains still takes its money out.
@@ -210,7 +212,27 @@ class VerifierWorker(RunNode):
             self.jury.tick(now)
         done = times.finished and all(r["status"] == "done" for r in self.list_attestations())
         disputing = self.plant_defence is not None and bool(self.plant_defence.desk.open_records())
-        return done and not disputing and (self.jury is None or not self.jury.pending())
+        done = done and not disputing and (self.jury is None or not self.jury.pending())
+        return done and self._leave_finished_run(now)
+
+    def _leave_finished_run(self, now: int) -> bool:
+        """Take this verifier off the finished run's list and release the stake it reserved: True once nothing is
+        held. Two steps (protocol.stake_actions.get_exit_step): deregister, then release when the exit delay (the
+        run's attest + challenge window) has passed. Issue 39: a verifier that exited still held the reservation and
+        could not register for the next run (InsufficientFreeStake, retried forever)."""
+        if self.juror_only:
+            return True
+        record = self.protocol.verifier_record_of(self.run_id, self.address)
+        step = get_exit_step(record.active, record.reserved, record.exit_at, now)
+        if step == "deregister":
+            self.protocol.deregister_verifier(self.account, self.run_id)
+            exit_at = self.protocol.verifier_record_of(self.run_id, self.address).exit_at
+            log_event(self.log, "left the finished run's verifier list", run=self.run_id, release_at=exit_at)
+        elif step == "release":
+            self.protocol.release_verifier(self.account, self.run_id)
+            log_event(self.log, "released the run's stake reservation", run=self.run_id)
+            return True
+        return step == "none"
 
     def _own_seats(self, round_index: int) -> dict[str, list[AttestationRef]]:
         """Solver -> the seats of its commitment this verifier attested in the round (its own records)."""

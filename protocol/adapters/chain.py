@@ -13,7 +13,7 @@ What it adds to web3.py:
 - sending (protocol/adapters/transactions.py, mixed in): nonces per account, fees under the operator's
   cap, a signed transaction re-sent byte for byte and never replaced, done once as deep as the policy's
   confirmations;
-- anvil's time and mining controls, refused outside the devnet (chain id 31337);
+- anvil's time and mining controls (protocol/adapters/devnet_controls.py, mixed in), refused on any client but anvil;
 - a block's RLP-encoded header, checked against its hash, which the contracts take to prove the block's RANDAO
   value (`get_block_header_rlp`, contracts/src/BlockRandomness.sol).
 Contract-specific calls live in `protocol/adapters/contracts.py` on top of this.
@@ -41,7 +41,7 @@ from web3.exceptions import (
     ProviderConnectionError,
     Web3RPCError,
 )
-from web3.types import BlockIdentifier, FilterParams, LogReceipt, RPCEndpoint
+from web3.types import BlockIdentifier, FilterParams, LogReceipt
 
 from protocol.adapters.block_headers import encode_block_header
 from protocol.adapters.chain_errors import ChainError as ChainError
@@ -51,11 +51,8 @@ from protocol.adapters.chain_errors import HeadGoneError, is_unknown_block
 from protocol.adapters.chain_errors import TxResult as TxResult
 from protocol.adapters.chain_errors import UnknownHeaderLayoutError as UnknownHeaderLayoutError
 from protocol.adapters.chain_errors import WrongChainError as WrongChainError
-from protocol.adapters.finality import (
-    ChainPolicy,
-    get_default_chain_policy,
-    require_devnet,
-)
+from protocol.adapters.devnet_controls import DevnetControls
+from protocol.adapters.finality import ChainPolicy, get_default_chain_policy
 from protocol.adapters.head_reads import HeadReads
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.rpc_provider import connect_web3
@@ -84,10 +81,6 @@ def name_abi_values(params: list[dict[str, Any]], values: Any) -> dict[str, Any]
     return named
 
 
-MINE_CHUNK_BLOCKS = 128
-"""Most empty blocks one anvil_mine call mines: 0.4-2.3 s of anvil's time at load 15 here (3-18 ms a block, more on a
-longer chain), well inside the 30 s RPC timeout even when a busier machine slows anvil several-fold."""
-
 _CONNECTION_ERRORS = (
     requests.exceptions.ConnectionError,
     requests.exceptions.Timeout,
@@ -96,7 +89,7 @@ _CONNECTION_ERRORS = (
 )
 
 
-class ChainClient(TransactionSender):
+class ChainClient(DevnetControls, TransactionSender):
     """Read from and write to the contracts of one deployment (or bare RPC before deploy); sending is
     `TransactionSender`'s (protocol/adapters/transactions.py)."""
 
@@ -424,71 +417,3 @@ class ChainClient(TransactionSender):
 
     def _decode_receipt_events(self, receipt: Any) -> list[ChainEvent]:
         return [e for log in receipt["logs"] if (e := self._decode_log(log)) is not None]
-
-    # -- devnet helpers (anvil) ------------------------------------------------------------
-
-    def _devnet_request(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
-        """A devnet-only JSON-RPC call (anvil's time and mining controls); refused on any other chain id. Its answer
-        is checked: an error reply raises instead of leaving the clock or the chain silently where it was.
-        `retry=False` for a call that must not run twice (a timed-out one may still have landed)."""
-        require_devnet(self.chain_id, method)
-        self.head_reads.forget()  # it may mine or move time: nothing read at the old head stands
-
-        def request() -> Any:
-            return self.w3.provider.make_request(RPCEndpoint(method), params)
-
-        reply = self._retry(request, what=method) if retry else request()
-        if "error" in reply:
-            raise ChainError(f"{method} failed on {self.rpc_url}: {reply['error']}")
-        return reply.get("result")
-
-    def is_automining(self) -> bool:
-        """Whether the devnet mines a block per transaction and otherwise none (anvil's default), as opposed to
-        mining on an interval like a real chain (`anvil --block-time`) or only on request (anvil only)."""
-        require_devnet(self.chain_id, "anvil_getAutomine")
-        reply = self._retry(
-            lambda: self.w3.provider.make_request(RPCEndpoint("anvil_getAutomine"), []), what="anvil_getAutomine"
-        )
-        if "result" not in reply:
-            raise ChainError(f"anvil_getAutomine failed on {self.rpc_url}: {reply.get('error')} (is this anvil?)")
-        return bool(reply["result"])
-
-    def increase_time(self, seconds: int) -> None:
-        """Advance the devnet clock and mine a block (anvil only; tests and demos)."""
-        self._devnet_request("evm_increaseTime", [seconds])
-        self.mine()
-
-    def mine_at(self, timestamp: int) -> None:
-        """Mine one block with exactly this timestamp (anvil only; a test driving the devnet clock)."""
-        self._devnet_request("evm_setNextBlockTimestamp", [int(timestamp)])
-        self.mine()
-
-    def set_block_timestamp_interval(self, seconds: int) -> None:
-        """Make every later block exactly `seconds` after the previous one, whatever the wall clock says
-        (anvil only): the chain's time then moves only when blocks are mined."""
-        self._devnet_request("anvil_setBlockTimestampInterval", [int(seconds)])
-
-    def mine_blocks(self, count: int, interval_s: int | None = None) -> None:
-        """Mine `count` empty blocks (anvil only), `interval_s` apart (None: anvil's own rule).
-
-        On an anvil stamping a fixed interval (a test's driven clock) the interval argument is ignored. Mined in calls
-        of at most MINE_CHUNK_BLOCKS blocks, counted against the block number: one call for hundreds of blocks outlasted
-        the RPC timeout on a busy machine, and a timed-out call retried would mine its blocks twice (issue 38)."""
-        target = self.block_number() + count
-        last, stalled = -1, 0  # timeouts in a row with no block mined in between
-        while (missing := target - (head := self.block_number())) > 0:
-            stalled, last = (0 if head > last else stalled), head
-            chunk = min(missing, MINE_CHUNK_BLOCKS)
-            params: list[Any] = [hex(chunk)] if interval_s is None else [hex(chunk), hex(interval_s)]
-            try:
-                self._devnet_request("anvil_mine", params, retry=False)
-            except requests.exceptions.Timeout:
-                # It may still land: the block number decides what is left (one that lands after that read mines
-                # up to a chunk too many, which only a timeout can cause).
-                stalled += 1
-                if stalled > self.max_retries:
-                    raise ChainUnavailableError(f"anvil_mine timed out {stalled} times on {self.rpc_url}") from None
-
-    def mine(self, blocks: int = 1) -> None:
-        for _ in range(blocks):
-            self._devnet_request("evm_mine", [])

@@ -10,7 +10,7 @@
   read events up to `head - confirmations` and, before each read, check that the last block they read is still
   canonical; after a reorg they drop what came from orphaned blocks and read again from the fork point
   (protocol/finality.py holds the pure rules).
-- `require_devnet`: anvil's time and mining controls are refused on any chain but the devnet (chain id 31337).
+- `require_devnet`: anvil's time and mining controls are refused on any client but anvil on the devnet (31337).
 """
 
 from __future__ import annotations
@@ -58,13 +58,14 @@ class ConfirmationError(GradledgerError):
     """A transaction did not become final: dropped by a reorg and its nonce taken, or not deep enough in time."""
 
 
-def require_devnet(chain_id: int, what: str) -> None:
-    """Refuse `what` (an anvil_* / evm_* call) on any chain but the local devnet."""
-    if chain_id != DEVNET_CHAIN_ID:
+def require_devnet(chain_id: int, client_version: str, is_anvil: bool, what: str) -> None:
+    """Refuse `what` (an anvil_* / evm_* call) on anything but anvil serving the devnet chain id: the shortcut keys
+    on the client (`web3_clientVersion`), not the chain id alone, which other devnets (Hardhat) share."""
+    if chain_id != DEVNET_CHAIN_ID or not is_anvil:
         raise DevnetOnlyError(
-            f"{what} is a devnet-only call (anvil's clock and mining controls, chain id {DEVNET_CHAIN_ID}); this RPC "
-            f"serves chain {chain_id}, whose blocks and time move on their own: nothing was sent. Point --rpc-url at "
-            "`gradledger devnet up` to use it"
+            f"{what} is an anvil devnet call (its clock and mining controls, chain id {DEVNET_CHAIN_ID}); this RPC "
+            f"runs {client_version} on chain {chain_id}, whose blocks and time move on their own: nothing was sent. "
+            "Point --rpc-url at `gradledger devnet up` to use it"
         )
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from devnet.anvil import AnvilProcess
-from protocol.adapters.chain import MINE_CHUNK_BLOCKS, ChainClient, ChainError
+from protocol.adapters.chain import ChainClient, ChainError
+from protocol.adapters.devnet_controls import MINE_CHUNK_BLOCKS
 
 
 class RecordingClient(ChainClient):

@@ -1,16 +1,19 @@
-"""A real run on a real anvil: 2 solvers + 1 verifier as processes, 2 rounds, settled and paid.
+"""A real run on a real anvil: 2 solvers + 1 verifier as processes, 2 rounds, settled and paid; then the same verifier
+serves a second run.
 
 The run asks for 2 seats per commitment and has 1 verifier, so seat 1 is void every round (as after a slashed
 verifier leaves a 2-verifier list in the adversarial demo): the verifier attests the seat it has and the work is
-accepted."""
+accepted. At the run's end the verifier leaves its list and releases the stake it reserved before it exits, so the
+same stake lets it register for the next run (issue 39: it retried InsufficientFreeStake forever)."""
 
 from __future__ import annotations
 
 import pytest
 
 from protocol.adapters.keys import get_devnet_account
+from protocol.constants import JUROR_MIN_STAKE
 from protocol.ledger import compute_ledger
-from protocol.types import ROLE_SOLVER
+from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, run_to_the_end, start_node
 
 pytestmark = pytest.mark.e2e
@@ -18,7 +21,7 @@ pytestmark = pytest.mark.e2e
 SOLVERS, VERIFIER = [11, 12], 13
 
 
-def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
+def test_two_solvers_one_verifier_two_rounds_then_the_verifier_serves_a_second_run(deployment, corpus, tmp_path):
     rules = FAST_RULES.with_run(verifiers_per_commitment=2)  # one verifier: seat 1 is void
     setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules)
     protocol, run_id = setup.protocol, setup.run_id
@@ -61,3 +64,21 @@ def test_two_solvers_one_verifier_two_rounds(deployment, corpus, tmp_path):
         chain.add_contract(f"RunShares#{r}", token, chain.manifest.contracts["RunShares"].abi)
     balance = sum(chain.get_balance(a) for a in [*contracts, *tokens])
     assert balance == compute_ledger(chain.get_events(chain.manifest.deployed_block)).implied_balance
+
+    # the verifier left the finished run and released its reservation: only its juror registration holds stake
+    verifier = get_devnet_account(VERIFIER).address
+    assert not protocol.is_reserved(run_id, verifier)
+    assert protocol.stake_state(verifier, ROLE_VERIFIER).reserved_wei == JUROR_MIN_STAKE
+    assert "released the run's stake reservation" in logs[VERIFIER]
+    assert protocol.stake_state(verifier, ROLE_VERIFIER).free_wei >= rules.run.verifier_min_stake
+
+    # so it serves the next run with the same stake
+    second = prepare_run(deployment, corpus, tmp_path / "home-2", SOLVERS[:1], [VERIFIER], rules.with_run(max_rounds=1))
+    processes = [
+        start_node(second, "solver", SOLVERS[0], "--coordinator"),
+        start_node(second, "verifier", VERIFIER, "--exit-when-done"),
+    ]
+    run_to_the_end(second, list(zip([SOLVERS[0], VERIFIER], processes, strict=True)))
+    assert all(p.returncode == 0 for p in processes), read_log(second, "verifier", VERIFIER)
+    assert {e.args["verifier"] for e in events_of(protocol, "PassAttested", second.run_id)} == {verifier}
+    assert not protocol.is_reserved(second.run_id, verifier)

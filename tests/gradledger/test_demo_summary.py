@@ -35,3 +35,16 @@ def test_check_demo_summary_reports_unsettled_rounds_unbalanced_contracts_and_a_
     problems = check_demo_summary(_summary(rounds_settled=1, contract_balance_wei=11, audit=audit))
     assert [p.split(" ")[0:2] for p in problems] == [["only", "1"], ["the", "contracts"], ["the", "audit"]]
     assert "payouts" in problems[2] and "run-1.html" in problems[2]
+
+
+def test_count_accepted_counts_every_past_round_from_the_history():
+    # Verification keeps only a solver's latest status: the demo read rounds 0 and 1 as empty from it ([0, 0, 3])
+    # while the audit, folding the events, counted 3 in each; the count now comes from the same fold as the audit
+    from gradledger.demo_summary import count_accepted
+    from tests.history_builder import SOLVER_A, SOLVER_B, honest_two_rounds
+
+    events = honest_two_rounds().events
+    assert count_accepted(1, 2, events, {SOLVER_A}) == ([2, 2], [1, 1])
+    assert count_accepted(1, 3, events, {SOLVER_A, SOLVER_B}) == ([2, 2, 0], [2, 2, 0])  # round 2 never opened
+    summary = _summary(rounds=3, accepted_per_round=[2, 2, 0], honest_accepted_per_round=[2, 2, 0])
+    assert "round(s) 2 " in check_demo_summary(summary)[0]

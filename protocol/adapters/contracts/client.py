@@ -21,7 +21,10 @@ class ProtocolClient(VerificationCalls, DisputeCalls, ShareCalls, PlantCalls):
 
     def is_accepted(self, run_id: int, round_index: int, solver: str) -> bool:
         """Verified work whose Δ enters θ_(r+1) (`protocol.types.is_commitment_accepted`: accepted on the chain's tally
-        and not unpaid under the plant rules), from Verification's status and Plants.payOf now."""
+        and not unpaid under the plant rules), from Verification's status and Plants.payOf now.
+
+        Verification keeps one status per solver, its latest commitment's: for an earlier round of that solver this
+        reads False. A past round's acceptance comes from the run's history (`protocol.history`, `Round.accepted`)."""
         status = self.commitment_status(run_id, round_index, solver)
         pay = self.plant_pay(run_id, round_index, solver)
         return is_commitment_accepted(status.passes, status.faults, status.needed, pay=pay)
