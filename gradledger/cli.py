@@ -26,6 +26,7 @@ from gradledger.commands import devnet as devnet_cli
 from gradledger.commands import model as model_cli
 from gradledger.commands import profile as profile_cli
 from gradledger.commands import run as devnet_commands
+from gradledger.commands import run_status as run_status_cli
 from gradledger.commands import solver as solver_cli
 from gradledger.commands import verifier as verifier_cli
 from gradledger.commands import whistleblower as whistleblower_cli
@@ -42,6 +43,8 @@ app = typer.Typer(
 app.add_typer(devnet_cli.app, name="devnet")
 app.command("deploy")(devnet_commands.deploy_command)
 app.add_typer(devnet_commands.run_app, name="run")
+devnet_commands.run_app.command("list")(run_status_cli.list_command)
+devnet_commands.run_app.command("status")(run_status_cli.status_command)
 app.add_typer(devnet_commands.artifacts_app, name="artifacts")
 app.add_typer(solver_cli.app, name="solver")
 app.add_typer(verifier_cli.app, name="verifier")

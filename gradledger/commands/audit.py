@@ -99,7 +99,7 @@ def audit_command(
         url = resolve_rpc_url(root, rpc_url, deployment)
         chain = ChainClient(url, deployment, max_retries=rpc_retries)
         if run is None:
-            _print_runs(list_deployment_runs(chain, deployment), out)
+            print_runs(list_deployment_runs(chain, deployment), out)
             return
         sources = open_sources(root, artifacts, resolve_peers(root, peer), include_home=home_stores)
         report = audit_run(chain, deployment, run, sources, read_labels(root), replay=settings)
@@ -146,11 +146,12 @@ def read_labels(home: Path) -> dict[str, str]:
         raise GradledgerError(f"{path} is not a valid labels file ({exc}); fix or remove it") from None
 
 
-def _print_runs(runs, console: Console) -> None:
+def print_runs(runs, console: Console, title: str = "runs (audit one with --run ID)") -> None:
+    """The deployment's runs as a table (`gradledger audit` without --run, `gradledger run list`)."""
     if not runs:
         console.print("no runs in this deployment")
         return
-    table = Table(title="runs (audit one with --run ID)", title_justify="left")
+    table = Table(title=title, title_justify="left")
     for column in ("run", "creator", "created at block", "rounds settled", "finished"):
         table.add_column(column)
     for r in runs:

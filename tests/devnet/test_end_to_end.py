@@ -8,8 +8,12 @@ same stake lets it register for the next run (issue 39: it retried InsufficientF
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from typer.testing import CliRunner
+
+from gradledger.cli import app
 from protocol.adapters.keys import get_devnet_account
 from protocol.constants import JUROR_MIN_STAKE
 from protocol.ledger import compute_ledger
@@ -64,6 +68,24 @@ def test_two_solvers_one_verifier_two_rounds_then_the_verifier_serves_a_second_r
         chain.add_contract(f"RunShares#{r}", token, chain.manifest.contracts["RunShares"].abi)
     balance = sum(chain.get_balance(a) for a in [*contracts, *tokens])
     assert balance == compute_ledger(chain.get_events(chain.manifest.deployed_block)).implied_balance
+
+    # `gradledger run list` / `run status` read the same record (in-process, the real commands on the real chain)
+    where = ["--home", str(setup.home), "--rpc-url", chain.rpc_url]
+    listed = json.loads(CliRunner().invoke(app, ["run", "list", "--json", *where]).output)
+    assert {"run_id": run_id, "max_rounds": 2, "rounds_settled": 2, "finished": True}.items() <= next(
+        r for r in listed if r["run_id"] == run_id
+    ).items()
+    for extra in ([], ["--watch"]):  # a finished run is printed once, then --watch ends
+        result = CliRunner().invoke(app, ["run", "status", "--run", str(run_id), "--json", *extra, *where])
+        assert result.exit_code == 0, result.output
+        status = json.loads(result.output)
+        assert (status["finished"], status["phase"], status["current_round"]) == (True, "finished", 2)
+        assert [(r["commitments"], r["accepted"], r["passes"]) for r in status["rounds"]] == [(2, 2, 2), (2, 2, 2)]
+        assert status["rounds"][1]["next_theta"] == "0x" + protocol.theta_of(run_id, 2).hex()
+    table = CliRunner().invoke(app, ["run", "status", "--run", str(run_id), *where])
+    assert table.exit_code == 0 and "finished (2 rounds)" in table.output, table.output
+    missing = CliRunner().invoke(app, ["run", "status", "--run", "999", *where])
+    assert "run 999 does not exist" in str(missing.exception) and "gradledger run list" in str(missing.exception)
 
     # the verifier left the finished run and released its reservation: only its juror registration holds stake
     verifier = get_devnet_account(VERIFIER).address

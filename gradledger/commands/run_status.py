@@ -1,0 +1,140 @@
+"""`gradledger run list` and `gradledger run status [--watch]`: the runs of a deployment, and where one stands.
+
+Read-only: no key is needed. Both fold the chain's events (`protocol.history`), the same record the audit reads, so
+what they print agrees with it: `run list` is the deployment's runs and how far each got; `run status` the current
+round, its phase and deadlines, and per round the commitments, accepted work, attestations, disputes and θ
+(`protocol.history.status.get_run_status`). `--watch` prints again on every new block until the run finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console, Group
+from rich.table import Table
+
+from gradledger.context import HomeOption, ManifestOption, RpcOption
+from node.logs import configure_logging
+
+JsonOption = typer.Option(False, "--json", help="print the result as JSON (times in chain seconds, amounts in wei)")
+
+
+def _connect(home: Path | None, rpc_url: str | None, manifest: Path | None):
+    from gradledger.context import resolve_home, resolve_manifest, resolve_rpc_url
+    from protocol.adapters.chain import ChainClient
+
+    root = resolve_home(home)
+    deployment = resolve_manifest(root, manifest)
+    return ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment)
+
+
+def list_command(
+    json_out: bool = JsonOption,
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+) -> None:
+    """List the deployment's runs: creator, creation block, rounds settled of the run's rounds, finished."""
+    from dataclasses import asdict
+
+    from auditor.chain_reads import list_deployment_runs
+    from gradledger.commands.audit import print_runs
+
+    configure_logging()
+    chain = _connect(home, rpc_url, manifest)
+    runs = list_deployment_runs(chain, chain.manifest)
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in runs], indent=1))
+    else:
+        print_runs(runs, Console(), "runs (show one with `gradledger run status --run ID`)")
+
+
+def read_run_status(chain, run_id: int):
+    """The run's status now, folded from the deployment's events; RunNotFoundError for a run that does not exist."""
+    from node.bootstrap import get_chain_now
+    from protocol.adapters.runs import RunNotFoundError
+    from protocol.history.fold import fold_run_history, list_runs
+    from protocol.history.status import get_run_status
+
+    events = chain.get_events(chain.manifest.deployed_block)
+    if run_id not in {r.run_id for r in list_runs(events)}:
+        known = ", ".join(str(r.run_id) for r in list_runs(events)) or "none"
+        raise RunNotFoundError(
+            f"run {run_id} does not exist in this deployment (runs: {known}); see `gradledger run list`"
+        )
+    return get_run_status(fold_run_history(events, run_id), get_chain_now(chain))
+
+
+def _utc(ts: int) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(ts))
+
+
+def render_run_status(status) -> Group:
+    """The status as a headline and a table of rounds (the current round's deadlines in its phase column)."""
+    if status.finished:
+        head = f"run {status.run_id}: finished ({status.max_rounds} rounds)"
+    else:
+        head = f"run {status.run_id}: round {status.current_round} of {status.max_rounds}, {status.phase}"
+    head += f"; chain time {_utc(status.now)} UTC"
+    table = Table(title_justify="left")
+    for column in ("round", "phase", "windows close (UTC)", "commitments", "accepted", "pass/fail", "disputes", "θ"):
+        table.add_column(column)
+    for r in status.rounds:
+        windows = f"commit {_utc(r.commit_end)}, attest {_utc(r.attest_end)}, challenge {_utc(r.challenge_end)}"
+        disputes = f"{r.disputes}" + (f" ({r.disputes_open} open)" if r.disputes_open else "")
+        theta = (r.next_theta or "")[:12]
+        table.add_row(
+            str(r.round),
+            r.phase,
+            windows,
+            str(r.commitments),
+            str(r.accepted),
+            f"{r.passes}/{r.fails}",
+            disputes,
+            theta,
+        )
+    parts: list = [head, table]
+    if status.slashed_wei:
+        parts.append(f"slashed in this run: {status.slashed_wei / 1e18:g} ETH")
+    return Group(*parts)
+
+
+def status_command(
+    run: int = typer.Option(..., "--run", min=1, help="the run to show (`gradledger run list` lists them)"),
+    watch: bool = typer.Option(False, "--watch", help="print again on every new block until the run finishes"),
+    json_out: bool = JsonOption,
+    home: Path | None = HomeOption,
+    rpc_url: str | None = RpcOption,
+    manifest: Path | None = ManifestOption,
+) -> None:
+    """Show a run's round, phase, window deadlines, commitments, accepted work, attestations, disputes and θ."""
+    from rich.live import Live
+
+    configure_logging()
+    chain = _connect(home, rpc_url, manifest)
+    status = read_run_status(chain, run)
+    if json_out:  # one JSON object, or with --watch one per line per new block
+        for update in [status, *(_updates(chain, run, status) if watch else [])]:
+            typer.echo(json.dumps(update.to_json(), indent=None if watch else 1))
+        return
+    if not watch:
+        Console().print(render_run_status(status))
+        return
+    with Live(render_run_status(status), console=Console(), auto_refresh=False) as live:
+        for update in _updates(chain, run, status):
+            live.update(render_run_status(update), refresh=True)
+
+
+def _updates(chain, run: int, status):
+    """The run's status again at every new block (one `eth_blockNumber` a second meanwhile), until it finishes."""
+    seen = chain.block_number()
+    while not status.finished:
+        time.sleep(1.0)
+        head = chain.block_number()
+        if head == seen:
+            continue  # no block since the last read: no event can have come either
+        seen, status = head, read_run_status(chain, run)
+        yield status

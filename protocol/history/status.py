@@ -1,0 +1,85 @@
+"""Where a run stands now, from its folded history: what `gradledger run status` shows and the explorer serves.
+
+A pure function of the history and the chain's time, so the status a CLI prints, a JSON consumer reads and a test
+asserts are one value: the current round and its phase (`get_round_phase`, the same as the audit's), the deadlines of
+its windows, and per round the commitments, how many are accepted, attestations (passes, fails), disputes and the θ
+it settled to. Addresses are checksummed as in the events; times are chain seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from protocol.history.fold import get_round_phase, get_round_times
+from protocol.history.records import RunHistory
+from protocol.history.rounds import Round
+
+
+@dataclass(frozen=True)
+class RoundStatus:
+    round: int
+    phase: str
+    start: int
+    commit_end: int
+    open_end: int
+    attest_end: int
+    challenge_end: int
+    commitments: int
+    accepted: int
+    """Commitments whose Δ enters θ_(r+1) (`Round.accepted`): final once the round is settled."""
+    passes: int
+    fails: int
+    disputes: int
+    disputes_open: int
+    settled: bool
+    theta: str
+    next_theta: str | None
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run_id: int
+    now: int
+    finished: bool
+    max_rounds: int
+    current_round: int
+    phase: str
+    rounds: tuple[RoundStatus, ...]
+    disputes: tuple[dict, ...]
+    slashed_wei: int
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def get_round_status(history: RunHistory, rnd: Round, now: int) -> RoundStatus:
+    times = get_round_times(history, rnd.index)
+    standing = [a for a in rnd.attestations if a.state not in ("overturned", "voided")]
+    return RoundStatus(
+        round=rnd.index, phase=get_round_phase(history, rnd.index, now), start=times.start,
+        commit_end=times.commit_end, open_end=times.open_end, attest_end=times.attest_end,
+        challenge_end=times.challenge_end, commitments=len(rnd.commitments), accepted=len(rnd.accepted),
+        passes=sum(1 for a in standing if not a.is_fail), fails=sum(1 for a in standing if a.is_fail),
+        disputes=len(rnd.disputes),
+        disputes_open=sum(1 for d in rnd.disputes if d.status in ("open", "jury drawn", "decided")),
+        settled=rnd.settled, theta=rnd.theta_hash, next_theta=rnd.next_theta_hash,
+    )  # fmt: skip
+
+
+def get_run_status(history: RunHistory, now: int) -> RunStatus:
+    """The run's status at chain time `now` (the run's latest round is the current one until it finishes)."""
+    rounds = tuple(get_round_status(history, rnd, now) for rnd in history.rounds)
+    current = history.current_round
+    if history.finished:
+        phase = "finished"
+    elif current < len(rounds):
+        phase = rounds[current].phase
+    else:
+        phase = "not started"
+    fields = ("dispute_id", "kind", "round", "status", "challenger", "challenger_wins")
+    disputes = tuple({name: getattr(d, name) for name in fields} for rnd in history.rounds for d in rnd.disputes)
+    return RunStatus(
+        run_id=history.run_id, now=now, finished=history.finished, max_rounds=history.terms.max_rounds,
+        current_round=current, phase=phase, rounds=rounds, disputes=disputes,
+        slashed_wei=sum(s.amount for s in history.slashes),
+    )  # fmt: skip
