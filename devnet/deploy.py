@@ -145,12 +145,15 @@ def deploy_protocol(
                 f"from {deployer.address} interleaved with the deployment; deploy again from an idle account"
             )
         first_block = first_block if first_block is not None else result.block_number
+    if first_block is None:
+        raise ToolchainError("no contract was deployed: DEPLOY_ORDER is empty")
     contracts = {name: ContractRecord(address=predicted[name], abi=artifacts[name][0]) for name in DEPLOY_ORDER}
     contracts.update({name: ContractRecord(address=ZERO_ADDRESS, abi=artifacts[name][0]) for name in TEMPLATES})
     return DeploymentManifest(
         chain_id=client.chain_id,
         rpc_url=client.rpc_url,
         deployed_block=first_block,
+        deployed_block_hash=client.get_block(first_block)["hash"].to_0x_hex(),
         deployer=deployer.address,
         contracts=contracts,
         abis_hash=compute_abis_hash(contracts),

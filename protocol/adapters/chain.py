@@ -119,12 +119,29 @@ class ChainClient(DevnetControls, TransactionSender):
             raise WrongChainError(
                 f"RPC {rpc_url} serves chain id {self.chain_id}, expected {wanted}: wrong endpoint or manifest"
             )
+        if manifest is not None and manifest.deployed_block_hash is not None:
+            self._verify_deployment_chain(manifest)
         self._contracts: dict[str, Contract] = {}
         self._errors: dict[bytes, tuple[str, list[dict[str, Any]]]] = {}
         self._events: dict[tuple[str, bytes], tuple[str, Any]] = {}
         if manifest is not None:
             for name, record in manifest.contracts.items():
                 self._register(name, record.address, record.abi)
+
+    def _verify_deployment_chain(self, manifest: DeploymentManifest) -> None:
+        """Refuse an RPC whose block at the deployment is not the manifest's (issue 39: a node pointed at a second
+        devnet with the same chain id and addresses staked there). One read, before anything is sent."""
+        try:
+            found = self._retry(lambda: self.w3.eth.get_block(manifest.deployed_block), what="eth_getBlockByNumber")
+            got = found["hash"].to_0x_hex()
+        except BlockNotFound:
+            got = "no block"
+        if got.lower() != str(manifest.deployed_block_hash).lower():
+            raise WrongChainError(
+                f"RPC {self.rpc_url} serves chain id {self.chain_id} but its block {manifest.deployed_block} is {got}, "
+                f"not the deployment's {manifest.deployed_block_hash}: another chain (a second devnet, or one "
+                "restarted from scratch). Point --rpc-url at the chain the manifest describes, or deploy again there"
+            )
 
     # -- plumbing ------------------------------------------------------------------------
 

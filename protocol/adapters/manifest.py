@@ -39,6 +39,10 @@ class DeploymentManifest(BaseModel):
     deployer: str
     contracts: dict[str, ContractRecord]
     abis_hash: str
+    deployed_block_hash: str | None = None
+    """The hash of `deployed_block` on the chain deployed to: a client refuses an RPC whose block there differs (a
+    second devnet with the same chain id and the same contract addresses, or one restarted from scratch), before any
+    key is used. None in a manifest written before it was recorded: then only the chain id is checked."""
     block_seconds: int = 1
     """The chain's block time the deployment declared (RunRegistry.blockSeconds, `gradledger deploy --block-seconds`):
     every run's windows must fit it (protocol/windows.py). The chain holds the value that counts; a manifest written
