@@ -63,12 +63,14 @@ def get_withdrawable_roles(states: dict[str, StakeState], now: int) -> list[str]
     return [role for role, state in states.items() if state.is_withdrawable(now)]
 
 
-def get_exit_step(active: bool, reserved: bool, exit_at: int, now: int) -> str:
+def get_exit_step(active: bool, reserved: bool, exit_at: int, now: int, run_finished: bool = False) -> str:
     """The next step out of a verifier or juror registration: "deregister" (still on the list), "release" (off the
     list and its exit delay over: frees the reservation), "wait" (off the list, reserved until `exit_at`) or "none"
-    (nothing held). Two steps because seats drawn before leaving stay the leaver's until the exit delay ends."""
+    (nothing held). Two steps because seats drawn before leaving stay the leaver's until the exit delay ends; of a
+    finished run (`run_finished`) no seat is drawn again, so VerifierRegistry releases at once: leaving it is one
+    step (deregister releases in the same call) and a pending exit is released without waiting."""
     if active:
         return "deregister"
     if not reserved:
         return "none"
-    return "release" if now >= exit_at else "wait"
+    return "release" if now >= exit_at or run_finished else "wait"

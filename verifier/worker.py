@@ -216,22 +216,22 @@ class VerifierWorker(RunNode):
         return done and self._leave_finished_run(now)
 
     def _leave_finished_run(self, now: int) -> bool:
-        """Take this verifier off the finished run's list and release the stake it reserved: True once nothing is
-        held. Two steps (protocol.stake_actions.get_exit_step): deregister, then release when the exit delay (the
-        run's attest + challenge window) has passed. Issue 39: a verifier that exited still held the reservation and
-        could not register for the next run (InsufficientFreeStake, retried forever)."""
+        """Take this verifier off the finished run's list, which releases the stake it reserved at once (no seat of a
+        finished run is drawn again: VerifierRegistry.deregister), or release a reservation an overturn left pending:
+        True once nothing is held (protocol.stake_actions.get_exit_step). Issue 39: a verifier that exited still held
+        the reservation and could not register for the next run (InsufficientFreeStake, retried forever)."""
         if self.juror_only:
             return True
         record = self.protocol.verifier_record_of(self.run_id, self.address)
-        step = get_exit_step(record.active, record.reserved, record.exit_at, now)
+        step = get_exit_step(record.active, record.reserved, record.exit_at, now, run_finished=True)
         if step == "deregister":
             self.protocol.deregister_verifier(self.account, self.run_id)
-            exit_at = self.protocol.verifier_record_of(self.run_id, self.address).exit_at
-            log_event(self.log, "left the finished run's verifier list", run=self.run_id, release_at=exit_at)
         elif step == "release":
             self.protocol.release_verifier(self.account, self.run_id)
-            log_event(self.log, "released the run's stake reservation", run=self.run_id)
-            return True
+        if step in ("deregister", "release"):
+            held = self.protocol.verifier_record_of(self.run_id, self.address).reserved
+            log_event(self.log, "left the finished run and released its stake reservation", run=self.run_id)
+            return not held
         return step == "none"
 
     def _own_seats(self, round_index: int) -> dict[str, list[AttestationRef]]:

@@ -97,24 +97,32 @@ contract VerifierRegistry is IVerifierRegistry {
 
     /// @notice Leave a run's verifier list now: rounds whose seed block comes later give the caller no seat. Seats it
     ///         holds in snapshots already taken stay its own, so its reservation stays until `releaseVerifier`,
-    ///         the run's attestWindow + challengeWindow from now.
+    ///         the run's attestWindow + challengeWindow from now. A finished run draws no seat again and every round
+    ///         of it is settled: leaving it releases the reservation at once (issue 39: a verifier could not serve
+    ///         the next run until the exit delay of one that was over).
     /// @param runId The run.
     function deregister(uint256 runId) external {
         VerifierRecord memory r = records[runId][msg.sender];
         if (r.indexPlusOne == 0) revert NotRegistered(runId, msg.sender);
+        bool finished = runRegistry.roundTimes(runId).finished;
         IRunRegistry.RunParams memory p = runRegistry.runParams(runId);
-        uint256 exitAt = block.timestamp + p.attestWindow + p.challengeWindow;
-        records[runId][msg.sender] = VerifierRecord({indexPlusOne: 0, exitAt: uint40(exitAt), reserved: true});
+        uint256 exitAt = finished ? block.timestamp : block.timestamp + p.attestWindow + p.challengeWindow;
+        records[runId][msg.sender] = VerifierRecord({indexPlusOne: 0, exitAt: uint40(exitAt), reserved: !finished});
         address moved = _remove(runId, r.indexPlusOne - 1);
         emit VerifierDeregistered(runId, msg.sender, r.indexPlusOne - 1, moved, exitAt, false);
+        if (finished) {
+            emit VerifierReleased(runId, msg.sender);
+            stakeManager.release(msg.sender, Constants.ROLE_VERIFIER, runRegistry.runEconomics(runId).verifierMinStake);
+        }
     }
 
-    /// @notice Release the run's stake reservation of a verifier that left, once its exit delay has passed.
+    /// @notice Release the run's stake reservation of a verifier that left, once its exit delay has passed, or at
+    ///         once when the run is finished (no seat of it is drawn again).
     /// @param runId The run.
     function releaseVerifier(uint256 runId) external {
         VerifierRecord memory r = records[runId][msg.sender];
         if (r.indexPlusOne != 0 || !r.reserved) revert NotExiting(runId, msg.sender);
-        if (block.timestamp < r.exitAt) revert ExitNotReady(r.exitAt);
+        if (block.timestamp < r.exitAt && !runRegistry.roundTimes(runId).finished) revert ExitNotReady(r.exitAt);
         // INVARIANT: the flag is cleared before the release, so each registration's reservation is released once.
         records[runId][msg.sender] = VerifierRecord({indexPlusOne: 0, exitAt: 0, reserved: false});
         emit VerifierReleased(runId, msg.sender);

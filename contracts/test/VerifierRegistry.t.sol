@@ -165,6 +165,35 @@ contract VerifierRegistryTest is Fixture {
         vreg.releaseVerifier(runId);
     }
 
+    /// @dev Issue 39: leaving a finished run releases the reservation in the same call, and a verifier overturned
+    ///      before the end releases it without waiting out its exit delay: no seat of the run is drawn again.
+    function test_deregister_finishedRun_releasesAtOnce_succeeds() public {
+        vm.prank(verifiers[2]);
+        vreg.deregister(runId); // left during the run: its exit delay runs
+        vm.mockCall(
+            address(reg),
+            abi.encodeWithSelector(RunRegistry.roundTimes.selector, runId),
+            abi.encode(0, 0, 0, 0, 0, true, 0, 0)
+        );
+        vm.expectEmit(true, true, false, true, address(vreg));
+        emit VerifierRegistry.VerifierReleased(runId, verifiers[1]);
+        vm.prank(verifiers[1]);
+        vreg.deregister(runId);
+        (uint32 indexPlusOne, uint40 exitAt, bool reserved) = vreg.records(runId, verifiers[1]);
+        assertEq(indexPlusOne, 0);
+        assertEq(exitAt, block.timestamp);
+        assertFalse(reserved);
+        (,,, uint256 stakeReserved) = sm.stakeOf(verifiers[1], Constants.ROLE_VERIFIER);
+        assertEq(stakeReserved, 0, "released in the same call");
+        vm.prank(verifiers[1]);
+        vm.expectRevert(abi.encodeWithSelector(VerifierRegistry.NotExiting.selector, runId, verifiers[1]));
+        vreg.releaseVerifier(runId); // nothing left to release: no second release
+        vm.prank(verifiers[2]);
+        vreg.releaseVerifier(runId); // its exit delay is not over, but the run is
+        (,,, stakeReserved) = sm.stakeOf(verifiers[2], Constants.ROLE_VERIFIER);
+        assertEq(stakeReserved, 0);
+    }
+
     function test_releaseVerifier_stillRegistered_reverts() public {
         vm.prank(verifiers[0]);
         vm.expectRevert(abi.encodeWithSelector(VerifierRegistry.NotExiting.selector, runId, verifiers[0]));

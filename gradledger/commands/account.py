@@ -62,7 +62,9 @@ def read_account(client, address: str, runs: list[int]) -> dict[str, Any]:
         per_run.append({
             "run": run, "solver_member": client.is_member(run, address),
             "solver_joined": client.has_joined(run, address),
-            "verifier": get_exit_step(verifier.active, verifier.reserved, verifier.exit_at, now),
+            "verifier": get_exit_step(
+                verifier.active, verifier.reserved, verifier.exit_at, now, client.round_times(run).finished
+            ),
             "verifier_exit_at": verifier.exit_at, "shares": shares,
             "withdrawable_revenue_wei": client.withdrawable_revenue_of(run, address),
         })  # fmt: skip
@@ -201,9 +203,12 @@ def _leave_registration(client, signer, who: str, run: int | None, now: int) -> 
         return client.juror_of(signer.address) if run is None else client.verifier_record_of(run, signer.address)
 
     held = record()
-    step = get_exit_step(held.active, held.reserved, held.exit_at, now)
+    finished = run is not None and client.round_times(run).finished
+    step = get_exit_step(held.active, held.reserved, held.exit_at, now, finished)
     if step == "deregister":
         client.deregister_juror(signer) if run is None else client.deregister_verifier(signer, run)
+        if not record().reserved:  # a finished run's registration is released as it is left
+            return f"left as {who} and released its stake reservation (the run is finished)"
         return f"left as {who}: its stake stays reserved until {_when(record().exit_at)}; run this again then"
     if step == "release":
         client.release_juror(signer) if run is None else client.release_verifier(signer, run)

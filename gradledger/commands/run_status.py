@@ -1,9 +1,11 @@
 """`gradledger run list` and `gradledger run status [--watch]`: the runs of a deployment, and where one stands.
 
-Read-only: no key is needed. Both fold the chain's events (`protocol.history`), the same record the audit reads, so
-what they print agrees with it: `run list` is the deployment's runs and how far each got; `run status` the current
-round, its phase and deadlines, and per round the commitments, accepted work, attestations, disputes and θ
-(`protocol.history.status.get_run_status`). `--watch` prints again on every new block until the run finishes.
+Read-only: no key is needed. Both fold the chain's events (`protocol.history`) as the deployment's event index holds
+them (<home>/index/events.sqlite, `protocol/adapters/event_index.py`: only blocks not indexed yet are read), the
+same record the audit reads, so what they print agrees with it: `run list` is the deployment's runs and how far each
+got; `run status` the current round, its phase and deadlines, and per round the commitments, accepted work,
+attestations, disputes and θ (`protocol.history.status.get_run_status`). `--watch` prints again on every new block
+until the run finishes.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ JsonOption = typer.Option(False, "--json", help="print the result as JSON (times
 
 
 def _connect(home: Path | None, rpc_url: str | None, manifest: Path | None):
+    """The deployment's event index, kept in <home>/index/events.sqlite (protocol/adapters/event_index.py): a
+    command run again, or `--watch` on each new block, reads only the blocks it has not indexed yet."""
     from gradledger.context import resolve_home, resolve_manifest, resolve_rpc_url
     from protocol.adapters.chain import ChainClient
+    from protocol.adapters.event_index import EventIndex
 
     root = resolve_home(home)
     deployment = resolve_manifest(root, manifest)
-    return ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment)
+    return EventIndex(
+        root / "index" / "events.sqlite", ChainClient(resolve_rpc_url(root, rpc_url, deployment), deployment)
+    )
 
 
 def list_command(
@@ -40,32 +47,35 @@ def list_command(
     """List the deployment's runs: creator, creation block, rounds settled of the run's rounds, finished."""
     from dataclasses import asdict
 
-    from auditor.chain_reads import list_deployment_runs
     from gradledger.commands.audit import print_runs
+    from protocol.history.fold import list_runs
 
     configure_logging()
-    chain = _connect(home, rpc_url, manifest)
-    runs = list_deployment_runs(chain, chain.manifest)
+    index = _connect(home, rpc_url, manifest)
+    index.sync()
+    runs = list_runs(index.events(names=["RunCreated", "RoundSettled", "RunFinished"]))
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in runs], indent=1))
     else:
         print_runs(runs, Console(), "runs (show one with `gradledger run status --run ID`)")
 
 
-def read_run_status(chain, run_id: int):
-    """The run's status now, folded from the deployment's events; RunNotFoundError for a run that does not exist."""
+def read_run_status(index, run_id: int):
+    """The run's status now, folded from the deployment's indexed events (synced first); RunNotFoundError for a run
+    that does not exist."""
     from node.bootstrap import get_chain_now
     from protocol.adapters.runs import RunNotFoundError
     from protocol.history.fold import fold_run_history, list_runs
     from protocol.history.status import get_run_status
 
-    events = chain.get_events(chain.manifest.deployed_block)
+    index.sync()
+    events = index.events()
     if run_id not in {r.run_id for r in list_runs(events)}:
         known = ", ".join(str(r.run_id) for r in list_runs(events)) or "none"
         raise RunNotFoundError(
             f"run {run_id} does not exist in this deployment (runs: {known}); see `gradledger run list`"
         )
-    return get_run_status(fold_run_history(events, run_id), get_chain_now(chain))
+    return get_run_status(fold_run_history(events, run_id, index.timestamps()), get_chain_now(index.chain))
 
 
 def _utc(ts: int) -> str:
@@ -114,27 +124,28 @@ def status_command(
     from rich.live import Live
 
     configure_logging()
-    chain = _connect(home, rpc_url, manifest)
-    status = read_run_status(chain, run)
+    index = _connect(home, rpc_url, manifest)
+    status = read_run_status(index, run)
     if json_out:  # one JSON object, or with --watch one per line per new block
-        for update in [status, *(_updates(chain, run, status) if watch else [])]:
+        for update in [status, *(_updates(index, run, status) if watch else [])]:
             typer.echo(json.dumps(update.to_json(), indent=None if watch else 1))
         return
     if not watch:
         Console().print(render_run_status(status))
         return
     with Live(render_run_status(status), console=Console(), auto_refresh=False) as live:
-        for update in _updates(chain, run, status):
+        for update in _updates(index, run, status):
             live.update(render_run_status(update), refresh=True)
 
 
-def _updates(chain, run: int, status):
+def _updates(index, run: int, status):
     """The run's status again at every new block (one `eth_blockNumber` a second meanwhile), until it finishes."""
+    chain = index.chain
     seen = chain.block_number()
     while not status.finished:
         time.sleep(1.0)
         head = chain.block_number()
         if head == seen:
             continue  # no block since the last read: no event can have come either
-        seen, status = head, read_run_status(chain, run)
+        seen, status = head, read_run_status(index, run)
         yield status

@@ -215,6 +215,10 @@ class ChainClient(DevnetControls, TransactionSender):
     def has_contract(self, name: str) -> bool:
         return name in self._contracts
 
+    def contract_names(self) -> list[str]:
+        """The names of every registered contract: the manifest's, and those added since (share tokens)."""
+        return list(self._contracts)
+
     def add_contract(self, name: str, address: str, abi: list[dict[str, Any]]) -> None:
         """Track another contract's events and errors (e.g. a run's share token)."""
         self._register(name, address, abi)

@@ -91,7 +91,7 @@ def test_two_solvers_one_verifier_two_rounds_then_the_verifier_serves_a_second_r
     verifier = get_devnet_account(VERIFIER).address
     assert not protocol.is_reserved(run_id, verifier)
     assert protocol.stake_state(verifier, ROLE_VERIFIER).reserved_wei == JUROR_MIN_STAKE
-    assert "released the run's stake reservation" in logs[VERIFIER]
+    assert "left the finished run and released its stake reservation" in logs[VERIFIER]
     assert protocol.stake_state(verifier, ROLE_VERIFIER).free_wei >= rules.run.verifier_min_stake
 
     # so it serves the next run with the same stake

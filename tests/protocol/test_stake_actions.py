@@ -36,13 +36,16 @@ def test_get_withdrawable_roles_only_after_release_succeeds():
 
 
 @pytest.mark.parametrize(
-    ("active", "reserved", "exit_at", "now", "step"),
+    ("active", "reserved", "exit_at", "now", "finished", "step"),
     [
-        (True, True, 0, 50, "deregister"),
-        (False, True, 100, 50, "wait"),
-        (False, True, 100, 100, "release"),
-        (False, False, 0, 50, "none"),
+        (True, True, 0, 50, False, "deregister"),
+        (False, True, 100, 50, False, "wait"),
+        (False, True, 100, 100, False, "release"),
+        (False, False, 0, 50, False, "none"),
+        (True, True, 0, 50, True, "deregister"),
+        (False, True, 100, 50, True, "release"),  # a finished run draws no seat: no exit delay to wait out
+        (False, False, 0, 50, True, "none"),
     ],
 )
-def test_get_exit_step_succeeds(active, reserved, exit_at, now, step):
-    assert get_exit_step(active, reserved, exit_at, now) == step
+def test_get_exit_step_succeeds(active, reserved, exit_at, now, finished, step):
+    assert get_exit_step(active, reserved, exit_at, now, finished) == step
