@@ -16,16 +16,22 @@ from rich.console import Console
 from rich.table import Table
 
 
-def count_accepted(run_id: int, rounds: int, events, honest: set[str]) -> tuple[list[int], list[int]]:
-    """(accepted commitments per round, accepted commitments of `honest` solvers per round) for rounds 0..rounds-1,
-    from the run's history folded from its events (`Round.accepted`, as the audit counts them: Verification keeps
-    only each solver's latest round, so the chain's status cannot answer for a past round)."""
+def count_accepted(run_id: int, rounds: int, events, honest: set[str]) -> tuple[list[int], list[int], list[int]]:
+    """(accepted commitments per round, accepted commitments of `honest` solvers per round, planted commitments per
+    round) for rounds 0..rounds-1, from the run's history folded from its events (`Round.accepted`, as the audit
+    counts them: Verification keeps only each solver's latest round, so the chain's status cannot answer for a past
+    round). A planted commitment (docs/planted-faults.md) is honest work the protocol itself withholds from θ to test
+    the verifiers: its solver is paid, its Δ is not accepted."""
     from protocol.history.fold import fold_run_history
 
     history = fold_run_history(events, run_id)
-    accepted = [list(r.accepted) for r in history.rounds[:rounds]]
-    accepted += [[] for _ in range(rounds - len(accepted))]  # rounds never opened accepted nothing
-    return [len(a) for a in accepted], [sum(1 for s in a if s in honest) for a in accepted]
+    rows = [(list(r.accepted), sum(1 for c in r.commitments if c.planted)) for r in history.rounds[:rounds]]
+    rows += [([], 0) for _ in range(rounds - len(rows))]  # rounds never opened accepted nothing
+    return (
+        [len(a) for a, _ in rows],
+        [sum(1 for s in a if s in honest) for a, _ in rows],
+        [planted for _, planted in rows],
+    )
 
 
 def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path, processes) -> dict:
@@ -57,7 +63,7 @@ def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path,
         for p, _ in processes
     ]
     honest = {p["address"] for p in participants if p["role"] == "solver" and p["honest"]}
-    accepted, honest_accepted = count_accepted(run_id, rounds, events, honest)
+    accepted, honest_accepted, planted = count_accepted(run_id, rounds, events, honest)
     shares = {entry["address"]: protocol.shares_of(run_id, entry["address"]) for entry in participants}
     shares = {address: amount for address, amount in shares.items() if amount}
     contracts = [rec.address for name, rec in protocol.chain.manifest.contracts.items() if name != "RunShares"]
@@ -71,6 +77,7 @@ def build_summary(protocol, run_id: int, rounds: int, config, store, root: Path,
         "loss": losses,
         "accepted_per_round": accepted,
         "honest_accepted_per_round": honest_accepted,
+        "planted_per_round": planted,
         "attestations": attestations,
         "participants": participants,
         "shares": shares,
@@ -84,7 +91,8 @@ def check_demo_summary(summary: dict) -> list[str]:
     problems = []
     if summary["rounds_settled"] < summary["rounds"]:
         problems.append(f"only {summary['rounds_settled']} of {summary['rounds']} rounds settled")
-    empty = [r for r, n in enumerate(summary["honest_accepted_per_round"]) if n == 0]
+    planted = summary.get("planted_per_round", [0] * len(summary["honest_accepted_per_round"]))
+    empty = [r for r, n in enumerate(summary["honest_accepted_per_round"]) if n == 0 and not planted[r]]
     if empty:
         problems.append(
             f"no honest solver's work was accepted in round(s) {', '.join(map(str, empty))} (accepted per round: "
@@ -112,7 +120,9 @@ def print_demo_summary(summary: dict, console: Console) -> None:
     table.add_column("commitments accepted in round r", justify="right")
     accepted = summary["accepted_per_round"]
     for r, loss in enumerate(summary["loss"]):
-        table.add_row(str(r), f"{loss:.4f}", str(accepted[r]) if r < len(accepted) else "")
+        planted = summary["planted_per_round"][r] if r < len(accepted) else 0
+        count = (str(accepted[r]) + (f" (+{planted} planted)" if planted else "")) if r < len(accepted) else ""
+        table.add_row(str(r), f"{loss:.4f}", count)
     console.print(table)
     holders = Table(title=f"ownership shares ({summary['attestations']} attestations)")
     holders.add_column("participant")

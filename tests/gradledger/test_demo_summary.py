@@ -44,7 +44,23 @@ def test_count_accepted_counts_every_past_round_from_the_history():
     from tests.history_builder import SOLVER_A, SOLVER_B, honest_two_rounds
 
     events = honest_two_rounds().events
-    assert count_accepted(1, 2, events, {SOLVER_A}) == ([2, 2], [1, 1])
-    assert count_accepted(1, 3, events, {SOLVER_A, SOLVER_B}) == ([2, 2, 0], [2, 2, 0])  # round 2 never opened
+    assert count_accepted(1, 2, events, {SOLVER_A}) == ([2, 2], [1, 1], [0, 0])
+    assert count_accepted(1, 3, events, {SOLVER_A, SOLVER_B}) == ([2, 2, 0], [2, 2, 0], [0, 0, 0])  # round 2: none
     summary = _summary(rounds=3, accepted_per_round=[2, 2, 0], honest_accepted_per_round=[2, 2, 0])
     assert "round(s) 2 " in check_demo_summary(summary)[0]
+
+
+def test_a_round_whose_only_honest_commitment_was_planted_is_not_a_failure():
+    # a planted commitment is the protocol's own test of the verifiers: paid, its Δ kept out of θ on purpose
+    summary = _summary(accepted_per_round=[0, 1, 1], honest_accepted_per_round=[0, 1, 1], planted_per_round=[1, 0, 0])
+    assert check_demo_summary(summary) == []
+    assert check_demo_summary({**summary, "planted_per_round": [0, 0, 0]})[0].startswith("no honest solver's work")
+
+
+def test_count_accepted_counts_planted_commitments():
+    from gradledger.demo_summary import count_accepted
+    from tests.history_builder import SOLVER_A, SOLVER_B, planted_run
+
+    events = planted_run().events
+    accepted, honest, planted = count_accepted(1, 3, events, {SOLVER_A, SOLVER_B})
+    assert sum(planted) >= 1 and all(a >= h for a, h in zip(accepted, honest, strict=True))
