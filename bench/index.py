@@ -15,8 +15,9 @@ length (tests/adapters/test_event_index.py counts it), and what is measured is w
 Also measured, on the whole run: `catch_up_s`, an empty index filled in spans of 2,000 blocks (a node, the explorer or
 the audit starting late) and read back; `audit_s`, the chain half of `gradledger audit` over the indexed events (fold
 the run's history, the ledger of ETH, the run's status; artifacts and replays are not part of it); and
-`fold_ms_round_10` / `fold_ms_last_round`, one full fold of the history at those rounds, which is what a reader that
-re-folds on every block pays (`node/money_watch.py` still does: see docs/nodes.md, "Event index").
+`fold_per_block_ms_round_10` / `fold_per_block_ms_round_1000`, a kept `HistoryFolder` fed one block and frozen, which
+is what the money watch does on each new block (`node/money_watch.py`), against `fold_ms_round_10` /
+`fold_ms_last_round`, one full fold of the history at those rounds, what it did before.
 
 The last line of output is one JSON object.
 """
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT))  # bench/ is not installed; the scripted events co
 from protocol.adapters.event_index import EventStore
 from protocol.finality import ReadProgress
 from protocol.history.events import ChainEvent
-from protocol.history.fold import fold_run_history
+from protocol.history.fold import HistoryFolder, fold_run_history
 from protocol.history.status import get_run_status
 from protocol.ledger import compute_ledger
 from tests.history_builder import RunEvents
@@ -127,6 +128,23 @@ def measure_catch_up(events: list[ChainEvent], path: Path) -> float:
     return time.perf_counter() - start
 
 
+def measure_incremental_fold(events: list[ChainEvent], wanted: set[int]) -> dict[int, list[float]]:
+    """Per block of the rounds in `wanted`: the ms to fold that block's events into a kept `HistoryFolder` and freeze
+    the history, as the money watch now does on each new block."""
+    by_block: dict[int, list[ChainEvent]] = defaultdict(list)
+    for e in events:
+        by_block[e.block_number].append(e)
+    rounds = round_of_blocks(events)
+    folder, out = HistoryFolder(1), defaultdict(list)
+    for block in sorted(by_block):
+        start = time.perf_counter()
+        folder.add(by_block[block], {block: time_of(block)})
+        if rounds[block] in wanted:
+            folder.history()
+            out[rounds[block]].append((time.perf_counter() - start) * 1000)
+    return out
+
+
 def measure_fold_ms(events: list[ChainEvent], upto_round: int) -> float:
     rounds = round_of_blocks(events)
     prefix = [e for e in events if rounds[e.block_number] <= upto_round]
@@ -159,6 +177,7 @@ def main() -> None:
         if status.current_round != rounds or sum(r.accepted for r in status.rounds) != rounds * args.solvers:
             raise SystemExit(f"the fold of the indexed run is wrong: {status.current_round} rounds")
     early, last = min(10, rounds - 1), rounds - 1
+    incremental = measure_incremental_fold(events, {early, last})
     result = {
         "rounds": rounds,
         "solvers": args.solvers,
@@ -170,6 +189,8 @@ def main() -> None:
         "per_block_ms_spread_last_round": [round(min(per_round[last]), 4), round(max(per_round[last]), 4)],
         "catch_up_s": round(catch_up_s, 2),
         "audit_s": round(audit_s, 2),
+        "fold_per_block_ms_round_10": round(statistics.median(incremental[early]), 3),
+        "fold_per_block_ms_round_1000": round(statistics.median(incremental[last]), 3),
         "fold_ms_round_10": round(measure_fold_ms(events, early), 2),
         "fold_ms_last_round": round(measure_fold_ms(events, last), 2),
     }

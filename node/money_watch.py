@@ -30,7 +30,7 @@ from protocol.adapters.http import PeerSet
 from protocol.adapters.run_events import RunEventReader, read_assigned_seats, read_pending_credits
 from protocol.errors import GradledgerError
 from protocol.history.events import to_hash_hex
-from protocol.history.fold import fold_run_history
+from protocol.history.fold import HistoryFolder
 from protocol.history.records import RunHistory
 from protocol.jury import get_pool_index
 from protocol.money_events import JurySeat, MoneyEvent, MoneyReport, Seat, compute_money_report
@@ -53,6 +53,7 @@ class MoneyWatch:
         self.address = address
         self.log = log
         self.reader: RunEventReader | None = None
+        self.folder = HistoryFolder(run_id)
         self.seats: dict[int, list[Seat]] = {}
         self.registry: JurorRegistryReader | None = None
         self.jury_seats: list[JurySeat] = []
@@ -85,11 +86,16 @@ class MoneyWatch:
         if not fresh and time.monotonic() - self._computed_at < RECOMPUTE_S:
             return
         if fresh:
-            self.reader.read_new()
+            update = self.reader.read_new()
+            if update.dropped:  # a reorg: what stands is folded again
+                self.folder.reset()
+                self.folder.add(self.reader.events, self.reader.timestamps)
+            else:  # only what arrived is folded (issue 39: folding everything per block grew with the run)
+                self.folder.add(update.new, self.reader.timestamps)
             self._note_credits(read_pending_credits(self.protocol, self.address))
             self._block = block
         events, timestamps = self.reader.events, self.reader.timestamps
-        history = fold_run_history(events, self.run_id, timestamps)
+        history = self.folder.history()
         if self._is_verifier():
             self._read_seats(history, now)
         self._read_jury_seats(history)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from protocol.adapters.contracts import ProtocolClient
-from protocol.adapters.finality import FinalEventReader
+from protocol.adapters.finality import FinalEventReader, ReadUpdate
 from protocol.history.events import EventLike
 from protocol.money_events import Seat
 from protocol.types import AttestationRef
@@ -45,16 +45,16 @@ class RunEventReader:
         token = self.protocol.share_token_contract(self.run_id)  # registers the token so its events decode
         return [c for c in [*chain.deployment.contracts, token] if chain.has_contract(c)]
 
-    def read_new(self) -> bool:
-        """Read the final blocks not read yet (True when any event arrived or a reorg dropped some)."""
+    def read_new(self) -> ReadUpdate:
+        """Read the final blocks not read yet: the events that arrived, and those a reorg dropped (a reader that folds
+        incrementally folds again from `events` when any were dropped)."""
         update = self.reader.read_new()
         for event in update.dropped:
             self.timestamps.pop(event.block_number, None)  # an orphaned block's time; its replacement is read anew
-        if not update.new:
-            return bool(update.dropped)
-        blocks = {e.block_number for e in update.new}
-        self.timestamps.update(self.protocol.chain.get_block_timestamps(blocks - set(self.timestamps)))
-        return True
+        if update.new:
+            blocks = {e.block_number for e in update.new}
+            self.timestamps.update(self.protocol.chain.get_block_timestamps(blocks - set(self.timestamps)))
+        return update
 
 
 def read_assigned_seats(

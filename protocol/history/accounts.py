@@ -106,7 +106,7 @@ def on_pool_released(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     index, amount = int(a["round"]), int(a["amount"])
     round_index = None if index == FINISHED_RUN_ROUND else index
     if round_index is not None and round_index in s.rounds:
-        s.rounds[round_index].pool_released += amount
+        s.round(round_index).pool_released += amount
     _flow(s, e, "pool released", amount, None, round_index)
 
 

@@ -7,6 +7,7 @@ manifest, when the contracts and this module disagree. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, cast
@@ -164,8 +165,16 @@ class ChainEvent:
 
 
 def to_address(value: Any) -> str:
-    """An address field of an event as a checksummed 0x-string."""
-    return to_checksum_address(value)
+    """An address field of an event as a checksummed 0x-string.
+
+    Memoized for strings: a checksum is a keccak of the address, and a run's few hundred addresses recur in every one
+    of its events (two thirds of a fold's time went here: 4.8 s of 7.2 s over 300 rounds x 16 solvers)."""
+    return _checksummed(value) if isinstance(value, str) else to_checksum_address(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _checksummed(address: str) -> str:
+    return to_checksum_address(address)
 
 
 def to_hash_hex(value: Any) -> str:

@@ -53,7 +53,7 @@ def on_run_created(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
 def on_round_started(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:
     if s.ours(a):
         index = int(a["round"])
-        s.rounds[index] = RoundBuilder(index, int(a["start"]), e.block_number, to_hash_hex(a["thetaHash"]))
+        s.start_round(RoundBuilder(index, int(a["start"]), e.block_number, to_hash_hex(a["thetaHash"])))
 
 
 def on_solver_joined(s: FoldState, e: EventLike, a: Mapping[str, Any]) -> None:

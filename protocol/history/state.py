@@ -69,6 +69,18 @@ class RoundBuilder:
     abstentions: list[Abstention] = field(default_factory=list)
 
 
+class DisputeMap(dict):
+    """`FoldState.disputes`: setting a dispute notes its round as touched (a verdict replaces the round's dispute)."""
+
+    def __init__(self, touched: set[int]) -> None:
+        super().__init__()
+        self.touched = touched
+
+    def __setitem__(self, key: str, value: Dispute) -> None:
+        super().__setitem__(key, value)
+        self.touched.add(value.round)
+
+
 @dataclass
 class FoldState:
     """Everything folded so far for run `run_id`, and the helpers the handlers share."""
@@ -100,6 +112,12 @@ class FoldState:
     """Round 0's previous seed base (Plants.drawRunSeed), once drawn."""
     applying_plant: tuple[int, str] | None = None
     """(round, solver) of the last planted reveal: the jackpots that follow in its transaction carry no round."""
+    touched: set[int] = field(default_factory=set)
+    """Rounds whose builder changed since the last cached freeze (`HistoryFolder`): every change goes through
+    `round()` or `start_round()`, which note it."""
+
+    def __post_init__(self) -> None:
+        self.disputes = DisputeMap(self.touched)
 
     @property
     def token_contract(self) -> str:
@@ -118,9 +136,15 @@ class FoldState:
             self.order[role].append(address)
 
     def round(self, index: int) -> RoundBuilder:
+        """Round `index`'s builder, to change it (noted in `touched`)."""
         if index not in self.rounds:
             raise HistoryError(f"run {self.run_id}: event for round {index} before that round started")
+        self.touched.add(index)
         return self.rounds[index]
+
+    def start_round(self, builder: RoundBuilder) -> None:
+        self.rounds[builder.index] = builder
+        self.touched.add(builder.index)
 
     def ours(self, args: Mapping[str, Any]) -> bool:
         """The event carries this run's id (and the run was created)."""
