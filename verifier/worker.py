@@ -106,6 +106,7 @@ class VerifierWorker(RunNode):
         self.credits = CreditWithdrawer(self.protocol, account, self.log)
         self._seen_round: tuple[int, bool] = (-1, False)
         self._uncovered_round = -1
+        self._said_uncovered = False  # "cannot register" logged once
         self.plant_defence: PlantDefence | None = None
         if self.checks_plants and not juror_only:
             self.plant_defence = PlantDefence(
@@ -150,6 +151,14 @@ class VerifierWorker(RunNode):
             self.protocol.register_verifier(self.account, self.run_id)
             log_event(self.log, "registered", run=self.run_id, verifier=self.address)
         except ContractRevertError as exc:
+            if exc.error == "StakeNotCovered":  # slashed below its reservations: it may return once topped up
+                if not self._said_uncovered:
+                    self._said_uncovered = True
+                    log_event(
+                        self.log, "cannot register: stake does not cover reservations (top up the verifier stake)",
+                        level=logging.WARNING, run=self.run_id,
+                    )  # fmt: skip
+                return
             if exc.error not in ("AlreadyRegistered", "RunIsFinished"):
                 raise
 

@@ -63,6 +63,7 @@ contract VerifierRegistry is IVerifierRegistry {
     error ExitNotReady(uint256 exitAt);
     error VerifierListFull(uint256 runId);
     error NotVerification(address caller);
+    error StakeNotCovered(address account);
 
     /// @param stakeManager_ The StakeManager (reserves the verifiers' stake per run).
     /// @param runRegistry_ The RunRegistry (run state, minimum stake and windows).
@@ -75,7 +76,8 @@ contract VerifierRegistry is IVerifierRegistry {
 
     /// @notice Join a run's verifier list (or return to it) at its end. Needs free bonded verifier stake of the run's
     ///         minimum, reserved until the verifier leaves and its exit delay passes (or an overturn removes it); a
-    ///         return during the exit delay keeps the reservation it still holds. The entry counts for the seats
+    ///         return during the exit delay keeps the reservation it still holds, and needs its stake to cover its
+    ///         reservations (a verifier slashed below them tops up first). The entry counts for the seats
     ///         of rounds whose seed block comes after this block.
     /// @param runId The run.
     function register(uint256 runId) external {
@@ -85,6 +87,12 @@ contract VerifierRegistry is IVerifierRegistry {
         uint256 index = _size[runId].latestValue();
         // INVARIANT: the count fits Verification's RoundSeed.verifierCount (uint16).
         if (index >= Constants.MAX_VERIFIERS_PER_RUN) revert VerifierListFull(runId);
+        // INVARIANT: nobody joins the list on stake that is gone. A return during the exit delay takes no new
+        // reservation, so its coverage is checked here: a verifier slashed below its reservations (an overturned
+        // attester) used to come back, hold seats it could not attest, and leave honest work unaccepted (issue 39).
+        if (r.reserved && !stakeManager.isCovered(msg.sender, Constants.ROLE_VERIFIER)) {
+            revert StakeNotCovered(msg.sender);
+        }
         records[runId][msg.sender] = VerifierRecord({indexPlusOne: uint32(index + 1), exitAt: 0, reserved: true});
         _entries[runId][index].push(uint160(msg.sender));
         _size[runId].push(index + 1);

@@ -215,6 +215,25 @@ contract VerifierRegistryTest is Fixture {
         assertEq(stakeReserved, 5 ether);
     }
 
+    /// @dev Issue 39: an overturned attester, slashed below its reservation, came back to the list during its exit
+    ///      delay, held seats it could not attest (Verification: StakeNotCovered) and left honest work unaccepted.
+    function test_register_returnDuringExitSlashedBelowReservation_reverts() public {
+        vm.prank(address(ver));
+        vreg.onOverturned(runId, verifiers[1]);
+        vm.prank(address(ver));
+        sm.slash(verifiers[1], Constants.ROLE_VERIFIER, 1 ether, keccak256("a wrong attestation"));
+        vm.roll(block.number + 1);
+        vm.prank(verifiers[1]);
+        vm.expectRevert(abi.encodeWithSelector(VerifierRegistry.StakeNotCovered.selector, verifiers[1]));
+        vreg.register(runId);
+        stakeAs(verifiers[1], Constants.ROLE_VERIFIER, 1 ether); // topped up: covered again, it may return
+        vm.prank(verifiers[1]);
+        vreg.register(runId);
+        (uint32 indexPlusOne,, bool reserved) = vreg.records(runId, verifiers[1]);
+        assertGt(indexPlusOne, 0);
+        assertTrue(reserved);
+    }
+
     function test_onOverturned_notVerification_reverts() public {
         vm.prank(outsider);
         vm.expectRevert(abi.encodeWithSelector(VerifierRegistry.NotVerification.selector, outsider));
