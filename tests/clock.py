@@ -183,16 +183,10 @@ class ClockDriver:
         return bool(run_seed.seed_block) and not run_seed.drawn and head <= run_seed.randao_block
 
     def _deadlines(self, times: RoundTimes) -> list[int]:
-        # a verifier that left the list (at the run's end, or overturned) releases its reservation from its exitAt
-        exits = [
-            event.args["exitAt"]
-            for event in self.chain.get_events(self.chain.manifest.deployed_block, names=["VerifierDeregistered"])
-            if event.args["runId"] == self.run_id
-        ]
         if times.finished:
-            return exits
+            return []
         # the start first: round 0 of a run with a start delay opens its commit window there, not at creation
-        out = [times.start, times.commit_end, times.open_end, times.attest_end, times.challenge_end, *exits]
+        out = [times.start, times.commit_end, times.open_end, times.attest_end, times.challenge_end]
         claim = self.protocol.claim_of(self.run_id, times.round)
         if claim.status == ClaimStatus.POSTED:
             out.append(claim.window_end)

@@ -51,6 +51,7 @@ __all__ = [
     "ZERO",
     "PlantDispute",
     "RunEvents",
+    "attested_pass",
     "honest_two_rounds",
     "planted_run",
     "theta",
@@ -88,6 +89,18 @@ def honest_two_rounds(events: RunEvents | None = None, unclaimed: tuple[tuple[in
             if (r, solver) not in unclaimed:
                 ev.claim_solver(r, solver, 400 * ETH)
             ev.claim_verifier(r, solver, 75 * ETH)
+    return ev
+
+
+def attested_pass(maxRounds: int = 2) -> RunEvents:
+    """Round 0 of a run: SOLVER_A committed and VERIFIER attested a pass on it."""
+    ev = RunEvents(maxRounds=maxRounds)
+    ev.deposit(SOLVER_A, 1)
+    ev.deposit(VERIFIER, 2)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    ev.seed(0)
+    ev.attest(0, SOLVER_A)
     return ev
 
 

@@ -15,6 +15,7 @@ from tests.history_builder import (
     VERIFIER,
     VERIFIER_2,
     RunEvents,
+    attested_pass,
     honest_two_rounds,
     planted_run,
     with_args,
@@ -150,13 +151,7 @@ def test_slashes_fail_on_a_missing_or_unexplained_slash():
 
 
 def test_overturned_pass_requires_both_slashes():
-    ev = RunEvents()
-    ev.deposit(SOLVER_A, 1)
-    ev.deposit(VERIFIER, 2)
-    ev.create()
-    ev.commit(0, SOLVER_A)
-    ev.seed(0)
-    ev.attest(0, SOLVER_A)
+    ev = attested_pass()
     ev.overturn_pass(0, SOLVER_A)
     result, _ = payout_checks.check_slashes(_fold(ev))
     assert result.passed, result.detail

@@ -28,6 +28,7 @@ from tests.history_builder import (
     VERIFIER,
     ZERO,
     RunEvents,
+    attested_pass,
     honest_two_rounds,
     theta,
     time_of,
@@ -135,20 +136,8 @@ def test_finalized_fail_slashes_the_solver_and_blocks_acceptance():
     assert h.revenue_total("pool funded") == 5 * ETH
 
 
-def _attested_pass() -> RunEvents:
-    """Round 0 of a run: SOLVER_A committed and VERIFIER attested a pass on it."""
-    ev = RunEvents()
-    ev.deposit(SOLVER_A, 1)
-    ev.deposit(VERIFIER, 2)
-    ev.create()
-    ev.commit(0, SOLVER_A)
-    ev.seed(0)
-    ev.attest(0, SOLVER_A)
-    return ev
-
-
 def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
-    ev = _attested_pass()
+    ev = attested_pass()
     dispute = ev.overturn_pass(0, SOLVER_A)
     ev.claim_theta(0, claimer=SOLVER_B, value=theta(0))
     ev.settle(0, claimer=SOLVER_B)
@@ -175,7 +164,7 @@ def test_overturned_pass_dispute_slashes_both_and_pays_jurors():
 
 
 def test_unresolved_dispute_voids_the_pass_and_slashes_nobody():
-    ev = _attested_pass()
+    ev = attested_pass()
     dispute = ev.challenge_pass(0, SOLVER_A)
     ev.leave_unresolved(0, SOLVER_A, dispute)
     h = fold_run_history(ev.events, 1, ev.timestamps)

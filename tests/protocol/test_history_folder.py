@@ -10,19 +10,13 @@ from hypothesis import strategies as st
 from bench.index import play
 from protocol.history.events import HistoryError
 from protocol.history.fold import HistoryFolder, fold_run_history
-from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents, honest_two_rounds, planted_run
+from tests.history_builder import ETH, SOLVER_A, SOLVER_B, attested_pass, honest_two_rounds, planted_run
 from tests.history_events import theta
 
 
 def _disputed(unresolved: bool) -> list:
     """A pass challenged in round 0: overturned by a jury and paid out, or left to expire unresolved; a round 1 on."""
-    ev = RunEvents(maxRounds=2)
-    ev.deposit(SOLVER_A, 1)
-    ev.deposit(VERIFIER, 2)
-    ev.create()
-    ev.commit(0, SOLVER_A)
-    ev.seed(0)
-    ev.attest(0, SOLVER_A)
+    ev = attested_pass(maxRounds=2)
     if unresolved:
         ev.leave_unresolved(0, SOLVER_A, ev.challenge_pass(0, SOLVER_A))
     else:
