@@ -13,11 +13,15 @@ LOCK := requirements.lock
 TORCH := torch==2.13.0
 NPM_STAMP := $(CONTRACTS)/node_modules/.installed
 BUILD_STAMP := $(CONTRACTS)/out/.built
+# The explorer's charting library (uPlot), pinned in auditor/explorer/web/package-lock.json and served by `gradledger
+# explorer` itself: the page loads nothing from a CDN.
+EXPLORER_WEB := auditor/explorer/web
+EXPLORER_STAMP := $(EXPLORER_WEB)/node_modules/.installed
 SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
 .PHONY: setup demo demo-llama test check lint typecheck pytest forge-test vectors goldens bench clean browser lock
 
-setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) browser
+setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) $(EXPLORER_STAMP) browser
 
 # The venv is built from requirements.lock, so a fresh clone installs exactly what CI tested.
 # torch is pinned to the CPU build (2.13.0) and installed first, so nothing pulls a CUDA build; the lock
@@ -56,6 +60,10 @@ lock:
 # refuses; `--no-save` still installs exactly the locked versions and never rewrites the lock.
 $(NPM_STAMP): $(CONTRACTS)/package.json $(CONTRACTS)/package-lock.json
 	cd $(CONTRACTS) && npm install --no-save --ignore-scripts --no-audit --no-fund
+	touch $@
+
+$(EXPLORER_STAMP): $(EXPLORER_WEB)/package.json $(EXPLORER_WEB)/package-lock.json
+	cd $(EXPLORER_WEB) && npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 
 # Compile the contracts once (the npm compiler takes a while); forge's cache makes later builds instant.
@@ -139,4 +147,4 @@ bench: setup
 	$(PY) bench/lsh.py
 
 clean:
-	rm -rf $(VENV) $(CONTRACTS)/node_modules $(CONTRACTS)/out $(CONTRACTS)/cache
+	rm -rf $(VENV) $(CONTRACTS)/node_modules $(CONTRACTS)/out $(CONTRACTS)/cache $(EXPLORER_WEB)/node_modules

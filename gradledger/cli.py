@@ -23,6 +23,7 @@ from gradledger.commands import audit as audit_cli
 from gradledger.commands import calibrate as calibrate_cli
 from gradledger.commands import data as data_cli
 from gradledger.commands import devnet as devnet_cli
+from gradledger.commands import explorer as explorer_cli
 from gradledger.commands import model as model_cli
 from gradledger.commands import profile as profile_cli
 from gradledger.commands import run as devnet_commands
@@ -50,6 +51,7 @@ app.add_typer(solver_cli.app, name="solver")
 app.add_typer(verifier_cli.app, name="verifier")
 app.add_typer(whistleblower_cli.app, name="whistleblower")
 app.command("audit")(audit_cli.audit_command)
+app.command("explorer")(explorer_cli.explorer_command)
 app.add_typer(data_cli.app, name="data")
 app.add_typer(model_cli.app, name="model")
 app.add_typer(profile_cli.app, name="profile")

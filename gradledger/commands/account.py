@@ -31,50 +31,6 @@ def _emit(result: dict[str, Any], json_out: bool, lines: list[str]) -> None:
     typer.echo(json.dumps(result, indent=1) if json_out else "\n".join(lines))
 
 
-def _runs_of(client, address: str) -> list[int]:
-    """The runs `address` joined as a solver or registered in as a verifier, from the chain's events."""
-    events = client.chain.get_events(client.chain.manifest.deployed_block, names=["SolverJoined", "VerifierRegistered"])
-    who = address.lower()
-    return sorted({e.args["runId"] for e in events if str(e.args.get("solver", e.args.get("verifier"))).lower() == who})
-
-
-def read_account(client, address: str, runs: list[int]) -> dict[str, Any]:
-    """Everything `gradledger account` shows, read at the chain's head."""
-    from node.bootstrap import get_chain_now
-    from node.credits import get_pending_credits
-    from protocol.stake_actions import ROLE_BY_NAME, get_exit_step
-
-    now = get_chain_now(client.chain)
-    stake = {}
-    for name, role in ROLE_BY_NAME.items():
-        state = client.stake_state(address, role)
-        stake[name] = {
-            "bonded_wei": state.bonded_wei, "reserved_wei": state.reserved_wei, "free_wei": state.free_wei,
-            "unbonding_wei": state.unbonding_wei, "release_time": state.release_time,
-            "withdrawable": state.is_withdrawable(now),
-        }  # fmt: skip
-    juror = client.juror_of(address)
-    per_run = []
-    _check_runs_exist(client, runs)
-    for run in runs or _runs_of(client, address):
-        verifier = client.verifier_record_of(run, address)
-        shares = client.shares_of(run, address)
-        per_run.append({
-            "run": run, "solver_member": client.is_member(run, address),
-            "solver_joined": client.has_joined(run, address),
-            "verifier": get_exit_step(
-                verifier.active, verifier.reserved, verifier.exit_at, now, client.round_times(run).finished
-            ),
-            "verifier_exit_at": verifier.exit_at, "shares": shares,
-            "withdrawable_revenue_wei": client.withdrawable_revenue_of(run, address),
-        })  # fmt: skip
-    return {
-        "address": address, "chain_time": now, "wallet_wei": client.chain.get_balance(address), "stake": stake,
-        "juror": get_exit_step(juror.active, juror.reserved, juror.exit_at, now), "juror_exit_at": juror.exit_at,
-        "credits_wei": get_pending_credits(client, address), "runs": per_run,
-    }  # fmt: skip
-
-
 def _describe(view: dict[str, Any]) -> list[str]:
     wallet = view["wallet_wei"] / 1e18
     lines = [f"{view['address']}: {wallet:g} ETH in the wallet (chain time {_when(view['chain_time'])})"]
@@ -114,6 +70,8 @@ def account_command(
     """Show this account's stake (bonded, reserved, free, unbonding), pending credits, runs, shares and revenue."""
     configure_logging()
     client, signer = connect()
+    from node.account_view import read_account
+
     view = read_account(client, signer.address, list(run))
     _emit(view, json_out, _describe(view))
 
@@ -160,6 +118,7 @@ def withdraw_command(
     connect: Connect,
 ) -> None:
     """Move everything this account may take now to its wallet: released stake, credits, share revenue."""
+    from node.account_view import check_runs_exist, find_account_runs
     from node.bootstrap import get_chain_now
     from node.credits import withdraw_all_credits
     from node.logs import get_logger
@@ -167,7 +126,7 @@ def withdraw_command(
 
     configure_logging()
     client, signer = connect()
-    _check_runs_exist(client, list(run))
+    check_runs_exist(client, list(run))
     now = get_chain_now(client.chain)
     states = {name: client.stake_state(signer.address, role) for name, role in ROLE_BY_NAME.items()}
     stake: dict[str, int] = {}
@@ -176,7 +135,7 @@ def withdraw_command(
         stake[name] = states[name].unbonding_wei
     credits = withdraw_all_credits(client, signer, get_logger("cli"))
     revenue: dict[int, int] = {}
-    for run_id in run or _runs_of(client, signer.address):
+    for run_id in run or find_account_runs(client, signer.address):
         owed = client.withdrawable_revenue_of(run_id, signer.address)
         if owed:
             client.withdraw_revenue(signer, run_id)
@@ -229,6 +188,7 @@ def leave_command(
 ) -> None:
     """Leave a run or the juror registry, releasing the stake it reserved (a registration in two steps: leave now,
     release after its exit delay; run it again then)."""
+    from node.account_view import check_runs_exist
     from node.bootstrap import get_chain_now
     from protocol.errors import ConfigError
 
@@ -239,7 +199,7 @@ def leave_command(
     now = get_chain_now(client.chain)
     done: list[str] = []
     if run is not None:
-        _check_runs_exist(client, [run])
+        check_runs_exist(client, [run])
         if client.is_member(run, signer.address):
             client.leave_run(signer, run)
             done.append(f"left run {run} as its solver: its solver stake reservation is released")
@@ -250,12 +210,3 @@ def leave_command(
         raise ConfigError(f"{signer.address} holds nothing in {where}: nothing to leave")
     lines = [f"{signer.address}:", *(f"  {line}" for line in done)]
     _emit({"address": signer.address, "run": run, "juror": juror, "done": done}, json_out, lines)
-
-
-def _check_runs_exist(client, runs: list[int]) -> None:
-    from protocol.errors import ConfigError
-
-    count = client.chain.call("RunRegistry", "runCount")
-    missing = [r for r in runs if r > count]
-    if missing:
-        raise ConfigError(f"no run {missing[0]} on this chain: it has {count} run(s); check --run")

@@ -9,10 +9,13 @@ it settled to. Addresses are checksummed as in the events; times are chain secon
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from protocol.history.fold import get_round_phase, get_round_times
 from protocol.history.records import RunHistory
-from protocol.history.rounds import Round
+from protocol.history.rounds import Commitment, Round
+
+CommitmentStatusName = Literal["planted", "unopened", "void", "accepted", "failed", "pending"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,23 @@ class RunStatus:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def get_commitment_status(rnd: Round, commitment: Commitment) -> CommitmentStatusName:
+    """What became of one commitment, as the explorer lists it: "planted" (revealed as the protocol's own test of its
+    verifiers, paid but not in θ), "unopened" (its sampled leaves never opened: the solver slashed), "void" (no seed was
+    drawn), "accepted" (its Δ enters θ_(r+1), `Round.is_accepted`), "failed" (a standing fault, or its round settled
+    without accepting it), else "pending" (still being attested or disputed)."""
+    solver = commitment.solver
+    if commitment.planted:
+        return "planted"
+    if commitment.opening in ("unopened", "void"):
+        return "unopened" if commitment.opening == "unopened" else "void"
+    if rnd.is_accepted(solver):
+        return "accepted"
+    if rnd.settled or any(a.is_fault_counted for a in rnd.attestations_of(solver)):
+        return "failed"
+    return "pending"
 
 
 def get_round_status(history: RunHistory, rnd: Round, now: int) -> RoundStatus:

@@ -13,15 +13,16 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
-import threading
+import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
+from eth_account import Account
 
 from auditor.audit import audit_run, open_sources
 from auditor.checks import CHECK_ORDER
@@ -30,9 +31,9 @@ from auditor.sources import DOC_PREFIX, find_home_stores
 from devnet.anvil import AnvilProcess
 from devnet.deploy import build_contracts, deploy_protocol
 from devnet.lifecycle import start_devnet, stop_devnet
-from devnet.toolchain import find_tool
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
+from protocol.adapters.event_index import EventIndex
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import DeploymentManifest, load_manifest, write_manifest
 from protocol.commitment import decode_commitment_doc
@@ -41,6 +42,17 @@ from protocol.hashing import hash_to_hex
 from protocol.run_presets import TINY
 from sim.scripted import start_scripted_run
 from solver.decide import Action
+from tests.auditor.chain_probes import (
+    DroppingProxy,
+    HeadlessPage,
+    cast,
+    cast_logs,
+    cast_uint,
+    data_words,
+    run_chromium,
+    topic_address,
+    topic_int,
+)
 from tests.chain_fixtures import prepare_run, read_log, run_to_the_end, start_node
 from tests.forked_nodes import run_gradledger
 
@@ -54,43 +66,12 @@ SCRIPTED_RULES = TINY.with_run(
 )
 """Chain seconds on a 1-second-block devnet: the attest window's first half (the draw window) ends within the seed
 block's 256-block horizon (createRun refuses more: docs/contracts.md, "Windows and block time")."""
-CAST = str(find_tool("cast"))
 COMMITTED = "Committed(uint256 indexed,uint64 indexed,address indexed,bytes32,bytes32,uint32,uint64)"
 SHARES_MINTED = "SharesMinted(uint256 indexed,uint64 indexed,address indexed,uint8,uint256,uint256)"
 STAKE_SLASHED = "StakeSlashed(address indexed,uint8 indexed,bytes32 indexed,uint256,uint256,address,uint256,uint256)"
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-def cast(rpc: str, *args: str) -> str:
-    result = subprocess.run([CAST, *args, "--rpc-url", rpc], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
-
-def cast_logs(rpc: str, address: str, signature: str, from_block: int) -> list[dict]:
-    out = cast(
-        rpc, "logs", "--address", address, "--from-block", str(from_block), "--to-block", "latest", signature, "--json"
-    )
-    return json.loads(out or "[]")
-
-
-def cast_uint(rpc: str, *args: str) -> int:
-    return int(cast(rpc, "call", *args).split()[0])
-
-
-def topic_int(topic: str) -> int:
-    return int(topic, 16)
-
-
-def topic_address(topic: str) -> str:
-    return "0x" + topic[-40:]
-
-
-def data_words(data: str) -> list[int]:
-    raw = data[2:]
-    return [int(raw[i : i + 64], 16) for i in range(0, len(raw), 64)]
 
 
 def run_cli(home: Path, rpc: str, run_id: int, out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -223,25 +204,8 @@ def test_html_report_renders_in_headless_chromium_with_its_plots(audited, tmp_pa
     text = html_path.read_text()
     assert "<script" not in text and "http://" not in text.replace(data["rpc_url"], "")
     assert text.count('src="data:image/svg+xml;base64,') == 3
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser, "chromium is not installed: `make setup` installs it (apt-get install -y chromium)"
     shot = tmp_path / "audit.png"
-    args = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        f"--screenshot={shot}",
-        "--window-size=1280,2000",
-        html_path.resolve().as_uri(),
-    ]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    result = run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", html_path.resolve().as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.stat().st_size > 10_000
     pixels = imread(shot)[:, :, :3]
@@ -303,46 +267,9 @@ def test_missing_delta_fails_the_rederivation_naming_it(real_run, audited, tmp_p
     assert [r["rederived"] for r in data["rounds"]] == [True, False]
 
 
-class _DroppingProxy:
-    """An HTTP JSON-RPC proxy that forwards the first `limit` requests, then drops every connection."""
-
-    def __init__(self, upstream: str, limit: int | None) -> None:
-        self.upstream, self.limit, self.count = upstream, limit, 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                proxy.count += 1
-                if proxy.limit is not None and proxy.count > proxy.limit:
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                answer = httpx.post(proxy.upstream, content=body, headers={"Content-Type": "application/json"})
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.e2e
 def test_rpc_dropping_mid_read_exits_nonzero_and_writes_nothing(real_run, tmp_path):
-    counting = _DroppingProxy(real_run.rpc, None)
+    counting = DroppingProxy(real_run.rpc, None)
     try:
         full = run_cli(real_run.home, counting.url, real_run.run_id, tmp_path / "full")
     finally:
@@ -350,7 +277,7 @@ def test_rpc_dropping_mid_read_exits_nonzero_and_writes_nothing(real_run, tmp_pa
     assert full.returncode == 0, full.stdout + full.stderr
     total = counting.count
     assert total > 20
-    dropping = _DroppingProxy(real_run.rpc, total // 2)
+    dropping = DroppingProxy(real_run.rpc, total // 2)
     out = tmp_path / "dropped"
     try:
         proc = run_cli(real_run.home, dropping.url, real_run.run_id, out, "--rpc-retries", "2")
@@ -472,3 +399,94 @@ def test_deployed_abis_carry_every_event_field_the_audit_reads(deployment):
     from protocol.history.events import find_missing_event_fields
 
     assert find_missing_event_fields(list_abi_event_fields(load_manifest(deployment.manifest_path))) == []
+
+
+# -- the explorer on the same run -------------------------------------------------------------------
+
+
+def _eth_text(wei: int) -> str:
+    """The explorer page's `formatUnits`: ETH truncated to 4 decimals, thousands separated."""
+    return f"{wei // 10**18:,}.{wei % 10**18 * 10_000 // 10**18:04d}"
+
+
+def show(browser: HeadlessPage, condition: str) -> str:
+    """The page's HTML once `condition` holds; fails at once on the page's error line."""
+    html = browser.wait_for(f"({condition}) || document.getElementById('error') !== null")
+    assert 'id="error"' not in html, html[html.index('id="error"') :][:500]
+    return html
+
+
+def _next_change(lines, deadline: float) -> dict:
+    """The data of the event stream's next `change` event (keep-alive comments skipped)."""
+    for line in lines:
+        if line.startswith("data: "):
+            return json.loads(line[len("data: ") :])
+        assert time.monotonic() < deadline, "the explorer announced no change in time"
+    raise AssertionError("the event stream ended")
+
+
+@pytest.mark.e2e
+def test_explorer_shows_what_the_contracts_hold_and_follows_new_blocks(real_run, audited, tmp_path):
+    """`gradledger explorer`'s service on the finished run, against the chain read independently: the run page drawn
+    in headless Chromium (the loss chart drawn with uPlot, every holder's shares as the token's balanceOf), the
+    account page (stake and wallet as the contracts hold them), the audit's losses; then a deposit in a new block
+    is announced on the event stream and shown."""
+    from auditor.explorer.app import start_explorer
+
+    _, audit, _ = audited
+    home, run_id = _copy_home(real_run, tmp_path), real_run.run_id
+    chain = ChainClient(real_run.rpc, load_manifest(real_run.manifest_path))
+    client = ProtocolClient(chain)
+    explorer = start_explorer(
+        EventIndex(home / "index" / "events.sqlite", chain), open_sources(home, [], []), {}, poll_s=0.1
+    )
+    deadline, browser = time.monotonic() + 300, None
+    try:
+        with httpx.Client(base_url=explorer.url, timeout=60) as http, http.stream("GET", "/api/stream") as stream:
+            lines = stream.iter_lines()
+            view = http.get(f"/api/runs/{run_id}").json()  # asks for the losses, evaluated in the background
+            while view["loss_note"] is not None:
+                _next_change(lines, deadline)
+                view = http.get(f"/api/runs/{run_id}").json()
+            assert view["run"]["finished"] and [r["phase"] for r in view["rounds"]] == ["settled", "settled"]
+            for rnd in view["rounds"]:
+                assert rnd["theta"] == hash_to_hex(chain.call("RunRegistry", "thetaOf", run_id, rnd["round"]))
+                assert {c["status"] for c in rnd["commitments"]} == {"accepted"} and len(rnd["commitments"]) == 2
+            assert {str(x["round"]): x["loss"] for x in view["losses"]} == pytest.approx(audit["loss"], rel=1e-6)
+            holders = {a["address"]: int(a["shares"]) for a in view["accounts"] if int(a["shares"])}
+            assert holders == {h: client.shares_of(run_id, h) for h in holders} and len(holders) == 3
+            assert sum(holders.values()) == int(view["run"]["total_shares"]) == audit["total_shares"]
+
+            browser = HeadlessPage(tmp_path, f"{explorer.url}/#/run/{run_id}")
+            html = show(browser, "document.getElementById('loss-chart').dataset.drawn === '3'")
+            assert "<canvas" in html and 'class="uplot' in html  # uPlot drew the 3 losses
+            shares = r'data-account="(0x[0-9a-fA-F]{40})">.*?data-field="shares"[^>]*>([^<]*)<'
+            shown = dict(re.findall(shares, html))
+            assert {h: _eth_text(v) for h, v in holders.items()} == {h: shown[h] for h in holders}
+
+            solver = get_devnet_account(SOLVERS[0]).address
+            answer = http.get(f"/api/accounts/{solver}")
+            assert answer.status_code == 200, answer.text
+            assert [int(r["shares"]) for r in answer.json()["contracts"]["runs"]] == [holders[solver]]
+            browser.evaluate(f"location.hash = '#/account/{solver}'")
+            html = show(browser, "document.getElementById('stake') !== null")
+            bonded = re.search(r'data-role="solver">.*?data-field="bonded" data-wei="(\d+)">([^<]*)<', html)
+            assert bonded and int(bonded[1]) == client.stake_state(solver, 1).bonded_wei > 0
+            assert bonded[2] == _eth_text(int(bonded[1]))
+            assert f'id="wallet" data-wei="{chain.get_balance(solver)}"' in html
+
+            newcomer = Account.create()  # a deposit in a new block: the open page shows it without a reload
+            chain.devnet_call("anvil_setBalance", [newcomer.address, hex(5 * 10**18)])
+            browser.evaluate(f"location.hash = '#/account/{newcomer.address}'")
+            show(browser, f"document.getElementById('wallet').dataset.wei === '{5 * 10**18}'")
+            client.deposit_stake(newcomer, 1, 2 * 10**18)
+            html = show(
+                browser,
+                f"document.querySelector('[data-role=solver] [data-field=bonded]').dataset.wei === '{2 * 10**18}'",
+            )
+            assert client.stake_state(newcomer.address, 1).bonded_wei == 2 * 10**18
+            assert f'data-block="{chain.block_number()}"' in html
+    finally:
+        if browser is not None:
+            browser.close()
+        explorer.stop()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from protocol.history.fold import fold_run_history, get_round_phase
-from protocol.history.status import get_run_status
-from tests.history_builder import RunEvents, honest_two_rounds
-from tests.history_events import SOLVER_A, SOLVER_B, VERIFIER, time_of
+from protocol.history.status import get_commitment_status, get_run_status
+from tests.history_builder import RunEvents, attested_pass, honest_two_rounds, planted_run
+from tests.history_events import SOLVER_A, SOLVER_B, SOLVER_C, SOLVER_D, VERIFIER, time_of
 
 
 def test_get_run_status_of_a_settled_run_counts_every_round():
@@ -37,3 +37,23 @@ def test_get_run_status_mid_round_names_the_phase_and_its_deadlines():
         status = get_run_status(history, now)
         assert status.phase == status.rounds[0].phase == phase == get_round_phase(history, 0, now)
         assert not status.finished and status.current_round == 0
+
+
+def test_get_commitment_status_names_what_became_of_each_commitment():
+    history = fold_run_history(planted_run().events, 1)
+    statuses = {(rnd.index, c.solver): get_commitment_status(rnd, c) for rnd in history.rounds for c in rnd.commitments}
+    assert statuses == {
+        (1, SOLVER_D): "accepted",
+        (2, SOLVER_A): "planted",  # paid, its Δ kept out of θ_3 on purpose
+        (2, SOLVER_B): "accepted",
+        (2, SOLVER_C): "failed",  # its plant never revealed: slashed, unpaid
+        (2, SOLVER_D): "failed",  # its anchor too young in a planting run: unpaid, not in θ_3
+    }
+    passed = fold_run_history(attested_pass().events, 1).rounds[0]  # one seat, its pass: accepted as the tally stands
+    assert get_commitment_status(passed, passed.commitments[0]) == "accepted" and not passed.settled
+    ev = RunEvents()
+    ev.deposit(SOLVER_A, 1)
+    ev.create()
+    ev.commit(0, SOLVER_A)
+    waiting = fold_run_history(ev.events, 1).rounds[0]
+    assert get_commitment_status(waiting, waiting.commitments[0]) == "pending"  # not attested yet
