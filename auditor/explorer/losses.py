@@ -47,8 +47,9 @@ class LossBook:
         self.thread: threading.Thread | None = None
         self.stopped = False
 
-    def losses_of(self, history: RunHistory) -> RunLosses:
-        """The losses known for the run's θ_0 .. θ_(settled); those not evaluated yet are queued."""
+    def losses_of(self, history: RunHistory, wait: bool = False) -> RunLosses:
+        """The losses known for the run's θ_0 .. θ_(settled); those not evaluated yet are queued for the background
+        thread, or with `wait` evaluated now, in this thread (`gradledger run status`)."""
         if self.sources is None:
             return RunLosses({}, "no artifact store to read θ from (give --home or --artifacts)")
         thetas = self.thetas_of(history)
@@ -62,7 +63,12 @@ class LossBook:
                 else:
                     missing.append((history.run_id, history, digest))
             queued = {d for _, _, d in self.queue}
-            self.queue.extend(m for m in missing if m[2] not in queued)
+            if not wait:
+                self.queue.extend(m for m in missing if m[2] not in queued)
+        if missing and wait:
+            for run_id, _, digest in missing:
+                self._record(digest, *self._evaluate(run_id, history, digest))
+            return self.losses_of(history)
         if missing:
             self._start()
             self.wake.set()
@@ -96,13 +102,15 @@ class LossBook:
                     if not self.queue:
                         break
                     run_id, history, digest = self.queue.pop(0)
-                loss, problem = self._evaluate(run_id, history, digest)
-                with self.lock:
-                    if loss is not None:
-                        self.by_hash[digest] = loss
-                    else:
-                        self.problems[digest] = problem or "not evaluated"
+                self._record(digest, *self._evaluate(run_id, history, digest))
                 self.on_new()
+
+    def _record(self, digest: str, loss: float | None, problem: str | None) -> None:
+        with self.lock:
+            if loss is not None:
+                self.by_hash[digest] = loss
+            else:
+                self.problems[digest] = problem or "not evaluated"
 
     def _evaluate(self, run_id: int, history: RunHistory, digest: str) -> tuple[float | None, str | None]:
         """θ's held-out loss, or why there is none (the run's config or dataset unreadable, θ missing)."""

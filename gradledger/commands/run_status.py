@@ -60,9 +60,10 @@ def list_command(
         print_runs(runs, Console(), "runs (show one with `gradledger run status --run ID`)")
 
 
-def read_run_status(index, run_id: int):
+def read_run_status(index, run_id: int, losses=None):
     """The run's status now, folded from the deployment's indexed events (synced first); RunNotFoundError for a run
-    that does not exist."""
+    that does not exist. `losses` (an `auditor.explorer.losses.LossBook`): the held-out loss of each θ, evaluated here
+    once per θ (the audit's loss), else none."""
     from node.bootstrap import get_chain_now
     from protocol.adapters.runs import RunNotFoundError
     from protocol.history.fold import fold_run_history, list_runs
@@ -75,7 +76,9 @@ def read_run_status(index, run_id: int):
         raise RunNotFoundError(
             f"run {run_id} does not exist in this deployment (runs: {known}); see `gradledger run list`"
         )
-    return get_run_status(fold_run_history(events, run_id, index.timestamps()), get_chain_now(index.chain))
+    history = fold_run_history(events, run_id, index.timestamps())
+    evaluated = losses.losses_of(history, wait=True).losses if losses is not None else None
+    return get_run_status(history, get_chain_now(index.chain), evaluated)
 
 
 def _utc(ts: int) -> str:
@@ -90,7 +93,8 @@ def render_run_status(status) -> Group:
         head = f"run {status.run_id}: round {status.current_round} of {status.max_rounds}, {status.phase}"
     head += f"; chain time {_utc(status.now)} UTC"
     table = Table(title_justify="left")
-    for column in ("round", "phase", "windows close (UTC)", "commitments", "accepted", "pass/fail", "disputes", "θ"):
+    columns = ("round", "phase", "windows close (UTC)", "commitments", "accepted", "pass/fail", "disputes", "θ_(r+1)")
+    for column in (*columns, "loss of θ_r"):
         table.add_column(column)
     for r in status.rounds:
         windows = f"commit {_utc(r.commit_end)}, attest {_utc(r.attest_end)}, challenge {_utc(r.challenge_end)}"
@@ -105,8 +109,11 @@ def render_run_status(status) -> Group:
             f"{r.passes}/{r.fails}",
             disputes,
             theta,
+            "-" if r.loss is None else f"{r.loss:.4f}",
         )
     parts: list = [head, table]
+    if status.final_loss is not None:
+        parts.append(f"loss of the final θ: {status.final_loss:.4f}")
     if status.slashed_wei:
         parts.append(f"slashed in this run: {status.slashed_wei / 1e18:g} ETH")
     return Group(*parts)
@@ -119,26 +126,41 @@ def status_command(
     home: Path | None = HomeOption,
     rpc_url: str | None = RpcOption,
     manifest: Path | None = ManifestOption,
+    loss: bool = typer.Option(
+        True,
+        help="evaluate each θ's held-out loss from the artifact stores under --home (the audit's loss; once per θ)",
+    ),
 ) -> None:
-    """Show a run's round, phase, window deadlines, commitments, accepted work, attestations, disputes and θ."""
+    """Show a run's round, phase, window deadlines, commitments, accepted work, attestations, disputes, θ and loss."""
     from rich.live import Live
 
     configure_logging()
     index = _connect(home, rpc_url, manifest)
-    status = read_run_status(index, run)
+    losses = _loss_book(home) if loss else None
+    status = read_run_status(index, run, losses)
     if json_out:  # one JSON object, or with --watch one per line per new block
-        for update in [status, *(_updates(index, run, status) if watch else [])]:
+        for update in [status, *(_updates(index, run, status, losses) if watch else [])]:
             typer.echo(json.dumps(update.to_json(), indent=None if watch else 1))
         return
     if not watch:
         Console().print(render_run_status(status))
         return
     with Live(render_run_status(status), console=Console(), auto_refresh=False) as live:
-        for update in _updates(index, run, status):
+        for update in _updates(index, run, status, losses):
             live.update(render_run_status(update), refresh=True)
 
 
-def _updates(index, run: int, status):
+def _loss_book(home: Path | None):
+    """The θ losses of `run status`: read from the home's artifact stores (the creator's, the solvers'), each θ once."""
+    from auditor.audit import open_sources
+    from auditor.explorer.losses import LossBook
+    from gradledger.context import resolve_home, resolve_peers
+
+    root = resolve_home(home)
+    return LossBook(open_sources(root, [], resolve_peers(root, [])), lambda: None)
+
+
+def _updates(index, run: int, status, losses):
     """The run's status again at every new block (one `eth_blockNumber` a second meanwhile), until it finishes."""
     chain = index.chain
     seen = chain.block_number()
@@ -147,5 +169,5 @@ def _updates(index, run: int, status):
         head = chain.block_number()
         if head == seen:
             continue  # no block since the last read: no event can have come either
-        seen, status = head, read_run_status(index, run)
+        seen, status = head, read_run_status(index, run, losses)
         yield status

@@ -8,6 +8,7 @@ it settled to. Addresses are checksummed as in the events; times are chain secon
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -37,6 +38,9 @@ class RoundStatus:
     settled: bool
     theta: str
     next_theta: str | None
+    loss: float | None = None
+    """Held-out loss of θ_r, when the caller evaluated it (the artifacts, not the chain, hold θ: `get_run_status`'s
+    `losses`)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class RunStatus:
     rounds: tuple[RoundStatus, ...]
     disputes: tuple[dict, ...]
     slashed_wei: int
+    final_loss: float | None = None
+    """Of a finished run: the held-out loss of its last θ, when evaluated."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -72,7 +78,7 @@ def get_commitment_status(rnd: Round, commitment: Commitment) -> CommitmentStatu
     return "pending"
 
 
-def get_round_status(history: RunHistory, rnd: Round, now: int) -> RoundStatus:
+def get_round_status(history: RunHistory, rnd: Round, now: int, loss: float | None = None) -> RoundStatus:
     times = get_round_times(history, rnd.index)
     standing = [a for a in rnd.attestations if a.state not in ("overturned", "voided")]
     return RoundStatus(
@@ -82,13 +88,15 @@ def get_round_status(history: RunHistory, rnd: Round, now: int) -> RoundStatus:
         passes=sum(1 for a in standing if not a.is_fail), fails=sum(1 for a in standing if a.is_fail),
         disputes=len(rnd.disputes),
         disputes_open=sum(1 for d in rnd.disputes if d.status in ("open", "jury drawn", "decided")),
-        settled=rnd.settled, theta=rnd.theta_hash, next_theta=rnd.next_theta_hash,
+        settled=rnd.settled, theta=rnd.theta_hash, next_theta=rnd.next_theta_hash, loss=loss,
     )  # fmt: skip
 
 
-def get_run_status(history: RunHistory, now: int) -> RunStatus:
-    """The run's status at chain time `now` (the run's latest round is the current one until it finishes)."""
-    rounds = tuple(get_round_status(history, rnd, now) for rnd in history.rounds)
+def get_run_status(history: RunHistory, now: int, losses: Mapping[int, float] | None = None) -> RunStatus:
+    """The run's status at chain time `now` (the run's latest round is the current one until it finishes); `losses`:
+    held-out loss of θ_r by r, where evaluated (θ lives in the artifacts, not in the events)."""
+    known = losses or {}
+    rounds = tuple(get_round_status(history, rnd, now, known.get(rnd.index)) for rnd in history.rounds)
     current = history.current_round
     if history.finished:
         phase = "finished"
@@ -102,4 +110,5 @@ def get_run_status(history: RunHistory, now: int) -> RunStatus:
         run_id=history.run_id, now=now, finished=history.finished, max_rounds=history.terms.max_rounds,
         current_round=current, phase=phase, rounds=rounds, disputes=disputes,
         slashed_wei=sum(s.amount for s in history.slashes),
+        final_loss=known.get(len(history.rounds)) if history.finished else None,
     )  # fmt: skip

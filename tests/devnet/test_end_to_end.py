@@ -82,8 +82,11 @@ def test_two_solvers_one_verifier_two_rounds_then_the_verifier_serves_a_second_r
         assert (status["finished"], status["phase"], status["current_round"]) == (True, "finished", 2)
         assert [(r["commitments"], r["accepted"], r["passes"]) for r in status["rounds"]] == [(2, 2, 2), (2, 2, 2)]
         assert status["rounds"][1]["next_theta"] == "0x" + protocol.theta_of(run_id, 2).hex()
+        losses = [r["loss"] for r in status["rounds"]] + [status["final_loss"]]  # θ0, θ1, θ2 from the home's stores
+        assert all(isinstance(x, float) and 0 < x < 20 for x in losses), losses
     table = CliRunner().invoke(app, ["run", "status", "--run", str(run_id), *where])
     assert table.exit_code == 0 and "finished (2 rounds)" in table.output, table.output
+    assert f"loss of the final θ: {status['final_loss']:.4f}" in table.output
     missing = CliRunner().invoke(app, ["run", "status", "--run", "999", *where])
     assert "run 999 does not exist" in str(missing.exception) and "gradledger run list" in str(missing.exception)
 
