@@ -36,6 +36,7 @@ from auditor.payout_checks import Contribution, check_shares, check_slashes
 from auditor.replay_check import ReplaySettings, check_replays
 from auditor.sources import ArtifactSources, find_home_stores
 from protocol.adapters.chain import ChainClient
+from protocol.adapters.event_index import EventIndex
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.adapters.runs import RunNotFoundError
 from protocol.history.fold import fold_run_history, get_round_phase
@@ -128,11 +129,13 @@ def audit_run(
     labels: Mapping[str, str] | None = None,
     evaluate_loss: bool = True,
     replay: ReplaySettings | None = None,
+    index: EventIndex | None = None,
 ) -> AuditReport:
     """Read everything, run every check; the report (nothing written here). `replay`: which accepted segments are
-    replayed (default: one per accepted commitment, audit seed 0; auditor/replay_check.py)."""
+    replayed (default: one per accepted commitment, audit seed 0; auditor/replay_check.py). `index`: the deployment's
+    event index to read the events through (`auditor/chain_reads.py` `read_chain`: only blocks it lacks are read)."""
     started = time.perf_counter()
-    snapshot = read_chain(chain, manifest)
+    snapshot = read_chain(chain, manifest, index)
     if run_id not in snapshot.share_tokens:
         known = ", ".join(str(r.run_id) for r in snapshot.runs) or "none"
         raise RunNotFoundError(f"run {run_id} does not exist in this deployment (runs: {known})")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from auditor.checks import PublicState
 from protocol.adapters.chain import ChainClient, ChainEvent
+from protocol.adapters.event_index import EventIndex
 from protocol.adapters.manifest import DeploymentManifest
 from protocol.errors import GradledgerError
 from protocol.hashing import hash_to_hex
@@ -54,8 +55,13 @@ def list_abi_event_fields(manifest: DeploymentManifest) -> dict[str, list[str]]:
     return events
 
 
-def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapshot:
-    """Every event up to the latest block B, their block timestamps and the contracts' balances at B."""
+def read_chain(chain: ChainClient, manifest: DeploymentManifest, index: EventIndex | None = None) -> ChainSnapshot:
+    """Every event up to the latest block B, their block timestamps and the contracts' balances at B.
+
+    With `index` (the deployment's event index, `<home>/index/events.sqlite`), the events come from it after one
+    `sync()`, which reads only the blocks it has not indexed: an audit run again, or after `run status` or the
+    explorer, reads the chain's logs of the new blocks only. B is then the index's last block (the last final block:
+    a reorg-checked read), so the events and the calls at B stay one snapshot."""
     missing = find_missing_event_fields(list_abi_event_fields(manifest))
     if missing:
         raise AuditError(
@@ -63,20 +69,26 @@ def read_chain(chain: ChainClient, manifest: DeploymentManifest) -> ChainSnapsho
             f"{', '.join(missing[:8])}; the contracts changed -- update EVENT_FIELDS in protocol/history/events.py "
             "and the handlers in protocol/history/ (registry.py, disputes.py, accounts.py, plants.py) to match"
         )
-    block = chain.block_number()
+    if index is not None:
+        block = index.sync().next_block - 1
+        events = tuple(index.events())
+        tokens = {int(e.args["runId"]): str(e.args["shareToken"]) for e in events if e.name == "RunCreated"}
+        timestamps: Mapping[int, int] = index.timestamps()
+    else:
+        block = chain.block_number()
+        base = chain.get_events(manifest.deployed_block, block, contracts=list(manifest.contracts))
+        tokens = {int(e.args["runId"]): str(e.args["shareToken"]) for e in base if e.name == "RunCreated"}
+        template = manifest.contracts["RunShares"].abi
+        for run_id, token in tokens.items():
+            chain.add_contract(share_token_contract(run_id), token, template)
+        token_events = (
+            chain.get_events(manifest.deployed_block, block, contracts=[share_token_contract(r) for r in tokens])
+            if tokens
+            else []
+        )
+        events = tuple(sorted([*base, *token_events], key=lambda e: (e.block_number, e.log_index)))
+        timestamps = chain.get_block_timestamps({e.block_number for e in events})
     block_time = int(chain.get_block(block)["timestamp"])
-    base = chain.get_events(manifest.deployed_block, block, contracts=list(manifest.contracts))
-    tokens = {int(e.args["runId"]): str(e.args["shareToken"]) for e in base if e.name == "RunCreated"}
-    template = manifest.contracts["RunShares"].abi
-    for run_id, token in tokens.items():
-        chain.add_contract(share_token_contract(run_id), token, template)
-    token_events = (
-        chain.get_events(manifest.deployed_block, block, contracts=[share_token_contract(r) for r in tokens])
-        if tokens
-        else []
-    )
-    events = tuple(sorted([*base, *token_events], key=lambda e: (e.block_number, e.log_index)))
-    timestamps = chain.get_block_timestamps({e.block_number for e in events})
     balances = {
         name: chain.get_balance(record.address, block)
         for name, record in sorted(manifest.contracts.items())

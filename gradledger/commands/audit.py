@@ -62,6 +62,12 @@ def audit_command(
         "checkpoints and judge as verifiers do: a count (default 1), 'all', or 'none'/0 to skip (the report says so); "
         f"a segment that does not replay fails the audit (exit {EXIT_FAILED_CHECK}), one nobody serves is a warning",
     ),
+    use_index: bool = typer.Option(
+        True,
+        "--index/--no-index",
+        help="read the chain's events through the deployment's event index under --home (index/events.sqlite, shared "
+        "with `run status` and the explorer: only blocks it lacks are read); --no-index reads them all from the RPC",
+    ),
     replay_seed: int = typer.Option(
         0,
         "--replay-seed",
@@ -80,6 +86,7 @@ def audit_command(
     from auditor.report import get_report_model, print_summary, write_outputs
     from gradledger.context import resolve_manifest, resolve_rpc_url
     from protocol.adapters.chain import ChainClient
+    from protocol.adapters.event_index import EventIndex
 
     try:  # the default sample size is auditor/replay_check.py DEFAULT_REPLAY
         settings = (
@@ -102,7 +109,8 @@ def audit_command(
             print_runs(list_deployment_runs(chain, deployment), out)
             return
         sources = open_sources(root, artifacts, resolve_peers(root, peer), include_home=home_stores)
-        report = audit_run(chain, deployment, run, sources, read_labels(root), replay=settings)
+        index = EventIndex(root / "index" / "events.sqlite", chain) if use_index else None
+        report = audit_run(chain, deployment, run, sources, read_labels(root), replay=settings, index=index)
         model = get_report_model(report)  # derived once, rendered by each output
         print_summary(model, out)
         write_outputs(model, json_out, html_out)

@@ -169,3 +169,17 @@ class HeadlessPage:
         self.exits.close()
         self.process.kill()
         self.process.wait(30)
+
+
+def eth_text(wei: int) -> str:
+    """The explorer page's `formatUnits`: ETH truncated to 4 decimals, thousands separated."""
+    return f"{wei // 10**18:,}.{wei % 10**18 * 10_000 // 10**18:04d}"
+
+
+def next_change(lines, deadline: float) -> dict:
+    """The data of the event stream's next `change` event (keep-alive comments skipped)."""
+    for line in lines:
+        if line.startswith("data: "):
+            return json.loads(line[len("data: ") :])
+        assert time.monotonic() < deadline, "the explorer announced no change in time"
+    raise AssertionError("the event stream ended")

@@ -49,6 +49,8 @@ from tests.auditor.chain_probes import (
     cast_logs,
     cast_uint,
     data_words,
+    eth_text,
+    next_change,
     run_chromium,
     topic_address,
     topic_int,
@@ -222,7 +224,7 @@ def test_html_report_renders_in_headless_chromium_with_its_plots(audited, tmp_pa
 
 def _copy_home(real_run: RealRun, tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    shutil.copytree(real_run.home, home, ignore=shutil.ignore_patterns("*.log"))
+    shutil.copytree(real_run.home, home, ignore=shutil.ignore_patterns("*.log", "index"))  # no event index yet
     return home
 
 
@@ -270,17 +272,28 @@ def test_missing_delta_fails_the_rederivation_naming_it(real_run, audited, tmp_p
 @pytest.mark.e2e
 def test_rpc_dropping_mid_read_exits_nonzero_and_writes_nothing(real_run, tmp_path):
     counting = DroppingProxy(real_run.rpc, None)
+    home = _copy_home(real_run, tmp_path / "first")
     try:
-        full = run_cli(real_run.home, counting.url, real_run.run_id, tmp_path / "full")
+        full = run_cli(home, counting.url, real_run.run_id, tmp_path / "full")
+        total = counting.count
+        again = run_cli(home, counting.url, real_run.run_id, tmp_path / "again")  # the event index is kept under home
     finally:
         counting.close()
     assert full.returncode == 0, full.stdout + full.stderr
-    total = counting.count
-    assert total > 20
+    assert again.returncode == 0 and "all 10 checks passed" in again.stdout, again.stdout + again.stderr
+    assert total > 20 and counting.count - total < total  # the second read only the blocks the index lacked
+    first, second = (json.loads((tmp_path / d / "audit.json").read_text()) for d in ("full", "again"))
+    assert (first["rounds"], first["shares"], first["slashed"]) == (
+        second["rounds"],
+        second["shares"],
+        second["slashed"],
+    )
     dropping = DroppingProxy(real_run.rpc, total // 2)
     out = tmp_path / "dropped"
-    try:
-        proc = run_cli(real_run.home, dropping.url, real_run.run_id, out, "--rpc-retries", "2")
+    try:  # a home without an index: the same reads as the first audit, cut half-way
+        proc = run_cli(
+            _copy_home(real_run, tmp_path / "second"), dropping.url, real_run.run_id, out, "--rpc-retries", "2"
+        )
     finally:
         dropping.close()
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -404,25 +417,11 @@ def test_deployed_abis_carry_every_event_field_the_audit_reads(deployment):
 # -- the explorer on the same run -------------------------------------------------------------------
 
 
-def _eth_text(wei: int) -> str:
-    """The explorer page's `formatUnits`: ETH truncated to 4 decimals, thousands separated."""
-    return f"{wei // 10**18:,}.{wei % 10**18 * 10_000 // 10**18:04d}"
-
-
 def show(browser: HeadlessPage, condition: str) -> str:
     """The page's HTML once `condition` holds; fails at once on the page's error line."""
     html = browser.wait_for(f"({condition}) || document.getElementById('error') !== null")
     assert 'id="error"' not in html, html[html.index('id="error"') :][:500]
     return html
-
-
-def _next_change(lines, deadline: float) -> dict:
-    """The data of the event stream's next `change` event (keep-alive comments skipped)."""
-    for line in lines:
-        if line.startswith("data: "):
-            return json.loads(line[len("data: ") :])
-        assert time.monotonic() < deadline, "the explorer announced no change in time"
-    raise AssertionError("the event stream ended")
 
 
 @pytest.mark.e2e
@@ -446,7 +445,7 @@ def test_explorer_shows_what_the_contracts_hold_and_follows_new_blocks(real_run,
             lines = stream.iter_lines()
             view = http.get(f"/api/runs/{run_id}").json()  # asks for the losses, evaluated in the background
             while view["loss_note"] is not None:
-                _next_change(lines, deadline)
+                next_change(lines, deadline)
                 view = http.get(f"/api/runs/{run_id}").json()
             assert view["run"]["finished"] and [r["phase"] for r in view["rounds"]] == ["settled", "settled"]
             for rnd in view["rounds"]:
@@ -462,7 +461,7 @@ def test_explorer_shows_what_the_contracts_hold_and_follows_new_blocks(real_run,
             assert "<canvas" in html and 'class="uplot' in html  # uPlot drew the 3 losses
             shares = r'data-account="(0x[0-9a-fA-F]{40})">.*?data-field="shares"[^>]*>([^<]*)<'
             shown = dict(re.findall(shares, html))
-            assert {h: _eth_text(v) for h, v in holders.items()} == {h: shown[h] for h in holders}
+            assert {h: eth_text(v) for h, v in holders.items()} == {h: shown[h] for h in holders}
 
             solver = get_devnet_account(SOLVERS[0]).address
             answer = http.get(f"/api/accounts/{solver}")
@@ -472,7 +471,7 @@ def test_explorer_shows_what_the_contracts_hold_and_follows_new_blocks(real_run,
             html = show(browser, "document.getElementById('stake') !== null")
             bonded = re.search(r'data-role="solver">.*?data-field="bonded" data-wei="(\d+)">([^<]*)<', html)
             assert bonded and int(bonded[1]) == client.stake_state(solver, 1).bonded_wei > 0
-            assert bonded[2] == _eth_text(int(bonded[1]))
+            assert bonded[2] == eth_text(int(bonded[1]))
             assert f'id="wallet" data-wei="{chain.get_balance(solver)}"' in html
 
             newcomer = Account.create()  # a deposit in a new block: the open page shows it without a reload
