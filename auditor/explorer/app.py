@@ -99,10 +99,11 @@ def create_explorer_app(live: LiveRuns, losses: LossBook, changes: Changes, poll
         with chain_lock:
             try:
                 live.poll()
-            except GradledgerError as exc:
-                if live.error != str(exc):
-                    log_event(logger, "chain read failed", error=str(exc))
-                    live.error = str(exc)
+            except Exception as exc:  # the page keeps its last view, and says why it is not moving
+                error = str(exc) if isinstance(exc, GradledgerError) else f"{type(exc).__name__}: {exc}"
+                if live.error != error:
+                    log_event(logger, "chain read failed", error=error)
+                    live.error = error
                     changes.bump()
 
     @contextlib.asynccontextmanager
