@@ -19,6 +19,13 @@ the run's history, the ledger of ETH, the run's status; artifacts and replays ar
 is what the money watch does on each new block (`node/money_watch.py`), against `fold_ms_round_10` /
 `fold_ms_last_round`, one full fold of the history at those rounds, what it did before.
 
+At the end, `bench/rpc_budget_realtime.py` and `bench/rpc_budget.py` run in processes of their own (a real anvil, a
+solver, a verifier and a whistleblower as processes, each behind a counting JSON-RPC proxy) and their figures are
+copied: `rpc_requests_per_node_per_block` (an idle node's requests per new block of a chain that mines every second,
+everything counted, the most of any node), `rpc_requests_per_node_per_block_driven` (the same on the driven devnet,
+whose blocks come as soon as the nodes are idle), `rpc_requests_per_node_per_block_without_head_polls` and
+`rpc_requests_per_node_per_block_round` (over a whole round, driven); `--no-rpc-budget` leaves them out.
+
 The last line of output is one JSON object.
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -153,11 +161,35 @@ def measure_fold_ms(events: list[ChainEvent], upto_round: int) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _run_bench(script: str, *argv: str) -> dict:
+    """The last line of a bench script run in a process of its own (it starts anvil and node processes)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *argv], capture_output=True, text=True, timeout=3600
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"bench/{script} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_rpc_budget(quick: bool) -> dict[str, float]:
+    """The RPC budget's figures: an idle node on a chain that mines every second (bench/rpc_budget_realtime.py), and
+    a driven chain's idle stretch and whole round (bench/rpc_budget.py)."""
+    realtime = _run_bench("rpc_budget_realtime.py", "--blocks", "20" if quick else "60")
+    budget = _run_bench("rpc_budget.py", *(["--quick"] if quick else []))
+    return {
+        "rpc_requests_per_node_per_block": realtime["rpc_requests_per_node_per_block_idle_realtime"],
+        "rpc_requests_per_node_per_block_driven": budget["rpc_requests_per_node_per_block_idle"],
+        "rpc_requests_per_node_per_block_without_head_polls": max(budget["idle_per_role_without_head_polls"].values()),
+        "rpc_requests_per_node_per_block_round": budget["rpc_requests_per_node_per_block_round"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 rounds instead of 1,000")
     parser.add_argument("--rounds", type=int, default=None, help="rounds of the scripted run (default 1000)")
     parser.add_argument("--solvers", type=int, default=16, help="solvers of the scripted run")
+    parser.add_argument("--no-rpc-budget", action="store_true", help="skip bench/rpc_budget.py (anvil and 3 nodes)")
     args = parser.parse_args()
     rounds = args.rounds or (100 if args.quick else 1000)
     started = time.perf_counter()
@@ -194,6 +226,8 @@ def main() -> None:
         "fold_ms_round_10": round(measure_fold_ms(events, early), 2),
         "fold_ms_last_round": round(measure_fold_ms(events, last), 2),
     }
+    if not args.no_rpc_budget:
+        result.update(measure_rpc_budget(args.quick))
     print(json.dumps(result))
 
 

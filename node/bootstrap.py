@@ -155,6 +155,34 @@ class IdleReport:
         )  # fmt: skip
 
 
+REAL_TIME_SLACK_S = 600.0
+"""How far a head's timestamp may be from the wall clock on a chain that keeps real time (`get_idle_wait_s`): a
+devnet's deployment, many transactions in a few seconds, leaves its blocks' timestamps some seconds ahead for good; the
+tests' driven devnet starts in 2096."""
+IDLE_WAIT_MAX_S = 2.0
+"""The longest an idle node waits for a block that is due (`get_idle_wait_s`): on a 12-second chain it reads the head
+every 2 s (about 6 requests a block) rather than react up to a block late to a deadline."""
+
+
+def compute_idle_wait_s(chain_ahead_s: float, block_s: float, since_head_s: float, idle_poll_s: float) -> float:
+    """How long a node loop whose last tick changed nothing waits before it reads the head again. `chain_ahead_s`: the
+    head's timestamp less the wall clock; `block_s`: the deployment's block time; `since_head_s`: how long ago the
+    loop first saw that head.
+
+    On a chain that keeps real time (its head within `REAL_TIME_SLACK_S` + two blocks of the wall clock): until the
+    next block is due, in whole steps of the block time from when the head was first seen (issue 39: a head read every
+    `idle_poll_s` cost an idle node two to three requests per 1-second block and 24 per 12-second one, to learn
+    nothing). Blocks on a cadence are then seen with one read each, at the same offset after they are mined. A step is
+    at most `IDLE_WAIT_MAX_S`, so a deadline a tick acts on is seen at most that late (no contract sees it before the
+    next block anyway). On a chain whose clock runs ahead of the wall (the tests' driven devnet, time travel), blocks
+    come when someone mines, not on a cadence: every `idle_poll_s`.
+    """
+    if abs(chain_ahead_s) > 2 * block_s + REAL_TIME_SLACK_S:
+        return idle_poll_s
+    step = max(idle_poll_s, min(block_s, IDLE_WAIT_MAX_S))
+    return step - since_head_s % step  # the next block due, whole steps after the head was first seen
+
+
 START_REMINDER_S = 300.0
 """How often `RunNode.start` repeats a cause that keeps it from starting (it logs each new cause at once)."""
 
@@ -208,6 +236,7 @@ class RunNode:
         self.store.reporter = lambda event, level, fields: log_event(self.log, event, level, **fields)
         self.peers.reporter = self.store.reporter  # announced URLs it refuses to fetch from (issue 36, finding 10)
         self.idle: IdleReport | None = None
+        self.head_seen_at = 0.0  # when the loop first saw its current head (time.monotonic; `get_idle_wait_s`)
         self.idle_skips = 0  # loop passes that skipped a tick: nothing it reads had changed since an idle one
         self.skips = 0
         self.finished = False
@@ -313,8 +342,11 @@ class RunNode:
         ticks, blocks_seen = 0, [-1, -1]  # the head at the first and at the last tick (the log's `blocks`)
         idle_since = 0.0  # when the last tick that changed nothing ran (time.monotonic)
         while not self.stop.is_set():
-            try:
-                with self.chain.head_reads.scope():  # reads at one head answered once (protocol/adapters/head_reads.py)
+            # One scope for the tick and the money watch after it: reads at one head are answered once
+            # (protocol/adapters/head_reads.py), and the watch reads at the head the tick read unless the tick sent a
+            # transaction or HEAD_MAX_AGE_S passed (issue 39: a scope of its own read the head again every block).
+            with self.chain.head_reads.scope():
+                try:
                     before = self.observe()
                     if (
                         self.idle is not None
@@ -323,41 +355,49 @@ class RunNode:
                     ):
                         # INVARIANT: the same head, chain second and node state: the tick would idle again
                         self.idle_skips += 1
-                        self.stop.wait(self.idle_poll_s)
+                        self.stop.wait(self.get_idle_wait_s(before))
                         continue
                     ticks += 1
+                    if before.block != blocks_seen[1]:
+                        self.head_seen_at = time.monotonic()
                     blocks_seen = [before.block if blocks_seen[0] < 0 else blocks_seen[0], before.block]
                     self.announce_if_due()
                     self.discovery.refresh(self.load().created_block)  # nodes that start later are found here
                     finished = self.tick()
-                if self.state.changes != before.changes:
+                    if self.state.changes != before.changes:
+                        self.idle = None
+                    else:
+                        self.idle, idle_since = before, time.monotonic()
+                    self.last_error = ""
+                except GradledgerError as exc:
                     self.idle = None
-                else:
-                    self.idle, idle_since = before, time.monotonic()
-                self.last_error = ""
-            except GradledgerError as exc:
-                self.idle = None
-                repeated, self.last_error = str(exc) == self.last_error, str(exc)
-                if not repeated:  # an outage fails every tick alike: logged once, /health shows it meanwhile
-                    log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
-                finished = False
-                self.stop.wait(1.0)
-            except Exception as exc:
-                self.idle = None
-                self.note_skip("tick", exc)
-                finished = False
-                self.stop.wait(1.0)
-            with self.chain.head_reads.scope():
+                    repeated, self.last_error = str(exc) == self.last_error, str(exc)
+                    if not repeated:  # an outage fails every tick alike: logged once, /health shows it meanwhile
+                        log_event(self.log, "tick failed, retrying", level=logging.WARNING, error=str(exc))
+                    finished = False
+                    self.stop.wait(1.0)
+                except Exception as exc:
+                    self.idle = None
+                    self.note_skip("tick", exc)
+                    finished = False
+                    self.stop.wait(1.0)
                 self.watch_money()
             if finished:
                 self.finished = True
                 break
-            self.stop.wait(self.tick_interval_s)
+            self.stop.wait(self.tick_interval_s if self.idle is None else self.get_idle_wait_s(self.idle))
         # what this node asked of its RPC over the blocks it followed (docs/nodes.md, "What the client asks the RPC")
         log_event(
             self.log, "loop ended", finished=self.finished, ticks=ticks, idle_ticks_skipped=self.idle_skips,
             blocks=blocks_seen[1] - blocks_seen[0], rpc_requests=dict(self.chain.provider.requests),
         )  # fmt: skip
+
+    def get_idle_wait_s(self, moment: IdleReport) -> float:
+        """How long this loop, its last tick idle at `moment`, waits before it reads the head again
+        (`compute_idle_wait_s`)."""
+        block_s = float(self.chain.deployment.block_seconds) if self.chain.manifest is not None else 1.0
+        since_head_s = time.monotonic() - self.head_seen_at
+        return compute_idle_wait_s(moment.now - time.time(), block_s, since_head_s, self.idle_poll_s)
 
     def observe(self) -> IdleReport:
         """The moment a tick starts at: the head block (one read, kept for the tick), chain time, node-state writes."""

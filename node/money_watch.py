@@ -2,8 +2,8 @@
 
 Every node (solver, verifier, whistleblower) holds a `MoneyWatch`. The node's loop calls `refresh()` after each
 tick: on a new block it reads the run's new events, the seats the chain assigned to the node in rounds whose
-attest window closed, and its pending credits (protocol/adapters/run_events.py); it asks the pure
-`protocol.money_events.compute_money_report` what touched the node's money, logs each event once (a slash or a
+attest window closed, and its pending credits when those events moved (protocol/adapters/run_events.py); it asks the
+pure `protocol.money_events.compute_money_report` what touched the node's money, logs each event once (a slash or a
 missed window at WARNING, with its amount and reason), and keeps the report for `/metrics`
 (`MoneyCollector`) and `/health` (`health_reasons`, `as_health`). A node restarted logs its history again: the
 report is recomputed from the chain, never stored.
@@ -64,6 +64,7 @@ class MoneyWatch:
         self.reasons: dict[str, str] = {}
         self.last_error = ""
         self._block = -1
+        self._credits_read = False
         self._computed_at = 0.0
 
     def refresh(self, created_block: int, now: int) -> None:
@@ -92,7 +93,13 @@ class MoneyWatch:
                 self.folder.add(self.reader.events, self.reader.timestamps)
             else:  # only what arrived is folded (issue 39: folding everything per block grew with the run)
                 self.folder.add(update.new, self.reader.timestamps)
-            self._note_credits(read_pending_credits(self.protocol, self.address))
+            if update.new or update.dropped or not self._credits_read:
+                # A credit moves only in a transaction that emits an event of the deployment (a bond finalized, a
+                # dispute executed, shares minted, a withdrawal...): read again when the run's events moved (with
+                # confirmations: once they are final), not on every block (issue 39: five calls a block, mostly for
+                # nothing).
+                self._note_credits(read_pending_credits(self.protocol, self.address))
+                self._credits_read = True
             self._block = block
         events, timestamps = self.reader.events, self.reader.timestamps
         history = self.folder.history()

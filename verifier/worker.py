@@ -147,6 +147,11 @@ class VerifierWorker(RunNode):
             self.jury.ensure_registered()
         if self.juror_only:
             return
+        if self.protocol.verifier_record_of(self.run_id, self.address).active:
+            # registered: the transaction would revert AlreadyRegistered. A storage read the tick keeps across blocks
+            # that change nothing (protocol/adapters/quiet_blocks.py), where the attempt cost an eth_estimateGas on
+            # every block of the commit window (issue 39)
+            return
         try:
             self.protocol.register_verifier(self.account, self.run_id)
             log_event(self.log, "registered", run=self.run_id, verifier=self.address)

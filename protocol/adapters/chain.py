@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar, cast
 
 import requests
@@ -52,9 +52,11 @@ from protocol.adapters.chain_errors import TxResult as TxResult
 from protocol.adapters.chain_errors import UnknownHeaderLayoutError as UnknownHeaderLayoutError
 from protocol.adapters.chain_errors import WrongChainError as WrongChainError
 from protocol.adapters.devnet_controls import DevnetControls
+from protocol.adapters.event_memo import EventMemo
 from protocol.adapters.finality import ChainPolicy, get_default_chain_policy
 from protocol.adapters.head_reads import HeadReads
 from protocol.adapters.manifest import DeploymentManifest
+from protocol.adapters.quiet_blocks import is_quiet_block, is_storage_read
 from protocol.adapters.rpc_provider import connect_web3
 from protocol.adapters.transactions import TransactionSender
 from protocol.hashing import keccak256
@@ -79,6 +81,11 @@ def name_abi_values(params: list[dict[str, Any]], values: Any) -> dict[str, Any]
         components = param.get("components")
         named[param["name"]] = name_abi_values(components, value) if components and param["type"] == "tuple" else value
     return named
+
+
+def _is_kept_across_quiet_block(key: Hashable) -> bool:
+    """A storage read (quiet_blocks.STORAGE_VIEWS) or a block by number: both hold at the quiet head's child."""
+    return is_storage_read(key) or (isinstance(key, tuple) and len(key) == 2 and key[0] == "block")
 
 
 _CONNECTION_ERRORS = (
@@ -111,6 +118,7 @@ class ChainClient(DevnetControls, TransactionSender):
         self._outage_lock = threading.Lock()
         self._init_sender()
         self.head_reads = HeadReads()  # "latest" read once per head inside a node's tick (head_reads.py)
+        self.event_memo = EventMemo(self)  # a tick's events read once per head, by range (event_memo.py)
         self.chain_id = self._retry(lambda: self.w3.eth.chain_id, what="eth_chainId")
         self.policy = policy if policy is not None else get_default_chain_policy()
         self.confirmations = self.policy.get_confirmations(self.chain_id)
@@ -285,7 +293,10 @@ class ChainClient(DevnetControls, TransactionSender):
             return head
         block = self._retry(lambda: self.w3.eth.get_block("latest"), what="eth_getBlockByNumber")
         number = int(block["number"])
-        self.head_reads.note_block(number, bytes(block["hash"]))
+        # a block without a log of any contract this client knows keeps the storage reads (quiet_blocks.py)
+        quiet = is_quiet_block(block, [c.address for c in self._contracts.values()])
+        keep = _is_kept_across_quiet_block if quiet and self._contracts else None
+        self.head_reads.note_block(number, bytes(block["hash"]), bytes(block.get("parentHash", b"")), keep)
         return self.head_reads.read(("block",), number, lambda: block)["number"]
 
     def call_fields(
@@ -328,11 +339,23 @@ class ChainClient(DevnetControls, TransactionSender):
         self.head_reads.forget()
 
     def get_block(self, block: BlockIdentifier = "latest") -> Any:
-        """A block; "latest" is the head's block, read once per head (`HeadReads`)."""
-        if block != "latest" or not self.head_reads.is_active():
+        """A block; "latest" is the head's block, read once per head (`HeadReads`). Inside a node's tick a block by
+        number at or below the head is read once per head too, and the head's own number is the head's block already
+        read: a tick's event readers each checked the same blocks' hashes (the last block read, still canonical? the
+        new last one) and read them two or three times per new block (issue 39). A reorg that replaces any of them
+        shows as another head hash, which drops every answer (`HeadReads.note_block`)."""
+        number = block if isinstance(block, int) else None
+        if not self.head_reads.is_active() or (block != "latest" and number is None):
             return self._retry(lambda: self.w3.eth.get_block(block), what="eth_getBlockByNumber")
         head = self._get_head()
-        return self.head_reads.read(("block",), head, lambda: self.get_block(head))
+        if number is None or number == head:
+            return self.head_reads.read(("block",), head, lambda: self._read_block(head))
+        if number > head:
+            return self._read_block(number)
+        return self.head_reads.read(("block", number), head, lambda: self._read_block(number))
+
+    def _read_block(self, number: int) -> Any:
+        return self._retry(lambda: self.w3.eth.get_block(number), what="eth_getBlockByNumber")
 
     def get_block_header_rlp(self, block_number: int) -> bytes:
         """Block `block_number`'s RLP-encoded header, which Verification.drawSeed (and Plants) take to prove the
@@ -396,8 +419,13 @@ class ChainClient(DevnetControls, TransactionSender):
         """Decoded events of every manifest contract in [from_block, to_block], in chain order.
 
         `names` keeps only those events; `contracts` reads only those registered contracts. Without `to_block`,
-        up to the final block (`final_block_number`: the head less the policy's confirmations).
+        up to the final block (`final_block_number`: the head less the policy's confirmations). Inside a node's tick
+        the answer comes from one shared log read once per head, by range (protocol/adapters/event_memo.py).
         """
+        if self.head_reads.is_active() and not self.event_memo.is_reading():
+            memo = self.event_memo.events(from_block, to_block, names, contracts)
+            if memo is not None:
+                return memo
         last = self.final_block_number() if to_block is None else to_block
         wanted = set(names) if names is not None else None
         sources = self._contracts if contracts is None else {n: self.contract(n) for n in contracts}

@@ -249,7 +249,11 @@ def wait_for_receipt(chain: ChainConnection, tx_hash: HexBytes, tx: dict, raw: b
 
 
 def _canonical_hash(chain: ChainConnection, number: int) -> bytes | None:
-    block = chain._retry(lambda: chain.w3.eth.get_block(number), what="eth_getBlockByNumber")
+    """The hash of block `number` on the chain now: read through `chain.get_block`, so inside a node's tick every
+    reader's check of the same block costs one read per head (issue 39), and outside it stays a live read. A reorg
+    during a span's read that this leaves unseen is seen by the next read's `find_fork` (the span is recorded with the
+    hash read before it)."""
+    block = chain.get_block(number)
     return bytes(block["hash"]) if block is not None else None
 
 
@@ -356,7 +360,9 @@ class DurableReadCursor:
 
     `span()` checks the last block read and returns the events of the final blocks not read yet; the caller handles
     them and then calls `advance()`; a node killed in between reads them again (its handling is idempotent).
-    A cursor saved by an older node (`NodeState` cursors: a bare block number) is taken over.
+    A cursor saved by an older node (`NodeState` cursors: a bare block number) is taken over. Its progress is written
+    as bookkeeping (`NodeState.put(counts=False)`): moving past blocks without events changes nothing a tick decides
+    on, so it leaves the tick idle (issue 39: it made every new block cost a second, identical tick).
     """
 
     KIND = "read_progress"
@@ -394,5 +400,5 @@ class DurableReadCursor:
         if self._pending is None:
             return
         self.progress, self._pending = self._pending, None
-        self.state.put(self.KIND, self.name, self.progress.to_json())
+        self.state.put(self.KIND, self.name, self.progress.to_json(), counts=False)  # bookkeeping: the tick stays idle
         self.state.set_cursor(self.name, self.progress.next_block)

@@ -64,12 +64,27 @@ class HeadReads:
         """Whether this thread is inside `scope()`."""
         return getattr(self._local, "depth", 0) > 0
 
-    def note_block(self, number: int, block_hash: bytes) -> None:
+    def note_block(
+        self,
+        number: int,
+        block_hash: bytes,
+        parent_hash: bytes | None = None,
+        keep: Callable[[Hashable], bool] | None = None,
+    ) -> None:
         """The head is this block now (read live): answers read at another block are dropped. Keyed by hash too, so
-        a reorg that replaces the head at the same height drops them as well."""
+        a reorg that replaces the head at the same height drops them as well.
+
+        `keep` (protocol/adapters/quiet_blocks.py): when the new head is the child of the head the answers were read at
+        (`parent_hash`) and changed nothing they read, the answers `keep` names are kept (issue 39: an idle node read
+        the same storage again at every block), and the old head's block is kept as the block of its number."""
         with self._lock:
             if (number, block_hash) != self._head:
-                self._answers.clear()
+                old, answers = self._head, self._answers
+                self._answers = {}
+                if keep is not None and old is not None and (old[0] + 1, old[1]) == (number, parent_hash):
+                    self._answers = {k: v for k, v in answers.items() if keep(k)}
+                    if ("block",) in answers:
+                        self._answers[("block", old[0])] = answers[("block",)]
                 self._head = (number, block_hash)
             self._seen_at = self._clock()
 

@@ -48,14 +48,19 @@ class NodeState:
         self._lock = threading.Lock()
         self._counter = self._db.execute("SELECT COALESCE(MAX(updated), 0) FROM records").fetchone()[0]
 
-    def put(self, kind: str, key: str, value: dict[str, Any]) -> None:
-        """Insert or replace one record atomically; writing the value a record already holds is a no-op."""
+    def put(self, kind: str, key: str, value: dict[str, Any], *, counts: bool = True) -> None:
+        """Insert or replace one record atomically; writing the value a record already holds is a no-op.
+
+        `counts=False`: bookkeeping no decision reads (a read cursor's progress: protocol/adapters/finality.py
+        `DurableReadCursor`): written as durably, but `changes` does not grow, so a tick that only moved a cursor past
+        blocks without events is still idle (node/bootstrap.py) and is not run again at the same head (issue 39: every
+        new block cost a verifier and a whistleblower a second, identical tick and a look at every credit)."""
         text = json.dumps(value, sort_keys=True)
         with self._lock:
             row = self._db.execute("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key)).fetchone()
             if row is not None and row[0] == text:
                 return
-            self._counter += 1
+            self._counter += 1 if counts else 0
             self._db.execute(
                 "INSERT OR REPLACE INTO records (kind, key, value, updated) VALUES (?, ?, ?, ?)",
                 (kind, key, text, self._counter),

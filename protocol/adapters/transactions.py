@@ -123,32 +123,43 @@ class TransactionSender:
     def _transact(
         self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
     ) -> TxResult:
-        """Send and wait, counted as a send under way of the account (see `_next_nonce`)."""
+        """Send and wait, counted as a send under way of the account (see `_next_nonce`).
+
+        The head's reads are forgotten once a transaction was sent, not when nothing was: a call refused at estimation
+        (a revert a node expects, e.g. a registration that is already there) or above the fee cap moved no chain, and
+        forgetting then made the rest of the tick read the head and everything at it again (issue 39)."""
         with self._nonce_lock:
             self._in_flight[account.address] = self._in_flight.get(account.address, 0) + 1
         try:
-            return self._transact_once(account, build, context, value, gas)
+            address = account.address
+            base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
+            if gas is None:
+                gas = self._estimate_gas(build, base, context)
+            try:
+                return self._transact_once(account, build, context, base, gas)
+            finally:
+                self.head_reads.forget()  # INVARIANT: a node reads its own writes (protocol/adapters/head_reads.py)
         finally:
-            self.head_reads.forget()  # INVARIANT: a node reads its own writes (protocol/adapters/head_reads.py)
             with self._nonce_lock:
                 self._in_flight[account.address] -= 1
 
+    def _estimate_gas(self, build: Callable[[dict], dict], base: dict, context: str) -> int:
+        """The gas limit to send with: the estimate plus a margin; a revert at estimation is ContractRevertError."""
+        # Estimate against the pending block: its timestamp is "now", while the latest block's may be
+        # minutes old on a quiet chain, and window checks depend on block.timestamp.
+        draft = {k: v for k, v in build({**base, "gas": 30_000_000}).items() if k not in ("gas", "nonce")}
+        try:
+            estimate = self._retry(
+                lambda: self.w3.eth.estimate_gas(cast(TxParams, draft), "pending"), what=f"estimate {context}"
+            )
+        except (ContractLogicError, Web3RPCError) as exc:
+            raise self._revert_from(exc, context) from None
+        return estimate * 12 // 10 + 10_000
+
     def _transact_once(
-        self, account: LocalAccount, build: Callable[[dict], dict], context: str, value: int, gas: int | None
+        self, account: LocalAccount, build: Callable[[dict], dict], context: str, base: dict, gas: int
     ) -> TxResult:
         address = account.address
-        base = {"from": address, "value": value, "chainId": self.chain_id, **self._fees()}
-        if gas is None:
-            # Estimate against the pending block: its timestamp is "now", while the latest block's may be
-            # minutes old on a quiet chain, and window checks depend on block.timestamp.
-            draft = {k: v for k, v in build({**base, "gas": 30_000_000}).items() if k not in ("gas", "nonce")}
-            try:
-                estimate = self._retry(
-                    lambda: self.w3.eth.estimate_gas(cast(TxParams, draft), "pending"), what=f"estimate {context}"
-                )
-            except (ContractLogicError, Web3RPCError) as exc:
-                raise self._revert_from(exc, context) from None
-            gas = estimate * 12 // 10 + 10_000
         for _attempt in range(3):
             nonce = self._next_nonce(address)
             tx = build({**base, "gas": gas, "nonce": nonce})

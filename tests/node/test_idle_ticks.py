@@ -9,7 +9,9 @@ import threading
 import time
 from types import SimpleNamespace
 
-from node.bootstrap import RunNode
+import pytest
+
+from node.bootstrap import IDLE_WAIT_MAX_S, REAL_TIME_SLACK_S, RunNode, compute_idle_wait_s
 from protocol.adapters.keys import get_devnet_account
 from protocol.adapters.manifest import load_manifest
 from tests.chain_fixtures import wait_until
@@ -82,3 +84,16 @@ def test_idle_tick_runs_again_after_the_recheck_interval_succeeds(deployment, tm
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+def test_compute_idle_wait_s_paces_a_real_time_chain_by_its_blocks_and_a_driven_one_by_the_poll():
+    # a 1-second chain in real time: the next read one block after the head was first seen, whole blocks on
+    assert compute_idle_wait_s(0.0, 1.0, 0.3, 0.5) == pytest.approx(0.7)
+    assert compute_idle_wait_s(4.0, 1.0, 1.25, 0.5) == pytest.approx(0.75)  # a devnet a few seconds ahead: the same
+    # a 12-second chain: every IDLE_WAIT_MAX_S, so a deadline is seen at most that late
+    assert compute_idle_wait_s(-3.0, 12.0, 0.5, 0.5) == pytest.approx(IDLE_WAIT_MAX_S - 0.5)
+    # the tests' driven devnet (2096) and time travel: blocks come when someone mines, read every idle_poll_s
+    assert compute_idle_wait_s(70 * 365 * 86_400.0, 1.0, 0.3, 0.5) == 0.5
+    assert compute_idle_wait_s(-(2 + REAL_TIME_SLACK_S + 1), 1.0, 0.3, 0.5) == 0.5
+    # never below the poll interval
+    assert compute_idle_wait_s(0.0, 0.2, 0.1, 0.5) == pytest.approx(0.4)
