@@ -18,11 +18,13 @@ def audited(monkeypatch, tmp_path: Path):
     import auditor.audit
     import gradledger.context
     import protocol.adapters.chain
+    import protocol.adapters.event_index
     from gradledger.cli import app
 
     chosen: dict[str, AuditReport] = {}
     monkeypatch.setattr(gradledger.context, "resolve_manifest", lambda root, manifest: None)
     monkeypatch.setattr(protocol.adapters.chain, "ChainClient", lambda *args, **kwargs: None)
+    monkeypatch.setattr(protocol.adapters.event_index, "EventIndex", lambda *args, **kwargs: None)
     monkeypatch.setattr(auditor.audit, "open_sources", lambda *args, **kwargs: None)
     monkeypatch.setattr(auditor.audit, "audit_run", lambda *args, **kwargs: chosen["report"])
 

@@ -73,7 +73,9 @@ def test_killed_solvers_and_verifier_resume_without_double_actions(deployment, c
             nodes[verifier].wait()
             nodes[verifier] = start_node(setup, "verifier", verifier, "--exit-when-done")
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
-            wait_until(lambda: nodes[verifier].poll() is not None, 300, "the verifier to exit")
+            # every node exits once nothing is left: a solver after claiming its shares (waiting for the verifier's
+            # exit alone stopped a solver before its claim now and then)
+            wait_until(lambda: all(p.poll() is not None for p in nodes.values()), 300, "every node to exit")
     finally:
         for process in nodes.values():
             stop(process)
