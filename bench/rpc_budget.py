@@ -359,17 +359,27 @@ def run_and_measure(idle_blocks: int, home: Path) -> Measured:
         (home / "peers.txt").write_text("\n".join(urls) + "\n")
         run_id = protocol.chain.call("RunRegistry", "runCount") + 1
         try:
-            for node in nodes:
-                start_node(node, run_id, home)
-            for node in nodes:
-                wait_for(partial(_answers, node), 300, f"the {node.name} to serve /health")
+            start_nodes(nodes, run_id, home)
             return drive(protocol, nodes, home, run_id, rules, corpus_manifest, shards, config, store, idle_blocks)
         finally:
-            for node in nodes:
-                stop_node(node)
-                node.proxy.close()
-                node.http.close()
+            close_nodes(nodes)
             creator_server.stop()
+
+
+def start_nodes(nodes: list[Node], run_id: int, home: Path) -> None:
+    """Start every node and wait until each serves /health."""
+    for node in nodes:
+        start_node(node, run_id, home)
+    for node in nodes:
+        wait_for(partial(_answers, node), 300, f"the {node.name} to serve /health")
+
+
+def close_nodes(nodes: list[Node]) -> None:
+    """Stop every node, its proxy and its HTTP client."""
+    for node in nodes:
+        stop_node(node)
+        node.proxy.close()
+        node.http.close()
 
 
 def _answers(node: Node) -> bool:

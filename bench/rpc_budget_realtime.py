@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,13 +36,12 @@ from bench.rpc_budget import (
     WHISTLEBLOWER,
     CountingProxy,
     Node,
-    _answers,
+    close_nodes,
     counts,
     get_free_port,
     per_block,
     stake,
-    start_node,
-    stop_node,
+    start_nodes,
     subtract,
     wait_for,
 )
@@ -91,10 +89,7 @@ def measure(blocks: int, home: Path) -> dict:
         urls = [creator_server.url] + [f"http://127.0.0.1:{n.port}" for n in nodes]
         (home / "peers.txt").write_text("\n".join(urls) + "\n")
         try:
-            for node in nodes:
-                start_node(node, run_id, home)
-            for node in nodes:
-                wait_for(partial(_answers, node), 300, f"the {node.name} to serve /health")
+            start_nodes(nodes, run_id, home)
             wait_for(lambda: all(n.idle_block() is not None for n in nodes), 300, "every node to be idle")
             start_head, start, started = protocol.chain.block_number(), counts(nodes), time.monotonic()
             wait_for(lambda: protocol.chain.block_number() >= start_head + blocks, 10 * blocks, f"{blocks} blocks")
@@ -103,10 +98,7 @@ def measure(blocks: int, home: Path) -> dict:
             if not all(n.is_alive() for n in nodes):
                 raise SystemExit(f"a node exited during the measurement; logs in {home}")
         finally:
-            for node in nodes:
-                stop_node(node)
-                node.proxy.close()
-                node.http.close()
+            close_nodes(nodes)
             creator_server.stop()
     idle = per_block(counted, mined)
     methods: Counter[str] = Counter()
