@@ -9,9 +9,8 @@ everything else through: the client code under test speaks to it over HTTP exact
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
@@ -21,11 +20,12 @@ from node.opening import reach_past_block
 from protocol.adapters.chain import ChainClient
 from protocol.adapters.devnet_controls import is_anvil_version
 from protocol.adapters.finality import DevnetOnlyError
+from tests.loopback_server import LoopbackServer
 
 HARDHAT_VERSION = "HardhatNetwork/2.22.19/@ethereumjs/vm/5.9.3"
 
 
-class HardhatLike:
+class HardhatLike(LoopbackServer):
     """A JSON-RPC endpoint that says it is Hardhat and refuses anvil's methods; records every method it was asked."""
 
     def __init__(self, upstream: str) -> None:
@@ -53,14 +53,7 @@ class HardhatLike:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.start(Handler)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import httpx
 from websockets.sync.client import connect
 
 from devnet.toolchain import find_tool
+from tests.loopback_server import LoopbackServer
 
 CAST = str(find_tool("cast"))
 
@@ -51,7 +52,7 @@ def data_words(data: str) -> list[int]:
     return [int(raw[i : i + 64], 16) for i in range(0, len(raw), 64)]
 
 
-class DroppingProxy:
+class DroppingProxy(LoopbackServer):
     """An HTTP JSON-RPC proxy that forwards the first `limit` requests, then drops every connection."""
 
     def __init__(self, upstream: str, limit: int | None) -> None:
@@ -78,14 +79,7 @@ class DroppingProxy:
                 self.end_headers()
                 self.wfile.write(answer.content)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.start(Handler)
 
 
 CHROMIUM_FLAGS = (
