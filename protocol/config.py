@@ -285,14 +285,20 @@ class RunConfig(_Frozen):
         )
 
 
+TRAIN_KEYS_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"codec": "none"}
+"""Train options added after runs existed, and the value that means "as before": left out of the canonical
+bytes at that value, so a run that does not use one hashes exactly as before the field existed."""
+
+
 def encode_config(config: RunConfig) -> bytes:
     """Canonical JSON: sorted keys, no whitespace, UTF-8 (the bytes that are hashed).
 
-    `train.codec` is left out when it is "none", so a run without a codec hashes exactly as before the field
-    existed (runs created earlier keep verifying against their on-chain config hash)."""
+    # INVARIANT: a train option of TRAIN_KEYS_LEFT_OUT_AT_DEFAULT at its "as before" value is left out, so runs
+    created earlier keep verifying against their on-chain config hash."""
     body = config.model_dump(mode="json")
-    if body["train"].get("codec") == "none":
-        del body["train"]["codec"]
+    for key, default in TRAIN_KEYS_LEFT_OUT_AT_DEFAULT.items():
+        if key in body["train"] and body["train"][key] == default:
+            del body["train"][key]
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 

@@ -88,6 +88,8 @@ def test_cheater_and_lazy_verifier_are_slashed_and_a_false_challenge_loses_its_b
             staying = ("lazy", "honest", "cheater")
             finishing = [n.label for n in nodes if n.label not in staying]
             wait_for_exits(nodes, finishing, "verifiers, jurors and the whistleblower to finish and exit")
+            # The honest solver claims its shares after the round settles, possibly after the others exited.
+            wait_until(lambda: protocol.shares_of(run_id, address(HONEST)) > 0, 300, "the honest solver's shares")
     finally:
         stop_all(nodes)
     detail = logs(setup, nodes)

@@ -67,6 +67,9 @@ def test_false_fails_overturned_withholder_slashed_wrong_claim_rejected(fresh_de
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             finishing = ("verifier", "juror-a", "juror-b", "whistleblower")
             wait_for_exits(nodes, finishing, "the honest verifier, the jurors and the whistleblower to exit")
+            # A solver claims its shares after the round settles, possibly after the others exited.
+            paid = [address(COORDINATOR), address(HONEST)]
+            wait_until(lambda: all(protocol.shares_of(run_id, s) > 0 for s in paid), 300, "the honest solvers' shares")
     except AssertionError:
         raise AssertionError(logs(setup, nodes)) from None
     finally:

@@ -78,6 +78,9 @@ def test_verifier_and_whistleblower_survive_every_malformation(fresh_deployment,
                     assert seen[account]["http"] == 200 and seen[account]["worker_alive"], seen[account]
             wait_until(lambda: protocol.round_times(run_id).finished, 900, "the run to finish")
             exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
+            # The honest solver claims each round's shares after it settles, possibly after the others exited.
+            full = RULES.run.max_rounds * RULES.run.shares_per_round * 8000 // 10_000
+            wait_until(lambda: protocol.shares_of(run_id, address(HONEST)) == full, 300, "the honest solver's shares")
     detail = logs(setup, nodes)
     assert exits == {"verifier": 0, "whistleblower": 0}, detail
     assert "Traceback" not in detail, detail

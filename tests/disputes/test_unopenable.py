@@ -67,6 +67,9 @@ def test_unopenable_roots_and_a_withheld_document_end_slashed_and_unpaid(fresh_d
         with setup.drive(lambda: handles(setup, nodes)):
             wait_until(lambda: protocol.round_times(run_id).finished, 1500, "the run to finish")
             exits = wait_for_exits(nodes, ("verifier", "whistleblower"), "the verifier and whistleblower to exit")
+            # The honest solver claims each round's shares after it settles, possibly after the others exited.
+            full = RULES.run.max_rounds * RULES.run.shares_per_round * 8000 // 10_000
+            wait_until(lambda: protocol.shares_of(run_id, address(HONEST)) == full, 300, "the honest solver's shares")
     detail = logs(setup, nodes)
     events = all_events(protocol)
     rounds = range(RULES.run.max_rounds)
