@@ -18,9 +18,12 @@ Arms, all scored on the same held-out batches (the eval batches of the DiLoCo co
 Bytes: per sync, each solver uploads and downloads one float32 copy of the parameters (sync:
 its gradient and the averaged gradient; DiLoCo: its Δ and θ_(r+1)); compressed arms count
 the exact payload lengths, both directions (peers: M uploads + M x (M - 1) downloads per
-round). `codecs` in the JSON lists each compressed arm's `bytes_ratio` (synchronous bytes /
-its bytes) and `loss_gap_pct` (vs synchronous). Training goes only through
-protocol.training.run_inner_steps.
+round). `codecs` in the JSON lists each compressed arm's ratio under the three counts of
+sim/byte_counts.py -- `ratio_ours` (= `bytes_ratio`: synchronous bytes / its bytes, both
+directions), `ratio_per_round_vs_dense` (fp32 Δ / one payload) and `ratio_per_step_vs_dp_upload`
+(H data-parallel uploads / one payload) -- with `loss_gap_pct` (vs synchronous) and
+`loss_vs_uncompressed_pct` (vs DiLoCo at the same H). Training goes only through
+protocol.training.run_inner_steps. `--long` is the long-run setting (300 rounds, LONG).
 
 The machine is shared and has 2 cores; training results do not depend on timing, only the
 reported seconds do. `--quick` (500 steps, H=10, b=8 per solver, one codec) runs in under 4
@@ -53,6 +56,7 @@ from protocol.compression import parse_codec
 from protocol.config import RunConfig, build_run_config
 from protocol.data import DatasetManifest, build_token_dataset
 from protocol.hashing import hash_to_hex
+from sim.byte_counts import compute_ratio_counts
 from sim.simulate import (
     Compression,
     SimulationResult,
@@ -73,11 +77,23 @@ FULL: dict[str, Any] = {
     "codecs": "int2-c4096-k192,int2-c1024-k128",
 }
 QUICK: dict[str, Any] = {"steps": 500, "hs": "10", "main_h": 10, "batch": 8, "codecs": "int2-c4096-k192"}
+LONG: dict[str, Any] = {
+    "steps": 3000,
+    "hs": "10",
+    "main_h": 10,
+    "batch": 8,
+    "codecs": "int1-c4096-k56-r30",
+    "eval_interval": 500,
+}
+"""The long-run setting (issue 40): 300 rounds of H = 10 at b = 8, so a value a codec keeps once every ~20-60 rounds
+is sent 5-15 times and error feedback has rounds to pay off; 834k parameters (a 5-10M model is ~10x the seconds on
+these 2 cores)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="500 steps, H=10, b=8, one codec (< 4 min)")
+    parser.add_argument("--long", action="store_true", help="the long run: 300 rounds of H=10, b=8 (LONG)")
     parser.add_argument("--steps", type=int, help="inner steps per solver (full: 1500)")
     parser.add_argument("--hs", help="comma-separated H values (full: 10,25,50)")
     parser.add_argument("--main-h", type=int, help="H reported at the top level and compressed (full: 25)")
@@ -85,7 +101,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, help="b, sequences per solver step (default: the preset's)")
     parser.add_argument("--codecs", help="comma-separated codecs for the compressed arms ('' for none)")
     parser.add_argument("--eval-batches", type=int, default=32, help="held-out batches of b sequences")
-    parser.add_argument("--eval-interval", type=int, default=50, help="steps between evaluations")
+    parser.add_argument("--eval-interval", type=int, help="steps between evaluations (default 50; --long: 500)")
     parser.add_argument(
         "--set",
         action="append",
@@ -102,20 +118,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--sync-eval-loss", type=float, help="sync loss of an earlier identical run, used with --skip-baselines"
     )
     parser.add_argument(
-        "--diloco-eval-loss", type=float, help="main-H DiLoCo loss of an earlier identical run (--skip-uncompressed)"
+        "--diloco-eval-loss",
+        type=float,
+        help="main-H DiLoCo loss of an earlier identical run (--skip-uncompressed; without it no gap to DiLoCo)",
     )
     parser.add_argument("--out", type=Path, default=Path("bench/out"), help="directory for JSON and PNG")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     args = parser.parse_args(argv)
-    preset = QUICK if args.quick else FULL
+    if args.quick and args.long:
+        parser.error("--quick and --long are two settings; pick one")
+    preset = QUICK if args.quick else LONG if args.long else FULL
+    args.eval_interval = args.eval_interval or preset.get("eval_interval", 50)
     args.steps = args.steps or preset["steps"]
     args.hs = [int(h) for h in (args.hs or preset["hs"]).split(",") if h]
     args.main_h = args.main_h or preset["main_h"]
     codecs = preset["codecs"] if args.codecs is None else args.codecs
     args.codecs = [parse_codec(c) for c in codecs.split(",") if c]
     if args.skip_uncompressed:
-        if args.diloco_eval_loss is None or not args.codecs:
-            parser.error("--skip-uncompressed needs --diloco-eval-loss and at least one codec")
+        if not args.codecs:
+            parser.error("--skip-uncompressed needs at least one codec")
         args.hs = [args.main_h]
     elif args.main_h not in args.hs:
         args.hs.append(args.main_h)
@@ -231,12 +252,18 @@ def _log_progress(round_index: int, result: SimulationResult) -> None:
 
 
 def summarize_codec(name: str, result: SimulationResult, bytes_sync: int, sync_loss: float | None) -> dict[str, Any]:
-    """One entry of `codecs`: bytes both directions against sync, loss gap, bytes per solver per round."""
+    """One entry of `codecs`: bytes both directions against sync (`bytes_ratio`, our count), the field's two other
+    counts (sim/byte_counts.py), loss gap, bytes per solver per round."""
     per_round = result.solvers * result.syncs
+    counts = compute_ratio_counts(result.parameters, result.inner_steps, result.solvers, result.bytes_up / per_round)
     return {
         "name": name,
         "bytes_ratio": round(bytes_sync / result.bytes_communicated, 1),
-        "loss_gap_pct": round(100 * (result.eval_loss[-1] - sync_loss) / sync_loss, 3) if sync_loss else None,
+        "ratio_ours": round(bytes_sync / result.bytes_communicated, 1),
+        "ratio_per_round_vs_dense": round(counts.per_round_vs_dense, 1),
+        "ratio_per_step_vs_dp_upload": round(counts.per_step_vs_dp_upload, 1),
+        "bits_per_parameter": round(counts.bits_per_parameter, 4),
+        "loss_gap_pct": get_gap_pct(result.eval_loss[-1], sync_loss),
         "eval_loss": round(result.eval_loss[-1], 5),
         "bytes_per_solver_round_up": result.bytes_up // per_round,
         "bytes_per_solver_round_down": result.bytes_down // per_round,
@@ -244,9 +271,14 @@ def summarize_codec(name: str, result: SimulationResult, bytes_sync: int, sync_l
     }
 
 
+def get_gap_pct(loss: float | None, reference: float | None) -> float | None:
+    """How far `loss` is above `reference`, in percent (None when either is unknown)."""
+    return round(100 * (loss - reference) / reference, 3) if loss is not None and reference else None
+
+
 def summarize_diloco(result: SimulationResult, bytes_sync: int, sync_loss: float | None) -> dict[str, Any]:
     loss = result.eval_loss[-1]
-    summary = {
+    summary: dict[str, Any] = {
         "eval_loss": round(loss, 5),
         "syncs": result.syncs,
         "bytes": result.bytes_communicated,
@@ -256,7 +288,7 @@ def summarize_diloco(result: SimulationResult, bytes_sync: int, sync_loss: float
         "seconds": round(result.seconds, 1),
     }
     if sync_loss is not None:
-        summary["loss_gap_pct"] = round(100 * (loss - sync_loss) / sync_loss, 3)
+        summary["loss_gap_pct"] = get_gap_pct(loss, sync_loss)
     return summary
 
 
@@ -352,6 +384,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     assert n_params is not None
     bytes_sync = 2 * 4 * n_params * args.solvers * args.steps
     per_h = {str(h): summarize_diloco(r, bytes_sync, sync_loss) for h, r in sorted(results.items())}
+    main_loss: float | None
     if args.skip_uncompressed:  # the main-H arm from an earlier identical run: its loss, its exact bytes
         main_loss, main_bytes = args.diloco_eval_loss, 2 * 4 * n_params * args.solvers * (args.steps // args.main_h)
     else:
@@ -359,7 +392,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     compression_summary = {}
     for name, result in compressed.items():
         summary = summarize_diloco(result, bytes_sync, sync_loss)
-        summary["loss_vs_uncompressed_pct"] = round(100 * (result.eval_loss[-1] - main_loss) / main_loss, 3)
+        summary["loss_vs_uncompressed_pct"] = get_gap_pct(result.eval_loss[-1], main_loss)
         compression_summary[name] = summary
     codecs = [summarize_codec(name, result, bytes_sync, sync_loss) for name, result in compressed.items()]
     for entry in codecs:
@@ -371,9 +404,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "batch_per_solver": b,
         "parameters": n_params,
         "sync_eval_loss": round(sync_loss, 5) if sync_loss is not None else None,
-        "diloco_eval_loss": round(main_loss, 5),
+        "diloco_eval_loss": round(main_loss, 5) if main_loss is not None else None,
         "lone_eval_loss": round(lone.eval_loss[-1], 5) if lone else None,
-        "loss_gap_pct": round(100 * (main_loss - sync_loss) / sync_loss, 3) if sync_loss else None,
+        "loss_gap_pct": get_gap_pct(main_loss, sync_loss),
         "bytes_sync": bytes_sync,
         "bytes_diloco": main_bytes,
         "bytes_ratio": round(bytes_sync / main_bytes, 2),
@@ -392,7 +425,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if sync is not None and lone is not None:
         output["baseline_seconds"] = {"sync": round(sync.seconds, 1), "lone": round(lone.seconds, 1)}
-    stem = f"diloco{'-quick' if args.quick else ''}{args.tag}"
+    stem = f"diloco{'-quick' if args.quick else '-long' if args.long else ''}{args.tag}"
     args.out.mkdir(parents=True, exist_ok=True)
     detail = {
         "summary": output,

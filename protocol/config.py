@@ -145,6 +145,14 @@ class TrainConfig(_Frozen):
     )
     outer_lr: float = Field(0.7, gt=0, le=10)
     outer_momentum: float = Field(0.8, ge=0, lt=1, description="paper: 0.9; 0.8 measured better at M=4")
+    aggregate: Literal["mean", "senders"] = Field(
+        "mean",
+        description="outer step's average of each value: over all accepted solvers ('mean') or over the solvers whose "
+        "Δ is non-zero there ('senders': a sparse codec's kept values move as far as dense ones; protocol/outer.py)",
+    )
+    clip_to_median_norm: bool = Field(
+        False, description="scale each accepted Δ down to the round's median L2 norm before the average (exact norms)"
+    )
     codec: str = Field(
         "none",
         description="pseudo-gradient codec (protocol/compression.py label, e.g. 'int8-b256-top50%') with verified "
@@ -285,7 +293,7 @@ class RunConfig(_Frozen):
         )
 
 
-TRAIN_KEYS_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"codec": "none"}
+TRAIN_KEYS_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"codec": "none", "aggregate": "mean", "clip_to_median_norm": False}
 """Train options added after runs existed, and the value that means "as before": left out of the canonical
 bytes at that value, so a run that does not use one hashes exactly as before the field existed."""
 

@@ -224,7 +224,7 @@ def _compressed_outer_step(
     if compression.download is None:
         result.bytes_down += 4 * n_params * len(deltas)
         return compute_outer_step(global_state, decoded, config.train)
-    mean = compute_mean_pseudo_gradient(decoded)
+    mean = compute_mean_pseudo_gradient(decoded, config.train)
     step = compress_with_feedback(mean, compression.download, residuals.get(COORDINATOR))
     residuals[COORDINATOR] = step.residual
     result.bytes_down += len(step.payload) * len(deltas)

@@ -159,7 +159,12 @@ def test_a_planted_round_fails_an_honest_replay_and_replays_with_its_secret(tiny
         assert judge_exact(tiny_config, leaf, start, planted).accepted, "the plant is proven with the secret"
 
 
-def test_outer_step_is_bit_identical_in_another_process(tiny_config, dataset, tmp_path: Path):
+@pytest.mark.parametrize(
+    ("threads", "options"),
+    [(1, {}), (2, {}), (1, {"aggregate": "senders", "clip_to_median_norm": True}), (2, {"clip_to_median_norm": True})],
+)
+def test_outer_step_is_bit_identical_in_another_process(tiny_config, dataset, tmp_path: Path, threads, options):
+    tiny_config = tiny_config.model_copy(update={"train": tiny_config.train.model_copy(update=options)})
     global_state = get_initial_global_state(tiny_config)
     theta = get_params(global_state)
     deltas = {}
@@ -174,7 +179,7 @@ def test_outer_step_is_bit_identical_in_another_process(tiny_config, dataset, tm
     (tmp_path / "config.json").write_text(tiny_config.model_dump_json())
     script = textwrap.dedent(
         f"""
-        import torch; torch.set_num_threads(1)
+        import torch; torch.set_num_threads({threads})
         from pathlib import Path
         from protocol.config import RunConfig
         from protocol.outer import compute_outer_step
@@ -183,6 +188,7 @@ def test_outer_step_is_bit_identical_in_another_process(tiny_config, dataset, tm
         config = RunConfig.model_validate_json((d / "config.json").read_text())
         load = lambda name: decode_state((d / name).read_bytes())
         deltas = {{(d / f"solver{{i}}").read_text(): load(f"delta{{i}}") for i in (1, 0)}}
+        assert config.train.model_dump() == {tiny_config.train.model_dump()!r}
         print(compute_state_hash(compute_outer_step(load("global"), deltas, config.train)).hex())
         """
     )
