@@ -1,4 +1,4 @@
-"""Chunked top-k with low-bit values (SparseLoCo-style): the b"GLCODEC2" payload.
+"""Chunked top-k with low-bit values (SparseLoCo-style): the b"GLCODEC2" and b"GLCODEC3" (tiled) payloads.
 
 Why: at 1-5% density the cost of a sparse pseudo-gradient is the positions, not the values.
 Each tensor is cut into chunks of `chunk` consecutive values; each chunk keeps its `k` largest
@@ -34,6 +34,11 @@ is the scale a sign code wants when magnitudes are flat, as Adam's updates are; 
 loses less (docs/benchmarks.md). When m = 0 the chunk decodes to zeros and is written in the
 all-zero chunk's canonical form (first k positions, zero codes).
 
+2-D tiles (`tile` S, label suffix "-tS", S x S = chunk, protocol/codec_tiles.py): a matrix whose both
+dimensions are multiples of S is chunked tile by tile (each chunk one S x S tile), every other tensor as
+above. A fixed permutation of the flat values before chunking and its inverse after decoding, so top-k,
+levels, scales, index and canonical form are exactly the 1-D code's, over the permuted order.
+
 Determinism: elementwise float32 arithmetic, round-half-to-even, a stable sort (ties go to the
 lower position), integer bit packing; the decoder rejects every byte string the encoder would
 not emit (non-canonical scales, codes, index choice or padding), so one update has one payload.
@@ -42,11 +47,14 @@ Layout (integers little-endian, bit streams least significant bit first, each ze
 a byte), tensors sorted by UTF-8 name:
 
     b"GLCODEC2" | u8 bits | u8 levels (int1: p; else 0: max / L steps, 1: quantile) | u32 chunk | u32 k | u32 count
+    (tiled: b"GLCODEC3" | the same five fields | u16 tile side S, S >= 2 and S x S = chunk; a codec without
+    tiles is always GLCODEC2, so one codec has one header)
     | per tensor:
         u16 name_len | name | u8 ndim | u64 dims... | f32 scale per chunk (quantile: L f32 levels)
         | u8 index kind: 0 bitmap (numel bits) | 1 Rice: u32 unary bytes, unary quotients,
           remainders | 2 none (every value kept)
         | codes (bits per kept value: magnitude level in the low bits, sign in the top bit)
+    (positions, scales and codes of a tiled tensor follow the tile order: chunk i is tile i)
 """
 
 from __future__ import annotations
@@ -59,11 +67,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from protocol.codec_tiles import from_tile_order, get_tile_problem, to_tile_order
 from protocol.errors import GradledgerError
 
 MAGIC = b"GLCODEC2"
+TILED_MAGIC = b"GLCODEC3"
 LOW_BITS = (1, 2, 4, 8)
 _HEADER = struct.Struct("<BBIII")
+_TILE = struct.Struct("<H")
 _BITMAP, _RICE, _NONE = 0, 1, 2
 _STEP_LEVELS, _QUANTILE_LEVELS = 0, 1
 
@@ -84,8 +95,8 @@ class ChunkGroup:
 
 @dataclass(frozen=True)
 class ChunkedHeader:
-    """What a GLCODEC2 header says: value bits, chunk length, kept per chunk, tensor count, level kind, and
-    (int1) the rank of the scale among the kept magnitudes in percent of k."""
+    """What a GLCODEC2/3 header says: value bits, chunk length, kept per chunk, tensor count, level kind,
+    (int1) the rank of the scale among the kept magnitudes in percent of k, and the tile side (0: 1-D chunks)."""
 
     bits: int
     chunk: int
@@ -93,6 +104,7 @@ class ChunkedHeader:
     count: int
     quantile: bool
     rank_pct: int = 50
+    tile: int = 0
 
 
 def get_rice_parameter(length: int, keep: int) -> int:
@@ -211,6 +223,7 @@ def get_quantile_levels(kept: torch.Tensor, levels: int) -> tuple[torch.Tensor, 
 def _encode_tensor(name: str, tensor: torch.Tensor, header: ChunkedHeader) -> bytes:
     bits, chunk, k = header.bits, header.chunk, header.k
     flat, raw_name = get_encodable_entry(name, tensor)
+    flat = to_tile_order(flat, tensor.shape, header.tile)
     levels = 1 << (bits - 1)
     groups = get_chunk_groups(flat.numel(), chunk, k)
     scales, offsets, codes = [], [], []
@@ -252,7 +265,7 @@ def _encode_tensor(name: str, tensor: torch.Tensor, header: ChunkedHeader) -> by
     return b"".join(out)
 
 
-def check_chunked_options(bits: int, chunk: int, k: int, quantile: bool, rank_pct: int) -> None:
+def check_chunked_options(bits: int, chunk: int, k: int, quantile: bool, rank_pct: int, tile: int = 0) -> None:
     """The one rule for chunked codec options (labels via protocol.compression.Codec, and every encode)."""
     if bits not in LOW_BITS or not 1 <= k <= chunk < 1 << 32:
         raise CompressionError(
@@ -268,20 +281,32 @@ def check_chunked_options(bits: int, chunk: int, k: int, quantile: bool, rank_pc
         raise CompressionError(f"a scale rank (-r{rank_pct}) applies to chunked int1 codecs only")
     if not 1 <= rank_pct <= 99:
         raise CompressionError(f"the scale rank must be 1..99 percent of k, got {rank_pct}")
+    problem = get_tile_problem(tile, chunk, k)
+    if problem:
+        raise CompressionError(problem)
 
 
 def encode_chunked(
-    update: Mapping[str, torch.Tensor], bits: int, chunk: int, k: int, quantile: bool = False, rank_pct: int = 50
+    update: Mapping[str, torch.Tensor],
+    bits: int,
+    chunk: int,
+    k: int,
+    quantile: bool = False,
+    rank_pct: int = 50,
+    tile: int = 0,
 ) -> bytes:
     """The GLCODEC2 payload of `update`: per chunk of `chunk` values, the top `k` at `bits` bits (`quantile`:
-    every value, at levels picked from the chunk's magnitudes; int1: the scale at rank k x `rank_pct` / 100)."""
-    check_chunked_options(bits, chunk, k, quantile, rank_pct)
+    every value, at levels picked from the chunk's magnitudes; int1: the scale at rank k x `rank_pct` / 100).
+    `tile` S > 0: the GLCODEC3 payload, whose chunks of a 2-D tensor with both dimensions multiples of S are its
+    S x S tiles."""
+    check_chunked_options(bits, chunk, k, quantile, rank_pct, tile)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
-    header = ChunkedHeader(bits, chunk, k, len(names), quantile, rank_pct)
+    header = ChunkedHeader(bits, chunk, k, len(names), quantile, rank_pct, tile)
     level_byte = rank_pct if bits == 1 else (_QUANTILE_LEVELS if quantile else _STEP_LEVELS)
-    prefix = MAGIC + _HEADER.pack(bits, level_byte, chunk, k, len(names))
+    fields = _HEADER.pack(bits, level_byte, chunk, k, len(names))
+    prefix = TILED_MAGIC + fields + _TILE.pack(tile) if tile else MAGIC + fields
     return prefix + b"".join(_encode_tensor(n, update[n], header) for n in names)
 
 
@@ -290,8 +315,8 @@ def encode_chunked(
 
 
 class PayloadReader:
-    """Reads a payload front to back; running short is a CompressionError naming what was being read (both
-    layouts, GLCODEC1 in protocol/compression.py and GLCODEC2 here)."""
+    """Reads a payload front to back; running short is a CompressionError naming what was being read (every
+    layout, GLCODEC1 in protocol/compression.py and GLCODEC2/3 here)."""
 
     def __init__(self, data: bytes) -> None:
         self.view, self.pos = memoryview(data), 0
@@ -315,18 +340,29 @@ class PayloadReader:
         return unpacked[:count]
 
 
+def is_chunked_payload(payload: bytes) -> bool:
+    """Whether `payload` starts with a chunked codec's magic (GLCODEC2, or GLCODEC3 with tiles)."""
+    return payload[: len(MAGIC)] in (MAGIC, TILED_MAGIC)
+
+
 def read_chunked_header(payload: bytes) -> ChunkedHeader:
-    """The header of a GLCODEC2 payload; rejects anything else."""
-    if len(payload) < len(MAGIC) + _HEADER.size or payload[: len(MAGIC)] != MAGIC:
-        raise CompressionError("not a codec payload: missing b'GLCODEC2' header")
+    """The header of a GLCODEC2 or GLCODEC3 payload; rejects anything else (a GLCODEC3 tile side of 0 too: a
+    codec without tiles has the GLCODEC2 header only)."""
+    tiled = payload[: len(MAGIC)] == TILED_MAGIC
+    size = len(MAGIC) + _HEADER.size + (_TILE.size if tiled else 0)
+    if len(payload) < size or not is_chunked_payload(payload):
+        raise CompressionError("not a codec payload: missing b'GLCODEC2' or b'GLCODEC3' header")
     bits, kind, chunk, k, count = _HEADER.unpack_from(payload, len(MAGIC))
+    tile = _TILE.unpack_from(payload, len(MAGIC) + _HEADER.size)[0] if tiled else 0
+    if tiled and (tile == 0 or get_tile_problem(tile, chunk, k)):
+        raise CompressionError(f"not a codec payload: tile side {tile} for chunk {chunk} (needs S >= 2, S x S = chunk)")
     valid_kinds = range(1, 100) if bits == 1 else (_STEP_LEVELS, _QUANTILE_LEVELS)
     if bits not in LOW_BITS or kind not in valid_kinds or not 1 <= k <= chunk:
         raise CompressionError(f"not a codec payload: bits {bits}, level kind {kind}, chunk {chunk}, k {k}")
     quantile = bits != 1 and kind == _QUANTILE_LEVELS
     if quantile and k != chunk:
         raise CompressionError(f"not a codec payload: quantile levels with {bits} bits and k {k} of {chunk}")
-    return ChunkedHeader(bits, chunk, k, count, quantile, kind if bits == 1 else 50)
+    return ChunkedHeader(bits, chunk, k, count, quantile, kind if bits == 1 else 50, tile)
 
 
 def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, name: str) -> list[np.ndarray]:
@@ -373,6 +409,12 @@ def _decode_index(reader: PayloadReader, groups: list[ChunkGroup], numel: int, n
 def _decode_tensor(reader: PayloadReader, header: ChunkedHeader, name: str) -> torch.Tensor:
     (ndim,) = reader.unpack("<B", f"{name} rank")
     shape = reader.unpack(f"<{ndim}Q", f"{name} shape")
+    flat = _decode_values(reader, header, shape, name)  # in chunk (tile) order
+    return from_tile_order(flat, shape, header.tile).view(shape)
+
+
+def _decode_values(reader: PayloadReader, header: ChunkedHeader, shape: tuple[int, ...], name: str) -> torch.Tensor:
+    """One tensor's flat decoded values, in the order they were chunked."""
     numel = math.prod(shape)
     bits = header.bits
     groups = get_chunk_groups(numel, header.chunk, header.k)
@@ -384,7 +426,7 @@ def _decode_tensor(reader: PayloadReader, header: ChunkedHeader, name: str) -> t
     if not finite or np.any(np.signbit(scales)):
         raise CompressionError(f"not a codec payload: {name} has a negative or non-finite chunk scale")
     if header.quantile:
-        return _decode_quantile(reader, groups, scales.reshape(-1, levels), shape, name, bits)
+        return _decode_quantile(reader, groups, scales.reshape(-1, levels), numel, name, bits)
     offsets = _decode_index(reader, groups, numel, name)
     n_kept = sum(g.rows * g.keep for g in groups)
     codes = _from_bits(reader.bits(n_kept * bits, f"{name} codes"), bits, n_kept)
@@ -406,17 +448,17 @@ def _decode_tensor(reader: PayloadReader, header: ChunkedHeader, name: str) -> t
         start += group.rows * group.length
         row_at += group.rows
         code_at += group.rows * group.keep
-    return dense.view(shape)
+    return dense
 
 
 def _decode_quantile(
-    reader: PayloadReader, groups: list[ChunkGroup], tables: np.ndarray, shape: tuple[int, ...], name: str, bits: int
+    reader: PayloadReader, groups: list[ChunkGroup], tables: np.ndarray, numel: int, name: str, bits: int
 ) -> torch.Tensor:
-    """A quantile-levels tensor: every value is sign x its chunk's level (canonical form: `decode_chunked`)."""
+    """A quantile-levels tensor's flat values: each is sign x its chunk's level (canonical: `decode_chunked`)."""
     if np.any(np.diff(tables, axis=1) < 0):
         raise CompressionError(f"not a codec payload: {name} has chunk levels that decrease")
-    _decode_index(reader, groups, math.prod(shape), name)  # index kind 2 (every value kept) is the only valid one
-    codes = _from_bits(reader.bits(math.prod(shape) * bits, f"{name} codes"), bits, math.prod(shape))
+    _decode_index(reader, groups, numel, name)  # index kind 2 (every value kept) is the only valid one
+    codes = _from_bits(reader.bits(numel * bits, f"{name} codes"), bits, numel)
     levels = tables.shape[1]
     values, at, row_at = [], 0, 0
     for group in groups:
@@ -426,14 +468,14 @@ def _decode_quantile(
         values.append(np.where(code >> (bits - 1) == 1, -magnitude, magnitude).reshape(-1))
         at, row_at = at + group.rows * group.length, row_at + group.rows
     flat = np.concatenate(values) if values else np.zeros(0, np.float32)
-    return torch.from_numpy(flat.astype(np.float32)).view(shape)
+    return torch.from_numpy(flat.astype(np.float32))
 
 
 def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode_chunked` up to the quantization; rejects anything it would not emit."""
     header = read_chunked_header(payload)
     reader = PayloadReader(payload)
-    reader.take(len(MAGIC) + _HEADER.size, "header")
+    reader.take(len(MAGIC) + _HEADER.size + (_TILE.size if header.tile else 0), "header")
     out: dict[str, torch.Tensor] = {}
     previous = b""
     for _ in range(header.count):
@@ -450,6 +492,6 @@ def decode_chunked(payload: bytes) -> dict[str, torch.Tensor]:
     if reader.pos != len(reader.view):
         raise CompressionError(f"not a codec payload: {len(reader.view) - reader.pos} trailing bytes")
     # INVARIANT: one update, one payload. Quantile codes are checked the simplest exact way: by re-encoding.
-    if header.quantile and encode_chunked(out, header.bits, header.chunk, header.k, quantile=True) != payload:
+    if header.quantile and encode_chunked(out, header.bits, header.chunk, header.k, True, tile=header.tile) != payload:
         raise CompressionError("not a codec payload: quantile levels or codes are not in canonical form")
     return out

@@ -21,10 +21,10 @@ Payload layout (all integers little-endian), tensors sorted by UTF-8 name:
         | if keep_ppm: u8 index kind (0 bitmap of numel bits, 1 u32 indices) | index bytes
         | if int8: f32 scale x ceil(kept / block) | values (kept x 1, 2 or 4 bytes)
 
-Chunked top-k with low-bit values (`Codec(values=int2|int4|int8, block=chunk, chunk_keep=k)`,
-labels like "int2-c4096-k64", SparseLoCo-style) has its own b"GLCODEC2" layout, documented in
-protocol/chunked_codec.py; `encode`, `decode` and `get_payload_codec` dispatch on the codec
-and on the magic, so callers use one API for both.
+Chunked top-k with low-bit values (`Codec(values=int1|int2|int4|int8, block=chunk, chunk_keep=k)`,
+labels like "int2-c4096-k64", SparseLoCo-style) has its own b"GLCODEC2" layout, and b"GLCODEC3" with
+2-D tiles ("int2-c4096-k176-t64"), documented in protocol/chunked_codec.py; `encode`, `decode` and
+`get_payload_codec` dispatch on the codec and on the magic, so callers use one API for all of them.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from protocol.chunked_codec import (
     decode_chunked,
     encode_chunked,
     get_encodable_entry,
+    is_chunked_payload,
     read_chunked_header,
 )
 
@@ -52,9 +53,6 @@ CODEC_MAGIC = b"GLCODEC1"
 PPM = 1_000_000
 FP16_MAX = 65504.0
 INT8_LEVELS = 127
-
-
-CHUNKED_MAGIC = b"GLCODEC2"
 
 
 class ValueFormat(StrEnum):
@@ -93,7 +91,9 @@ class Codec:
     kept, 2-8 bits): each chunk's levels are picked from its own magnitudes, equal-count bins,
     instead of steps of max / L (label suffix "-q", e.g. int2-c4096-k4096-q). `rank_pct` (chunked
     int1 only): the chunk's scale is the kept magnitude at rank k x rank_pct / 100, 50 (the median)
-    unless the label names another ("int1-c4096-k2048-r40").
+    unless the label names another ("int1-c4096-k2048-r40"). `tile` (chunked only; 0: 1-D chunks): the
+    side S of 2-D tiles, S x S = chunk, label suffix "-tS" ("int1-c4096-k2048-r30-t64"): a matrix whose
+    both dimensions are multiples of S is chunked tile by tile instead of in runs of consecutive values.
     """
 
     values: ValueFormat = ValueFormat.INT8
@@ -102,6 +102,7 @@ class Codec:
     chunk_keep: int = 0
     quantile: bool = False
     rank_pct: int = 50
+    tile: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", ValueFormat(self.values))
@@ -115,8 +116,11 @@ class Codec:
                     f"a chunked codec needs int1, int2, int4 or int8 values and 1 <= k <= chunk, got {self.values} "
                     "(e.g. int2-c4096-k64)"
                 )
-            check_chunked_options(_LOW_BITS[self.values], self.block, self.chunk_keep, self.quantile, self.rank_pct)
+            bits = _LOW_BITS[self.values]
+            check_chunked_options(bits, self.block, self.chunk_keep, self.quantile, self.rank_pct, self.tile)
             return
+        if self.tile:
+            raise CompressionError(f"tiles (-t{self.tile}) apply to a chunked codec only, e.g. int2-c4096-k176-t64")
         if self.rank_pct != 50:
             raise CompressionError(f"a scale rank (-r{self.rank_pct}) applies to chunked int1 codecs only")
         if self.quantile:
@@ -134,7 +138,8 @@ class Codec:
         label = self.values.value
         if self.chunk_keep:
             rank = f"-r{self.rank_pct}" if self.rank_pct != 50 else ""
-            return f"{label}-c{self.block}-k{self.chunk_keep}" + ("-q" if self.quantile else "") + rank
+            tile = f"-t{self.tile}" if self.tile else ""
+            return f"{label}-c{self.block}-k{self.chunk_keep}" + ("-q" if self.quantile else "") + rank + tile
         if self.values is ValueFormat.INT8:
             label += f"-b{self.block}" if self.block else "-tensor"
         if self.keep_ppm and self.keep_ppm < PPM:
@@ -153,7 +158,8 @@ def parse_codec(label: str) -> Codec:
     """Inverse of `Codec.name`: "fp16", "bf16", "int8-tensor", "int8-b256", "int8-b256-top10%",
     "int2-c4096-k64" (chunks of 4096 values, top 64 of each, 2-bit values), "int1-c4096-k4096" (every value as
     a sign, one scale per chunk of 4096), "int2-c4096-k4096-q" (every value at 2 bits, quantile levels),
-    "int1-c4096-k2048-r40" (half the values as signs, the scale at rank 40% of the kept)."""
+    "int1-c4096-k2048-r40" (half the values as signs, the scale at rank 40% of the kept), "int2-c4096-k176-t64"
+    (the chunks of a matrix are its 64 x 64 tiles)."""
     parts = label.strip().lower().split("-")
     try:
         values = ValueFormat(parts[0])
@@ -161,7 +167,7 @@ def parse_codec(label: str) -> Codec:
         raise CompressionError(
             f"unknown codec {label!r}: values must be fp32, fp16, bf16, int8, int4, int2 or int1"
         ) from None
-    block, keep_ppm, chunk_keep, quantile, rank_pct = 0, 0, 0, False, 50
+    block, keep_ppm, chunk_keep, quantile, rank_pct, tile = 0, 0, 0, False, 50, 0
     for part in parts[1:]:
         if part == "tensor" and values is ValueFormat.INT8:
             continue
@@ -174,6 +180,8 @@ def parse_codec(label: str) -> Codec:
             chunk_keep = int(part[1:])
         elif part.startswith("r") and part[1:].isdigit():
             rank_pct = int(part[1:])
+        elif part.startswith("t") and part[1:].isdigit():
+            tile = int(part[1:])
         elif part.startswith("top") and part.endswith("%"):
             try:
                 keep_ppm = round(float(part[3:-1]) * 1e4)
@@ -181,7 +189,7 @@ def parse_codec(label: str) -> Codec:
                 raise CompressionError(f"bad top-k part {part!r} in codec {label!r}") from None
         else:
             raise CompressionError(f"unknown part {part!r} in codec {label!r}")
-    return Codec(values, block, keep_ppm, chunk_keep, quantile, rank_pct)
+    return Codec(values, block, keep_ppm, chunk_keep, quantile, rank_pct, tile)
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,7 +273,7 @@ def encode(update: Mapping[str, torch.Tensor], codec: Codec) -> bytes:
     """The payload of `update` under `codec`; `len()` of it is the exact bytes on the wire."""
     if codec.chunk_keep:
         bits = _LOW_BITS[codec.values]
-        return encode_chunked(update, bits, codec.block, codec.chunk_keep, codec.quantile, codec.rank_pct)
+        return encode_chunked(update, bits, codec.block, codec.chunk_keep, codec.quantile, codec.rank_pct, codec.tile)
     if not update:
         raise CompressionError("cannot encode an empty update")
     names = sorted(update, key=lambda n: n.encode("utf-8"))
@@ -306,7 +314,7 @@ def _decode_indices(reader: PayloadReader, numel: int, kept: int, name: str) -> 
 
 def decode(payload: bytes) -> dict[str, torch.Tensor]:
     """Inverse of `encode` (up to the codec's loss); rejects anything `encode` would not emit."""
-    if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
+    if is_chunked_payload(payload):
         return decode_chunked(payload)
     reader = PayloadReader(payload)
     if bytes(reader.take(len(CODEC_MAGIC), "magic")) != CODEC_MAGIC:
@@ -345,9 +353,10 @@ def decode(payload: bytes) -> dict[str, torch.Tensor]:
 
 def get_payload_codec(payload: bytes) -> Codec:
     """The codec a payload was encoded with (from its header)."""
-    if payload[: len(CHUNKED_MAGIC)] == CHUNKED_MAGIC:
+    if is_chunked_payload(payload):
         header = read_chunked_header(payload)
-        return Codec(_BITS_FORMATS[header.bits], header.chunk, 0, header.k, header.quantile, header.rank_pct)
+        bits = _BITS_FORMATS[header.bits]
+        return Codec(bits, header.chunk, 0, header.k, header.quantile, header.rank_pct, header.tile)
     if len(payload) < len(CODEC_MAGIC) + 13 or payload[: len(CODEC_MAGIC)] != CODEC_MAGIC:
         raise CompressionError("not a codec payload: missing b'GLCODEC1' header")
     code, block, keep_ppm, _ = struct.unpack_from("<BIII", payload, len(CODEC_MAGIC))

@@ -159,7 +159,7 @@ def test_a_payload_that_is_not_the_codec_of_delta_plus_e_is_rejected():
     assert reason == "payload P_r is not the codec of the verified Δ plus e_r"
 
 
-@pytest.mark.parametrize("codec", ["int2-c64-k64-q", "int1-c64-k64", "int2-c64-k8"])
+@pytest.mark.parametrize("codec", ["int2-c64-k64-q", "int1-c64-k64", "int2-c64-k8", "int1-c16-k8-r30-t4"])
 def test_chunked_codecs_bind_two_rounds_and_refuse_a_pushed_payload(codec):
     *_, first = _round(0, codec=codec)
     theta, end, delta, second = _round(1, residual=first.next_residual, codec=codec)
