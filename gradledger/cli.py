@@ -137,6 +137,13 @@ def demo(
     dataset: Path | None = typer.Option(
         None, help="train on a dataset directory written by `gradledger data prepare` (default: the stdlib corpus)"
     ),
+    settings: list[str] = typer.Option(
+        [],
+        "--set",
+        metavar="KEY=VALUE",
+        help="a run-config setting, repeatable, as for `run create` (e.g. train.codec=int1-c4096-k56-r30 "
+        "train.aggregate=senders); H and k are the demo's",
+    ),
 ) -> None:
     """Train, verify, settle and pay a 3-round run on a local chain; print the summary.
 
@@ -144,8 +151,8 @@ def demo(
     contracts holding other than they owe, a failed audit (`gradledger.demo_summary.check_demo_summary`); the
     reasons are also the JSON summary's `problems`. The windows are sized from this machine's measured pace."""
     configure_logging()
-    if adversarial and (model_config is not None or dataset is not None):
-        raise typer.BadParameter("--adversarial runs the built-in model only", param_hint="'--model-config'")
+    if adversarial and (model_config is not None or dataset is not None or settings):
+        raise typer.BadParameter("--adversarial runs the built-in model and config only", param_hint="'--model-config'")
     if adversarial:
         from gradledger.adversarial_demo import run_adversarial_demo
 
@@ -153,7 +160,7 @@ def demo(
     else:
         from gradledger.demo import run_demo
 
-        summary = run_demo(home, json_out, err_console, model_config, dataset)
+        summary = run_demo(home, json_out, err_console, model_config, dataset, settings)
     if summary["problems"]:
         for problem in summary["problems"]:
             err_console.print(f"[bold red]demo failed:[/] {problem}", highlight=False, soft_wrap=True)

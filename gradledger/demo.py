@@ -126,6 +126,7 @@ def run_demo(
     console: Console | None = None,
     model_config: Path | None = None,
     dataset: Path | None = None,
+    settings: list[str] | None = None,
 ) -> dict:
     """Run the whole demo; returns the summary (also written to `json_path`), whose `problems` list every way the run
     fell short (`gradledger.demo_summary.check_demo_summary`; empty: it trained, verified and paid every round). With
@@ -135,7 +136,9 @@ def run_demo(
     from gradledger.demo_summary import print_demo_summary
 
     console = console or Console(stderr=True)
-    summary, audit, audit_paths = play_scenario(HONEST_SCENARIO, home, json_path, console, model_config, dataset)
+    summary, audit, audit_paths = play_scenario(
+        HONEST_SCENARIO, home, json_path, console, model_config, dataset, settings or []
+    )
     print_demo_summary(summary, console)
     print_summary(audit, console, compact=True)
     console.print(f"audit report: {audit_paths['html']} (JSON: {audit_paths['json']})", highlight=False, soft_wrap=True)
@@ -149,10 +152,12 @@ def play_scenario(
     console: Console,
     model_config: Path | None = None,
     dataset: Path | None = None,
+    settings: list[str] | None = None,
 ):
     """Fresh devnet, deploy, stake, start the nodes, create the run, wait, summarise, audit, stop.
 
-    The run's model and data are resolved as `gradledger run create` resolves them (gradledger/run_inputs.py).
+    The run's model and data are resolved as `gradledger run create` resolves them (gradledger/run_inputs.py),
+    with `settings` ("train.codec=...", as `run create --set`) over the demo's config; H and k are the scenario's.
 
     Returns (summary, audit report, audit paths); the summary is also written to `json_path`.
     # INVARIANT: every process and the devnet this starts are stopped before it returns or raises.
@@ -160,7 +165,7 @@ def play_scenario(
     from devnet.deploy import deploy
     from devnet.runs import create_run
     from gradledger.demo_summary import build_summary, check_demo_summary
-    from gradledger.run_inputs import resolve_run_inputs
+    from gradledger.run_inputs import parse_settings_but_h_and_k, resolve_run_inputs
     from protocol.adapters.artifacts import LocalArtifactStore
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
@@ -171,9 +176,12 @@ def play_scenario(
     root = get_home(home)
     started = time.monotonic()
     preset = scenario.rules.run
+    overrides = parse_settings_but_h_and_k(settings or [], "the demo's H and k are its scenario's; leave them out")
+    train = {**overrides.get("train", {}), "inner_steps": preset.inner_steps}
+    train["steps_per_segment"] = preset.steps_per_segment
     inputs = resolve_run_inputs(
         preset="default", seed=scenario.run_seed, dataset=dataset, model_config=model_config,
-        overrides={"train": {"inner_steps": preset.inner_steps, "steps_per_segment": preset.steps_per_segment}},
+        overrides={**overrides, "train": train},
     )  # fmt: skip
     config = inputs.config
     rules = fit_terms_to_machine(scenario, inputs, console)  # measured before any node starts

@@ -29,7 +29,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from protocol.config import ReplayThresholds, RunConfig, build_run_config, parse_model_config
+from protocol.config import (
+    ReplayThresholds,
+    RunConfig,
+    build_run_config,
+    parse_config_assignments,
+    parse_model_config,
+)
 from protocol.data import DatasetManifest, verify_dataset_fits_config
 from protocol.errors import ConfigError
 from protocol.hashing import hash_to_hex
@@ -47,6 +53,16 @@ class RunInputs:
     theta0_params: State | None
     where: str
     """The dataset as error messages name it."""
+
+
+def parse_settings_but_h_and_k(settings: list[str], hint: str) -> dict[str, Any]:
+    """`--set KEY=VALUE` settings as config overrides; H and k are run terms with their own flags (`hint` says
+    which), so a setting of either is refused before anything is read or sent."""
+    overrides = parse_config_assignments(settings)
+    fixed = sorted(set(overrides.get("train", {})) & {"inner_steps", "steps_per_segment"})
+    if fixed:
+        raise ConfigError(f"--set train.{fixed[0]}: {hint}")
+    return overrides
 
 
 def read_json_file(path: Path, what: str, missing_hint: str, unreadable_hint: str) -> Any:

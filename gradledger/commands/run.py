@@ -224,13 +224,11 @@ def create(
     equal --inner-steps/--steps-per-segment when given. The chosen terms are printed before anything is sent (with
     --json, returned in the output's `terms`), in the shape --rules reads."""
     from devnet.runs import create_run
-    from gradledger.run_inputs import resolve_run_inputs
+    from gradledger.run_inputs import parse_settings_but_h_and_k, resolve_run_inputs
     from node.pace import measure_window_needs
     from protocol.adapters.chain import ChainClient
     from protocol.adapters.contracts import ProtocolClient
     from protocol.adapters.object_store import open_artifact_store
-    from protocol.config import parse_config_assignments
-    from protocol.errors import ConfigError
     from protocol.hashing import hash_to_hex
     from protocol.windows import verify_challenge_window, verify_windows_fit, verify_windows_fit_chain
 
@@ -246,10 +244,7 @@ def create(
     verify_windows_fit_chain(terms.commit_window, terms.attest_window, deployment.block_seconds, terms.start_delay)
     verify_challenge_window(terms.attest_window, terms.challenge_window, deployment.block_seconds)
     train = {name: value for name, value in (("inner_steps", h), ("steps_per_segment", k)) if value is not None}
-    overrides = parse_config_assignments(settings)
-    fixed = sorted(set(overrides.get("train", {})) & {"inner_steps", "steps_per_segment"})
-    if fixed:
-        raise ConfigError(f"--set train.{fixed[0]}: H and k are run terms; pass --inner-steps/--steps-per-segment")
+    overrides = parse_settings_but_h_and_k(settings, "H and k are run terms; pass --inner-steps/--steps-per-segment")
     inputs = resolve_run_inputs(
         preset=config_preset or ("tiny" if preset == "tiny" else "default"), seed=seed, data=data, dataset=dataset,
         model_config=model_config, init_from=init_from, thresholds=thresholds,

@@ -31,3 +31,15 @@ def test_a_usage_error_exits_2_and_help_exits_0() -> None:
     assert usage.returncode == 2 and "Invalid value for '--amount'" in usage.stderr, usage
     shown = run_cli("--help")
     assert shown.returncode == 0 and "Usage:" in shown.stdout and "solver" in shown.stdout, shown
+
+
+def test_demo_set_of_h_or_an_unknown_key_is_refused_before_any_devnet_starts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    fixed = run_cli("demo", "--home", str(home), "--set", "train.inner_steps=5")
+    assert fixed.returncode == 1 and "the demo's H and k are its scenario's" in fixed.stderr, fixed
+    typo = run_cli("demo", "--home", str(home), "--set", "train.agregate=senders")
+    assert typo.returncode == 1 and "aggregate" in " ".join(typo.stderr.split()), typo  # the nearest valid name
+    adversarial = run_cli("demo", "--adversarial", "--set", "train.codec=int1-c4096-k56-r30")
+    shown = " ".join(adversarial.stderr.translate(str.maketrans("", "", "│╭╮╰╯─")).split())  # rich's usage box
+    assert adversarial.returncode == 2 and "built-in model and config only" in shown, adversarial
+    assert not (home / "devnet").exists() and not (home / "manifest.json").exists()
