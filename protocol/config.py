@@ -143,9 +143,7 @@ class TrainConfig(_Frozen):
         "transformer blocks' 2-D weight matrices, AdamW on embeddings, the output head and vectors "
         "(protocol/muon.py, docs/training.md 'Muon inner steps')",
     )
-    muon_lr: float = Field(
-        0.02, gt=0, le=1, description="Muon's learning rate; the inner-lr warmups scale it as they scale inner_lr"
-    )
+    muon_lr: float = Field(0.02, gt=0, le=1, description="Muon's learning rate, under inner_lr's warmups")
     muon_momentum: float = Field(0.95, ge=0, lt=1, description="Muon's momentum (an EMA, stored as exp_avg)")
     muon_nesterov: bool = Field(True, description="Muon orthogonalises the Nesterov look-ahead of the momentum")
     muon_ns_steps: int = Field(5, ge=1, le=20, description="Newton-Schulz iterations of the quintic orthogonaliser")

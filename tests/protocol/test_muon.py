@@ -179,37 +179,52 @@ def test_carried_muon_moments_round_trip_and_their_round_replays(muon_config, da
         assert judge_exact(config, leaf, checkpoints[segment], replayed).accepted
 
 
-_SUBPROCESS = """
-import sys, torch
-torch.set_num_threads(int(sys.argv[1]))
-from tests.protocol.test_muon import train_default_width_segment
-sys.stdout.write(train_default_width_segment().hex())
-"""
+_SEGMENT = """
+from protocol.adapters.corpus import load_corpus_shards
+from protocol.config import build_run_config
+from protocol.data import build_token_dataset
+from protocol.outer import get_initial_global_state
+from protocol.state import compute_state_hash
+from protocol.training import build_trainer, get_checkpoint_state, get_params, make_start_checkpoint, run_inner_steps
 
 
-def train_default_width_segment() -> bytes:
-    """State hash after 3 Muon steps of the default-width GPT (2 layers: its matrices are wide enough that a
-    thread-split reduction would show)."""
-    from protocol.adapters.corpus import load_corpus_shards
-    from protocol.data import build_token_dataset
-
+def train_segment():
     manifest, shards = load_corpus_shards()
-    config = _config("0x" + manifest.root.hex(), preset="default", inner_steps=3, steps_per_segment=3)
-    config = config.model_copy(update={"model": config.model.model_copy(update={"n_layer": 2})})
+    train = {"inner_optimizer": "muon", "inner_steps": 3, "steps_per_segment": 3}
+    config = build_run_config(
+        run_seed="0x" + "5e" * 32, dataset_root="0x" + manifest.root.hex(),
+        overrides={"train": train, "model": {"n_layer": 2}},
+    )
     dataset = build_token_dataset(manifest, shards, 1)
     model, optimizer = build_trainer(config, make_start_checkpoint(get_params(get_initial_global_state(config))))
-    run_inner_steps(model, optimizer, dataset, config, 0, SOLVER_A, 0, 3)
-    return compute_state_hash(get_checkpoint_state(model, optimizer))
+    run_inner_steps(model, optimizer, dataset, config, 0, "0x" + "ab" * 20, 0, 3)
+    return compute_state_hash(get_checkpoint_state(model, optimizer)).hex()
+"""
+"""3 Muon steps of the default-width GPT (2 layers: its matrices are wide enough that a thread-split reduction would
+show), as the state hash."""
+_SUBPROCESS = """
+import sys
+from protocol.adapters.execution_env import pin_execution_environment
+pin_execution_environment()
+import torch
+torch.set_num_threads(int(sys.argv[1]))
+"""
 
 
 def test_muon_segments_hash_the_same_in_fresh_processes_at_one_and_two_threads():
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", _SUBPROCESS, str(threads)], cwd=ROOT, capture_output=True, text=True, check=True
+            [sys.executable, "-c", _SUBPROCESS + _SEGMENT + "sys.stdout.write(train_segment())", str(threads)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         for threads in (1, 2)
     }
-    assert outputs == {train_default_width_segment().hex()}
+    here: dict = {}
+    exec(_SEGMENT, here)
+    assert outputs == {here["train_segment"]()}
 
 
 def test_a_config_at_the_defaults_hashes_as_before_and_muon_changes_the_hash(tiny_config):
