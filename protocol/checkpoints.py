@@ -1,10 +1,11 @@
-"""Model parameters and AdamW state as flat, hashable checkpoints: the state half of the one training step.
+"""Model parameters and optimizer state as flat, hashable checkpoints: the state half of the one training step.
 
 A checkpoint is one flat mapping of tensors: "param/<name>" for parameters, "adam/<name>/exp_avg",
-"adam/<name>/exp_avg_sq" and "adam/step" for the inner optimizer. Every party stores, hashes, loads and compares
-these mappings, so they are built and read here only: a checkpoint loaded into the run's model and optimizer and
-read back is the same tensors (`load_checkpoint_state`, `get_checkpoint_state`), and one that does not fit the run's
-model is refused by name (CheckpointError), never half-loaded.
+"adam/<name>/exp_avg_sq" and "adam/step" for the inner optimizer (AdamW; a Muon run keeps the same names,
+protocol/muon.py). Every party stores, hashes, loads and compares these mappings, so they are built and read here
+only: a checkpoint loaded into the run's model and optimizer and read back is the same tensors
+(`load_checkpoint_state`, `get_checkpoint_state`), and one that does not fit the run's model is refused by name
+(CheckpointError), never half-loaded.
 
 Each round starts from θ_r's parameters plus a fresh optimizer (zero moments, step 0), or the moments it carries
 (`make_start_checkpoint`), so c_0 is a pure function of what the round was given (docs/training.md). The steps that
@@ -21,6 +22,7 @@ from torch import nn
 from protocol.config import RunConfig, TrainConfig
 from protocol.errors import GradledgerError
 from protocol.model import build_model
+from protocol.muon import MuonWithAdamW, get_muon_parameter_names
 
 PARAM = "param/"
 ADAM = "adam/"
@@ -33,22 +35,36 @@ class CheckpointError(GradledgerError):
     """A checkpoint does not fit the run's model (other model, missing or extra tensors)."""
 
 
-def build_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with decay on matrices only (nanoGPT); foreach/fused off: one pinned kernel path."""
+def build_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
+    """The run's inner optimizer (`train.inner_optimizer`). "adamw": AdamW with decay on matrices only (nanoGPT);
+    foreach/fused off: one pinned kernel path. "muon": Muon on the hidden matrices (protocol/muon.py, decay
+    `weight_decay`), that same AdamW on every other parameter."""
+    muon = set(get_muon_parameter_names(model)) if train.inner_optimizer == "muon" else set()
     params = sorted(model.named_parameters())
-    decay = [p for _, p in params if p.dim() >= 2]
+    decay = [p for name, p in params if p.dim() >= 2 and name not in muon]
     no_decay = [p for _, p in params if p.dim() < 2]
     groups = [
         {"params": decay, "weight_decay": train.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(
+    adamw = torch.optim.AdamW(
         groups,
         lr=train.inner_lr,
         betas=(train.beta1, train.beta2),
         eps=train.adam_eps,
         foreach=False,
         fused=False,
+    )
+    if train.inner_optimizer != "muon":
+        return adamw
+    return MuonWithAdamW(
+        [p for name, p in params if name in muon],
+        adamw,
+        lr=train.muon_lr,
+        momentum=train.muon_momentum,
+        nesterov=train.muon_nesterov,
+        ns_steps=train.muon_ns_steps,
+        weight_decay=train.weight_decay,
     )
 
 
@@ -58,7 +74,8 @@ def get_param_state(model: nn.Module) -> State:
 
 
 def get_fresh_optimizer_state(params: Mapping[str, torch.Tensor]) -> State:
-    """AdamW state before its first step: zero moments, step 0 (what AdamW itself creates)."""
+    """Optimizer state before its first step: zero moments, step 0 (what AdamW itself creates, and Muon: a zero
+    momentum as "exp_avg" and zeros as "exp_avg_sq", protocol/muon.py)."""
     state: State = {ADAM_STEP: torch.tensor(0.0)}
     for key, value in params.items():
         name = key.removeprefix(PARAM)
@@ -70,7 +87,7 @@ def get_fresh_optimizer_state(params: Mapping[str, torch.Tensor]) -> State:
 def make_start_checkpoint(
     params: Mapping[str, torch.Tensor], moments: Mapping[str, torch.Tensor] | None = None
 ) -> State:
-    """c_0 of a round: θ_r's parameters plus a fresh optimizer state, or plus `moments`, the AdamW state a solver
+    """c_0 of a round: θ_r's parameters plus a fresh optimizer state, or plus `moments`, the optimizer state a solver
     carries into the round (`train.carry_moments`, `get_moments`; which moments a round may carry is the chain rule
     of node/moments.py). CheckpointError when `moments` does not fit the parameters."""
     if moments is None:
@@ -91,12 +108,13 @@ def make_start_checkpoint(
 
 
 def get_moments(checkpoint: Mapping[str, torch.Tensor]) -> State:
-    """The AdamW part of a checkpoint (both moments of every parameter and the step): what a round carries over."""
+    """The optimizer part of a checkpoint (both moments of every parameter and the step): what a round carries over."""
     return {k: v for k, v in checkpoint.items() if k.startswith(ADAM)}
 
 
-def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW) -> State:
-    """Parameters and AdamW state as one flat state (copies), ready to hash or store."""
+def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> State:
+    """Parameters and optimizer state as one flat state (copies), ready to hash or store. A Muon run's state has the
+    same entries (its momentum as "exp_avg", protocol/muon.py)."""
     state = get_param_state(model)
     steps = set()
     for name, param in model.named_parameters():
@@ -115,7 +133,9 @@ def get_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW) -> Stat
     return state
 
 
-def load_checkpoint_state(model: nn.Module, optimizer: torch.optim.AdamW, state: Mapping[str, torch.Tensor]) -> None:
+def load_checkpoint_state(
+    model: nn.Module, optimizer: torch.optim.Optimizer, state: Mapping[str, torch.Tensor]
+) -> None:
     """Load a checkpoint into a model and its optimizer; CheckpointError on any mismatch."""
     expected = get_checkpoint_state(model, optimizer)
     missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
@@ -159,8 +179,8 @@ def get_params(state: Mapping[str, torch.Tensor]) -> State:
 
 def build_trainer(
     config: RunConfig, checkpoint: Mapping[str, torch.Tensor], device: torch.device | str = "cpu"
-) -> tuple[nn.Module, torch.optim.AdamW]:
-    """The run's model and inner optimizer, loaded from a checkpoint (parameters and AdamW state). `device` other
+) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """The run's model and inner optimizer, loaded from a checkpoint (parameters and optimizer state). `device` other
     than the CPU is for measuring a GPU profile (bench/profile_check.py); every role trains and replays on the CPU."""
     model = build_model(config.model, config.profile, config.seed_bytes).to(device)
     optimizer = build_optimizer(model, config.train)

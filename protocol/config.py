@@ -119,8 +119,11 @@ AnyModelConfig = Annotated[
 ]
 
 
+_MUON_KEYS = ("muon_lr", "muon_momentum", "muon_nesterov", "muon_ns_steps")
+
+
 class TrainConfig(_Frozen):
-    """Inner AdamW steps and the DiLoCo outer step."""
+    """Inner steps (AdamW, or Muon on the hidden matrices) and the DiLoCo outer step."""
 
     batch_size: int = Field(16, ge=1, le=4096, description="sequences per inner step")
     micro_batches: int = Field(
@@ -137,6 +140,16 @@ class TrainConfig(_Frozen):
     beta1: float = Field(0.9, ge=0, lt=1)
     beta2: float = Field(0.95, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
+    inner_optimizer: Literal["adamw", "muon"] = Field(
+        "adamw",
+        description="'adamw': every parameter; 'muon': Muon (momentum, Newton-Schulz orthogonalised) on the "
+        "transformer blocks' 2-D weight matrices, AdamW on embeddings, the output head and vectors "
+        "(protocol/muon.py, docs/training.md 'Muon inner steps')",
+    )
+    muon_lr: float = Field(0.02, gt=0, le=1, description="Muon's learning rate, under inner_lr's warmups")
+    muon_momentum: float = Field(0.95, ge=0, lt=1, description="Muon's momentum (an EMA, stored as exp_avg)")
+    muon_nesterov: bool = Field(True, description="Muon orthogonalises the Nesterov look-ahead of the momentum")
+    muon_ns_steps: int = Field(5, ge=1, le=20, description="Newton-Schulz iterations of the quintic orthogonaliser")
     carry_moments: bool = Field(
         True,
         description="each solver starts a round from the AdamW moments its previous accepted round ended with, not "
@@ -171,6 +184,16 @@ class TrainConfig(_Frozen):
         except CompressionError as exc:
             raise ValueError(f"{exc}; or 'none' for no codec") from None
         return value
+
+    @model_validator(mode="after")
+    def _muon_settings_need_muon(self) -> TrainConfig:
+        changed = [key for key in _MUON_KEYS if getattr(self, key) != type(self).model_fields[key].default]
+        if self.inner_optimizer != "muon" and changed:
+            raise ValueError(
+                f"{', '.join(changed)} set, but inner_optimizer is {self.inner_optimizer!r}: set "
+                "inner_optimizer to 'muon' or leave the Muon settings at their defaults"
+            )
+        return self
 
     @model_validator(mode="after")
     def _segments_tile_the_round(self) -> TrainConfig:
@@ -293,9 +316,11 @@ class RunConfig(_Frozen):
         )
 
 
-TRAIN_KEYS_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {"codec": "none", "aggregate": "mean", "clip_to_median_norm": False}
-"""Train options added after runs existed, and the value that means "as before": left out of the canonical
-bytes at that value, so a run that does not use one hashes exactly as before the field existed."""
+TRAIN_KEYS_LEFT_OUT_AT_DEFAULT: dict[str, Any] = {
+    key: TrainConfig.model_fields[key].default
+    for key in ("codec", "aggregate", "clip_to_median_norm", "inner_optimizer", *_MUON_KEYS)
+}
+"""Train options added after runs existed: left out of the canonical bytes at the default (as before they existed)."""
 
 
 def encode_config(config: RunConfig) -> bytes:

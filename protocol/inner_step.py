@@ -1,8 +1,8 @@
 """The inner step: the one implementation of a training step, used by every role.
 
-A solver trains H inner AdamW steps from θ_r; a verifier, juror or auditor replays any k-step segment from its start
-checkpoint with the very same `run_inner_steps`. Under the pinned execution profile the replay is bit-identical, so
-honest work hashes to exactly what the solver committed.
+A solver trains H inner steps (AdamW, or Muon: protocol/muon.py) from θ_r; a verifier, juror or auditor replays any
+k-step segment from its start checkpoint with the very same `run_inner_steps`. Under the pinned execution profile the
+replay is bit-identical, so honest work hashes to exactly what the solver committed.
 
 A step's gradient is a canonical fold over the run's `train.micro_batches` micro-batches (`compute_step_gradient`),
 so a solver that is a process group, each rank computing its share of them, ends with the very checkpoints a single
@@ -47,9 +47,10 @@ class GradientExchanger(Protocol):
     def gather(self, local: torch.Tensor) -> torch.Tensor: ...
 
 
-def get_inner_lr(train: TrainConfig, global_step: int, round_step: int = 0) -> float:
+def get_inner_lr(train: TrainConfig, global_step: int, round_step: int = 0, base_lr: float | None = None) -> float:
     """Linear warmup over the first `warmup_steps` global inner steps, then constant; times a
-    linear warmup over the first `round_warmup_steps` steps of every round.
+    linear warmup over the first `round_warmup_steps` steps of every round. Of `base_lr`, by default
+    `train.inner_lr` (a Muon group's is `train.muon_lr`: the same schedule scales both).
 
     Why the per-round factor: a round that starts from a fresh AdamW state (`carry_moments` off)
     takes first bias-corrected steps of about sign(g) * lr on every coordinate -- several times a
@@ -57,9 +58,10 @@ def get_inner_lr(train: TrainConfig, global_step: int, round_step: int = 0) -> f
     (bench/diloco.py: the fresh-state gap to synchronous training drops by more than half); with
     carried moments (the default) the ramp only costs, so it defaults to 0 steps.
     """
-    lr = train.inner_lr
+    base = train.inner_lr if base_lr is None else base_lr
+    lr = base
     if train.warmup_steps and global_step < train.warmup_steps:
-        lr = train.inner_lr * (global_step + 1) / train.warmup_steps
+        lr = base * (global_step + 1) / train.warmup_steps
     if train.round_warmup_steps and round_step < train.round_warmup_steps:
         lr = lr * (round_step + 1) / train.round_warmup_steps
     return lr
@@ -145,7 +147,7 @@ def _compute_micro_gradient(
 
 def run_inner_steps(
     model: nn.Module,
-    optimizer: torch.optim.AdamW,
+    optimizer: torch.optim.Optimizer,
     dataset: TokenDataset,
     config: RunConfig,
     round_index: int,
@@ -180,9 +182,9 @@ def run_inner_steps(
             plant_secret,
         )
         x, y = x.to(device), y.to(device)  # no copy on the CPU
-        lr = get_inner_lr(train, round_index * train.inner_steps + step, step)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        global_step = round_index * train.inner_steps + step
+        for group in optimizer.param_groups:  # a group's "base_lr" (Muon's) or inner_lr, under one schedule
+            group["lr"] = get_inner_lr(train, global_step, step, group.get("base_lr"))
         losses.append(compute_step_gradient(model, x, y, train.micro_batches, exchanger))
         optimizer.step()
     return losses

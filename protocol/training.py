@@ -1,6 +1,6 @@
 """The round and segment drivers: which inner steps make a solver's round and a replayed segment.
 
-A solver trains H inner AdamW steps from θ_r, checkpointing (parameters *and* optimizer
+A solver trains H inner steps (the run's optimizer: AdamW or Muon) from θ_r, checkpointing (parameters *and* optimizer
 state) every k steps; a verifier, juror or auditor replays any k-step segment from its start
 checkpoint with the very same `run_inner_steps` (protocol/inner_step.py). Under the pinned execution profile the
 replay is bit-identical, so honest work hashes to exactly what the solver committed.

@@ -72,14 +72,18 @@ def test_init_is_a_pure_function_of_config_and_seed():
     assert hash_of(a) == hash_of(b) != hash_of(c)
 
 
-def test_training_is_bit_identical_at_one_and_two_threads(corpus):
+@pytest.mark.parametrize("inner_optimizer", ["adamw", "muon"])
+def test_training_is_bit_identical_at_one_and_two_threads(corpus, inner_optimizer):
     """The execution profile's promise, on the default-width model so ops really go parallel."""
     manifest, shards = corpus
     config = build_run_config(
         preset="default",
         run_seed=RUN_SEED,
         dataset_root="0x" + manifest.root.hex(),
-        overrides={"train": {"inner_steps": 6, "steps_per_segment": 3}, "model": {"n_layer": 2}},
+        overrides={
+            "train": {"inner_steps": 6, "steps_per_segment": 3, "inner_optimizer": inner_optimizer},
+            "model": {"n_layer": 2},
+        },
     )
     dataset = build_token_dataset(manifest, shards, 1)
     theta = get_params(get_initial_global_state(config))
@@ -96,14 +100,19 @@ def test_training_is_bit_identical_at_one_and_two_threads(corpus):
     assert all(torch.equal(one[k], two[k]) for k in one)
 
 
-def test_replay_of_a_segment_at_another_thread_count_matches_the_commitment(tiny_config, dataset):
-    _, records, _, checkpoints = _with_threads(2, lambda: _train_round(tiny_config, dataset))
-    for segment in range(tiny_config.train.num_segments):
-        replayed = _with_threads(
-            1, lambda s=segment: replay_segment(tiny_config, dataset, 0, SOLVER_A, s, checkpoints[s])
-        )
+@pytest.mark.parametrize("inner_optimizer", ["adamw", "muon"])
+def test_replay_of_a_segment_at_another_thread_count_matches_the_commitment(tiny_config, dataset, inner_optimizer):
+    config = build_run_config(
+        preset="tiny",
+        run_seed=RUN_SEED,
+        dataset_root=tiny_config.data.dataset_root,
+        overrides={"train": {"inner_optimizer": inner_optimizer}},
+    )
+    _, records, _, checkpoints = _with_threads(2, lambda: _train_round(config, dataset))
+    for segment in range(config.train.num_segments):
+        replayed = _with_threads(1, lambda s=segment: replay_segment(config, dataset, 0, SOLVER_A, s, checkpoints[s]))
         leaf = records[segment].to_leaf(1, 0, SOLVER_A)
-        verdict = judge_exact(tiny_config, leaf, checkpoints[segment], replayed)
+        verdict = judge_exact(config, leaf, checkpoints[segment], replayed)
         assert verdict.accepted, verdict.reason
         assert compute_state_hash(replayed) == records[segment].end_hash
 
