@@ -19,7 +19,7 @@ EXPLORER_WEB := auditor/explorer/web
 EXPLORER_STAMP := $(EXPLORER_WEB)/node_modules/.installed
 SOLIDITY := $(shell find $(CONTRACTS)/src $(CONTRACTS)/test $(CONTRACTS)/script -name '*.sol' 2>/dev/null)
 
-.PHONY: setup demo demo-llama test check lint typecheck pytest forge-test vectors goldens bench clean browser lock
+.PHONY: setup demo demo-llama demo-compressed test check lint typecheck pytest forge-test vectors goldens bench clean browser lock
 
 setup: $(VENV_STAMP) $(NPM_STAMP) $(BUILD_STAMP) $(EXPLORER_STAMP) browser
 
@@ -86,6 +86,12 @@ demo: setup
 # The same demo with a Hugging Face transformers model: the tiny Llama-style config in examples/ (docs/models.md).
 demo-llama: setup
 	$(VENV)/bin/gradledger demo --model-config examples/llama-tiny.json
+
+# The same demo with issue 40's compression recipe (docs/benchmarks.md "The long run"): Muon inner steps, the ~1,000x
+# sign codec with verified error feedback, the outer step clipped to the median norm.
+demo-compressed: setup
+	$(VENV)/bin/gradledger demo --set train.codec=int1-c4096-k56-r30 --set train.inner_optimizer=muon \
+		--set train.clip_to_median_norm=true
 
 # lint, pytest and forge run side by side (most of an end-to-end test's wall time is waiting on its nodes, and a fresh
 # clone's first mypy pass takes 40 s of CPU): --output-sync prints each one's output whole when it ends, so the logs

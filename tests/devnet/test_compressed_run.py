@@ -1,4 +1,5 @@
-"""A run with a codec on a real anvil: 2 solvers + 1 verifier, 3 rounds, payloads instead of Δ states.
+"""A run with a codec on a real anvil: 2 solvers + 1 verifier, 3 rounds, payloads instead of Δ states, Muon inner
+steps and the outer step clipped to the median norm (issue 40's recipe).
 
 Every commitment's Δ hash names a payload document (protocol/payload.py); the verifier checks each payload is
 the codec of the replay-verified Δ plus the e the chain allows; the rounds settle; `gradledger audit` passes;
@@ -26,14 +27,14 @@ from tests.chain_fixtures import FAST_RULES, events_of, prepare_run, read_log, r
 pytestmark = pytest.mark.e2e
 
 SOLVERS, VERIFIER = [17, 18], 19
-CODEC = "int1-c1024-k512-r30"  # the half-sparse sign that met issue 21's 250x target (docs/benchmarks.md)
+CODEC = "int1-c4096-k56-r30"  # the ~1,000x sign of issue 40's long run (docs/benchmarks.md)
+RECIPE = {"codec": CODEC, "inner_optimizer": "muon", "clip_to_median_norm": True}
+"""Issue 40's recipe end to end: Muon inner steps (replayed by the verifier), the codec, the median-norm clip."""
 
 
 def test_three_rounds_with_a_codec_settle_audit_clean_and_rebuild_theta_from_payloads(deployment, corpus, tmp_path):
     rules = FAST_RULES.with_run(max_rounds=3)
-    setup = prepare_run(
-        deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules, overrides={"train": {"codec": CODEC}}
-    )
+    setup = prepare_run(deployment, corpus, tmp_path / "home", SOLVERS, [VERIFIER], rules, overrides={"train": RECIPE})
     protocol, run_id = setup.protocol, setup.run_id
     processes = [
         start_node(setup, "solver", SOLVERS[0], "--coordinator"),
@@ -86,6 +87,9 @@ def test_three_rounds_with_a_codec_settle_audit_clean_and_rebuild_theta_from_pay
             assert len(payload) < get_dense_fp32_bytes(updates[solver]) / 2  # what solvers download instead of Δ
         rebuilt = compute_outer_step(theta, updates, setup.config.train)
         assert compute_state_hash(rebuilt) == protocol.theta_of(run_id, r + 1), f"round {r}"
+        # the settled θ is the clipped aggregate: the plain mean of the same payloads is another θ
+        plain = setup.config.train.model_copy(update={"clip_to_median_norm": False})
+        assert compute_state_hash(compute_outer_step(theta, updates, plain)) != protocol.theta_of(run_id, r + 1)
 
     # the e-chain's acceptance lookups: the run's events are folded once per context, settled rounds kept
     ctx = RunContext(run_id, None, setup.config, None, "", 0)  # type: ignore[arg-type]
