@@ -15,14 +15,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from protocol.config import TrainConfig
+
 
 def load_summary(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())["summary"]
 
 
 def get_changed_options(train: dict[str, Any], base: dict[str, Any]) -> str:
-    """The train options an arm set differently from the base run (the codec is its own column)."""
-    changed = [f"{k}={v}" for k, v in sorted(train.items()) if k != "codec" and base.get(k) != v]
+    """The train options an arm set differently from the base run (the codec is its own column); an option the base
+    run's JSON predates was at its default there."""
+    defaults = {k: field.default for k, field in TrainConfig.model_fields.items()}
+    changed = [f"{k}={v}" for k, v in sorted(train.items()) if k != "codec" and base.get(k, defaults.get(k)) != v]
     return ", ".join(changed) or "-"
 
 
