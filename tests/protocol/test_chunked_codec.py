@@ -385,7 +385,7 @@ def test_chunked_properties(case):
 _FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed(0)), "z": torch.zeros(9)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=450, deadline=None)
 @given(
     st.sampled_from(
         [
@@ -398,6 +398,10 @@ _FLIP_UPDATE = {"a": torch.randn(40, 50, generator=torch.Generator().manual_seed
             "int1-c64-k32-r40",
             "int2-c64-k64-q",
             "int4-c100-k100-q",
+            "int2-c100-k10-t10",  # 2-D tiles (GLCODEC3): "a" is 40 x 50, tiled by 10 and by 5
+            "int1-c100-k50-r30-t10",
+            "int2-c100-k100-q-t10",
+            "int4-c25-k5-t5",
         ]
     ),
     st.data(),
