@@ -354,25 +354,34 @@ def test_non_canonical_quantile_payloads_are_rejected():
         decode(bytes(higher))
 
 
-@st.composite
-def _chunked_cases(draw):
-    """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
+def draw_chunked_codec(draw, chunk: int, tile: int = 0) -> Codec:
+    """A chunked codec of `chunk` (and `tile`): any value bits, a drawn k, rank or quantile levels."""
     bits = draw(st.sampled_from([ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
-    chunk = draw(st.integers(1, 40))
     if bits is ValueFormat.INT1:
-        codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)), rank_pct=draw(st.integers(1, 99)))
-    elif draw(st.booleans()):
-        codec = Codec(bits, block=chunk, chunk_keep=chunk, quantile=True)
-    else:
-        codec = Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)))
+        keep, rank = draw(st.integers(1, chunk)), draw(st.integers(1, 99))
+        return Codec(bits, block=chunk, chunk_keep=keep, rank_pct=rank, tile=tile)
+    if draw(st.booleans()):
+        return Codec(bits, block=chunk, chunk_keep=chunk, quantile=True, tile=tile)
+    return Codec(bits, block=chunk, chunk_keep=draw(st.integers(1, chunk)), tile=tile)
+
+
+def draw_exact_update(draw, dims, max_rank: int) -> dict[str, torch.Tensor]:
+    """1-3 tensors of shapes from `dims`, with values (ties, zeros, mixed scales) of few significant digits."""
     update = {}
     for index in range(draw(st.integers(1, 3))):
-        shape = tuple(draw(st.lists(st.integers(0, 9), min_size=0, max_size=2)))
+        shape = tuple(draw(st.lists(dims, min_size=0, max_size=max_rank)))
         numel = math.prod(shape)
         digits = draw(st.lists(st.integers(-20, 20), min_size=numel, max_size=numel))
         exponent = draw(st.integers(-8, 3))
         update[f"t{index}"] = (torch.tensor(digits, dtype=torch.float32) * 10.0**exponent).reshape(shape)
-    return update, codec
+    return update
+
+
+@st.composite
+def _chunked_cases(draw):
+    """A small update (ties, zeros, mixed scales) and a chunked codec small enough to cover edge cases."""
+    codec = draw_chunked_codec(draw, draw(st.integers(1, 40)))
+    return draw_exact_update(draw, st.integers(0, 9), 2), codec
 
 
 @settings(max_examples=150, deadline=None)

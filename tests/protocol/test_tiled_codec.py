@@ -23,7 +23,7 @@ from protocol.compression import (
     get_payload_codec,
     parse_codec,
 )
-from tests.protocol.test_chunked_codec import get_payloads_by_process
+from tests.protocol.test_chunked_codec import draw_chunked_codec, draw_exact_update, get_payloads_by_process
 
 HEADER = 8 + 14  # magic and the five GLCODEC2 fields; GLCODEC3 adds a u16 tile side
 LABELS = [
@@ -218,22 +218,9 @@ def _tiled_cases(draw):
     """A tiled codec with a small side and an update of 2-D shapes, some multiples of the side and some not."""
     side = draw(st.integers(2, 4))
     chunk = side * side
-    bits = draw(st.sampled_from([ValueFormat.INT1, ValueFormat.INT2, ValueFormat.INT4, ValueFormat.INT8]))
-    if bits is ValueFormat.INT1:
-        codec = Codec(bits, chunk, chunk_keep=draw(st.integers(1, chunk)), rank_pct=draw(st.integers(1, 99)), tile=side)
-    elif draw(st.booleans()):
-        codec = Codec(bits, chunk, chunk_keep=chunk, quantile=True, tile=side)
-    else:
-        codec = Codec(bits, chunk, chunk_keep=draw(st.integers(1, chunk)), tile=side)
+    codec = draw_chunked_codec(draw, chunk, tile=side)
     dims = st.one_of(st.integers(0, 3).map(lambda n: n * side), st.integers(0, 13))
-    update = {}
-    for index in range(draw(st.integers(1, 3))):
-        shape = tuple(draw(st.lists(dims, min_size=0, max_size=3)))
-        numel = math.prod(shape)
-        digits = draw(st.lists(st.integers(-20, 20), min_size=numel, max_size=numel))
-        exponent = draw(st.integers(-8, 3))
-        update[f"t{index}"] = (torch.tensor(digits, dtype=torch.float32) * 10.0**exponent).reshape(shape)
-    return update, codec
+    return draw_exact_update(draw, dims, 3), codec
 
 
 @settings(max_examples=150, deadline=None)
