@@ -21,6 +21,7 @@ from protocol.compression import (
     get_payload_codec,
     parse_codec,
 )
+from tests.fresh_processes import get_outputs_at_thread_counts
 
 
 def _update(seed: int = 0) -> dict[str, torch.Tensor]:
@@ -255,21 +256,8 @@ def get_payloads_by_process(labels: list[str], shapes: dict[str, tuple[list[int]
     under each of `labels`, from fresh processes at 1 and 2 torch threads and from this one: one element when all
     three agree byte for byte. Shared by the tiled codec's tests (tests/protocol/test_tiled_codec.py)."""
     import json
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", _SUBPROCESS, str(threads), json.dumps(shapes), *labels],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for threads in (1, 2)
-    }
+    outputs = get_outputs_at_thread_counts(_SUBPROCESS, json.dumps(shapes), *labels)
     g = torch.Generator().manual_seed(11)
     update = {name: torch.randn(shape, generator=g) * scale for name, (shape, scale) in shapes.items()}
     return outputs | {" ".join(encode(update, parse_codec(label)).hex() for label in labels)}

@@ -5,10 +5,6 @@ Replay at another thread count in one process is parametrized in test_training.p
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -41,9 +37,9 @@ from protocol.training import (
     train_round,
 )
 from tests.conftest import RUN_SEED, SOLVER_A
+from tests.fresh_processes import get_outputs_at_thread_counts
 from tests.protocol.test_hf_model import LLAMA
 
-ROOT = Path(__file__).resolve().parents[2]
 SQUARE = "param/h.0.attn.c_proj.weight"
 """A square hidden matrix of the built-in GPT (n_embd x n_embd)."""
 
@@ -212,16 +208,7 @@ torch.set_num_threads(int(sys.argv[1]))
 
 
 def test_muon_segments_hash_the_same_in_fresh_processes_at_one_and_two_threads():
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", _SUBPROCESS + _SEGMENT + "sys.stdout.write(train_segment())", str(threads)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for threads in (1, 2)
-    }
+    outputs = get_outputs_at_thread_counts(_SUBPROCESS + _SEGMENT + "sys.stdout.write(train_segment())")
     here: dict = {}
     exec(_SEGMENT, here)
     assert outputs == {here["train_segment"]()}
