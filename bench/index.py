@@ -50,6 +50,8 @@ from protocol.history.events import ChainEvent
 from protocol.history.fold import HistoryFolder, fold_run_history
 from protocol.history.status import get_run_status
 from protocol.ledger import compute_ledger
+from protocol.money_events import compute_money_report
+from protocol.money_reporter import MoneyReporter
 from tests.history_builder import RunEvents
 from tests.history_events import ETH, VERIFIER, time_of
 
@@ -136,21 +138,37 @@ def measure_catch_up(events: list[ChainEvent], path: Path) -> float:
     return time.perf_counter() - start
 
 
-def measure_incremental_fold(events: list[ChainEvent], wanted: set[int]) -> dict[int, list[float]]:
+def measure_incremental_fold(events: list[ChainEvent], wanted: set[int]) -> tuple[dict[int, list[float]], ...]:
     """Per block of the rounds in `wanted`: the ms to fold that block's events into a kept `HistoryFolder` and freeze
-    the history, as the money watch now does on each new block."""
+    the history, and the ms of the whole money watch's work on that block (node/money_watch.py without its RPC: the
+    fold, the freeze and the verifier's kept `MoneyReporter` updated, the account with the most money events: an
+    attestation per solver per round)."""
     by_block: dict[int, list[ChainEvent]] = defaultdict(list)
     for e in events:
         by_block[e.block_number].append(e)
     rounds = round_of_blocks(events)
-    folder, out = HistoryFolder(1), defaultdict(list)
+    folder, reporter, times = HistoryFolder(1), MoneyReporter(1, VERIFIER), {}
+    fold_ms: dict[int, list[float]] = defaultdict(list)
+    watch_ms: dict[int, list[float]] = defaultdict(list)
     for block in sorted(by_block):
         start = time.perf_counter()
-        folder.add(by_block[block], {block: time_of(block)})
+        times[block] = time_of(block)
+        folder.add(by_block[block], {block: times[block]})
+        if folder.state.created is None:
+            continue  # deposits before the run exists: nothing to freeze yet
+        history = folder.history()
+        folded = time.perf_counter()
+        reporter.update(by_block[block], times, history, {}, (), times[block])
         if rounds[block] in wanted:
-            folder.history()
-            out[rounds[block]].append((time.perf_counter() - start) * 1000)
-    return out
+            fold_ms[rounds[block]].append((folded - start) * 1000)
+            watch_ms[rounds[block]].append((time.perf_counter() - start) * 1000)
+    report = reporter.report()
+    start = time.perf_counter()
+    full = compute_money_report(events, 1, VERIFIER, times, (), time_of(events[-1].block_number), history)
+    full_ms = (time.perf_counter() - start) * 1000
+    if report != full:
+        raise SystemExit("the kept money report differs from the full one")
+    return fold_ms, watch_ms, {0: [full_ms]}
 
 
 def measure_fold_ms(events: list[ChainEvent], upto_round: int) -> float:
@@ -209,7 +227,7 @@ def main() -> None:
         if status.current_round != rounds or sum(r.accepted for r in status.rounds) != rounds * args.solvers:
             raise SystemExit(f"the fold of the indexed run is wrong: {status.current_round} rounds")
     early, last = min(10, rounds - 1), rounds - 1
-    incremental = measure_incremental_fold(events, {early, last})
+    incremental, watch, full_report = measure_incremental_fold(events, {early, last})
     result = {
         "rounds": rounds,
         "solvers": args.solvers,
@@ -223,6 +241,10 @@ def main() -> None:
         "audit_s": round(audit_s, 2),
         "fold_per_block_ms_round_10": round(statistics.median(incremental[early]), 3),
         "fold_per_block_ms_round_1000": round(statistics.median(incremental[last]), 3),
+        "money_watch_per_block_ms_round_10": round(statistics.median(watch[early]), 3),
+        "money_watch_per_block_ms_round_1000": round(statistics.median(watch[last]), 3),
+        "money_watch_per_block_ratio": round(statistics.median(watch[last]) / statistics.median(watch[early]), 3),
+        "money_report_full_ms_last_round": round(full_report[0][0], 2),
         "fold_ms_round_10": round(measure_fold_ms(events, early), 2),
         "fold_ms_last_round": round(measure_fold_ms(events, last), 2),
     }

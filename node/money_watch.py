@@ -2,11 +2,13 @@
 
 Every node (solver, verifier, whistleblower) holds a `MoneyWatch`. The node's loop calls `refresh()` after each
 tick: on a new block it reads the run's new events, the seats the chain assigned to the node in rounds whose
-attest window closed, and its pending credits when those events moved (protocol/adapters/run_events.py); it asks the
-pure `protocol.money_events.compute_money_report` what touched the node's money, logs each event once (a slash or a
-missed window at WARNING, with its amount and reason), and keeps the report for `/metrics`
+attest window closed, and its pending credits when those events moved (protocol/adapters/run_events.py); it folds
+the new events into its kept fold (`HistoryFolder`) and asks its `protocol.money_reporter.MoneyReporter` -- the pure
+`compute_money_report`, computed again only where something changed -- what touched the node's money, logs each event
+once (a slash or a missed window at WARNING, with its amount and reason), and keeps the report for `/metrics`
 (`MoneyCollector`) and `/health` (`health_reasons`, `as_health`). A node restarted logs its history again: the
-report is recomputed from the chain, never stored.
+report is recomputed from the chain, never stored. The work per new block does not grow with the run's length
+(`bench/index.py` measures it at round 10 and round 1,000).
 
 A verifier's fail on the node's commitment is enriched with the verifier's own reason when the verifier's API
 says it (`GET /attestations/{id}`, best effort): "checkpoint ... does not hash to its name" tells an operator
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -29,18 +31,17 @@ from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.http import PeerSet
 from protocol.adapters.run_events import RunEventReader, read_assigned_seats, read_pending_credits
 from protocol.errors import GradledgerError
-from protocol.history.events import to_hash_hex
+from protocol.history.events import EventLike, to_hash_hex
 from protocol.history.fold import HistoryFolder
 from protocol.history.records import RunHistory
 from protocol.jury import get_pool_index
-from protocol.money_events import JurySeat, MoneyEvent, MoneyReport, Seat, compute_money_report
+from protocol.money_events import JurySeat, MoneyEvent, MoneyReport, Seat
+from protocol.money_reporter import MoneyReporter
 
 RECOMPUTE_S = 2.0
 """Without a new block the report is recomputed at most this often (a window can close while no block is mined)."""
 
 WARNING_KINDS = frozenset({"missed", "failed", "slashed"})
-
-EMPTY_REPORT = MoneyReport((), ())
 
 
 class MoneyWatch:
@@ -54,12 +55,15 @@ class MoneyWatch:
         self.log = log
         self.reader: RunEventReader | None = None
         self.folder = HistoryFolder(run_id)
+        self.reporter = MoneyReporter(run_id, address)
+        self.is_verifier = False
+        self.next_seat_round = 0
+        self.juries_pending: list[EventLike] = []
         self.seats: dict[int, list[Seat]] = {}
         self.registry: JurorRegistryReader | None = None
         self.jury_seats: list[JurySeat] = []
         self.juries_read: set[tuple[str, int]] = set()
         self.credits: dict[str, int] = {}
-        self.report = EMPTY_REPORT
         self.logged: set[str] = set()
         self.reasons: dict[str, str] = {}
         self.last_error = ""
@@ -86,13 +90,17 @@ class MoneyWatch:
         fresh = block != self._block
         if not fresh and time.monotonic() - self._computed_at < RECOMPUTE_S:
             return
+        new: list[EventLike] = []
         if fresh:
             update = self.reader.read_new()
-            if update.dropped:  # a reorg: what stands is folded again
+            if update.dropped:  # a reorg: what stands is folded and reported again
                 self.folder.reset()
-                self.folder.add(self.reader.events, self.reader.timestamps)
+                self.reporter.reset()
+                self.is_verifier, self.juries_pending, self.next_seat_round = False, [], 0
+                new = list(self.reader.events)
             else:  # only what arrived is folded (issue 39: folding everything per block grew with the run)
-                self.folder.add(update.new, self.reader.timestamps)
+                new = list(update.new)
+            self.folder.add(new, self.reader.timestamps)
             if update.new or update.dropped or not self._credits_read:
                 # A credit moves only in a transaction that emits an event of the deployment (a bond finalized, a
                 # dispute executed, shares minted, a withdrawal...): read again when the run's events moved (with
@@ -101,15 +109,21 @@ class MoneyWatch:
                 self._note_credits(read_pending_credits(self.protocol, self.address))
                 self._credits_read = True
             self._block = block
-        events, timestamps = self.reader.events, self.reader.timestamps
         history = self.folder.history()
-        if self._is_verifier():
-            self._read_seats(history, now)
-        self._read_jury_seats(history)
-        seats = self._all_seats()
-        self.publish(
-            compute_money_report(events, self.run_id, self.address, timestamps, seats, now, history, self.jury_seats)
+        self.is_verifier = self.is_verifier or any(
+            e.name == "VerifierRegistered"
+            and e.args.get("runId") == self.run_id
+            and e.args.get("verifier") == self.address
+            for e in new
         )
+        if self.is_verifier:
+            self._read_seats(history, now)
+        # Only what changed is computed again (protocol/money_reporter.py): a node's work per new block does not
+        # grow with the run's length (issue 39: the report over the whole run was 32 ms a block at round 300).
+        fresh_events = self.reporter.update(new, self.reader.timestamps, history, self.seats, self.jury_seats, now)
+        if self._read_jury_seats(new):
+            fresh_events += self.reporter.update([], self.reader.timestamps, history, self.seats, self.jury_seats, now)
+        self.publish(fresh_events)
 
     def _note_credits(self, credits: dict[str, int]) -> None:
         """Keep the pending credits; log them whenever they change (a credit left unwithdrawn is money not taken)."""
@@ -121,45 +135,47 @@ class MoneyWatch:
             )  # fmt: skip
         self.credits = credits
 
-    def publish(self, report: MoneyReport) -> None:
-        """Keep `report` for /health and /metrics and log each of its events not logged yet."""
-        self.report = report
+    @property
+    def report(self) -> MoneyReport:
+        """Every money event of the account in the run so far (sorted when asked: /health, /metrics)."""
+        return self.reporter.report()
+
+    def publish(self, events: Iterable[MoneyEvent]) -> None:
+        """Log each of `events` (those computed again) not logged yet, once."""
         self._computed_at = time.monotonic()
-        for event in report.events:
+        for event in events:
             if event.key not in self.logged:
                 self.logged.add(event.key)
                 self._log(event)
 
-    def _is_verifier(self) -> bool:
-        assert self.reader is not None
-        return any(
-            e.name == "VerifierRegistered"
-            and e.args.get("runId") == self.run_id
-            and e.args.get("verifier") == self.address
-            for e in self.reader.events
-        )
-
     def _read_seats(self, history: RunHistory, now: int) -> None:
-        """Read the seats of the rounds whose attest window closed, once per round (the chain never changes them)."""
+        """Read the seats of the rounds whose attest window closed, once per round (the chain never changes them);
+        rounds before `next_seat_round` are read (or settled without a seed) and not looked at again."""
         terms = history.terms
-        for rnd in history.rounds:
-            if rnd.index in self.seats or rnd.seed is None:
-                continue
-            if now < rnd.start_time + terms.commit_window + terms.attest_window:
-                continue
-            solvers = [c.solver for c in rnd.commitments]
-            self.seats[rnd.index] = read_assigned_seats(self.protocol, self.run_id, rnd.index, solvers, self.address)
+        for rnd in history.rounds[self.next_seat_round :]:
+            if rnd.index not in self.seats and rnd.seed is not None:
+                if now < rnd.start_time + terms.commit_window + terms.attest_window:
+                    continue
+                solvers = [c.solver for c in rnd.commitments]
+                self.seats[rnd.index] = read_assigned_seats(
+                    self.protocol, self.run_id, rnd.index, solvers, self.address
+                )
+            if rnd.index == self.next_seat_round and (rnd.index in self.seats or rnd.settled):
+                self.next_seat_round += 1
 
-    def _read_jury_seats(self, history: RunHistory) -> None:
+    def _read_jury_seats(self, new: Iterable[EventLike]) -> bool:
         """This account's seats on the juries drawn for the run's disputes, each jury read once: the pool rebuilt
-        from JuryDrawn (seed, registry snapshot block, pool size, eligible bitmap) as `drawJury` checked it."""
-        assert self.reader is not None
-        ours = {d.dispute_id for rnd in history.rounds for d in rnd.disputes}
-        for e in self.reader.events:
-            if e.name != "JuryDrawn":
-                continue
+        from JuryDrawn (seed, registry snapshot block, pool size, eligible bitmap) as `drawJury` checked it. A jury
+        of a dispute not known as the run's yet waits (`juries_pending`); whether any seat was found."""
+        self.juries_pending += [e for e in new if e.name == "JuryDrawn"]
+        ours = self.reporter.dispute_rounds
+        found, waiting = False, []
+        for e in self.juries_pending:
             dispute_id, appeals = to_hash_hex(e.args["disputeId"]), int(e.args["appeals"])
-            if dispute_id not in ours or (dispute_id, appeals) in self.juries_read:
+            if dispute_id not in ours:
+                waiting.append(e)  # another run's dispute, or one this run's fold has not reached
+                continue
+            if (dispute_id, appeals) in self.juries_read:
                 continue
             if self.registry is None:
                 self.registry = JurorRegistryReader(self.protocol.chain)
@@ -169,10 +185,10 @@ class MoneyWatch:
                 entry = snapshot[get_pool_index(seed, seat, pool_size, len(snapshot))]
                 if eligible >> seat & 1 and entry.account.lower() == self.address.lower():
                     self.jury_seats.append(JurySeat(dispute_id, appeals, seat))
+                    found = True
             self.juries_read.add((dispute_id, appeals))
-
-    def _all_seats(self) -> list[Seat]:
-        return [seat for seats in self.seats.values() for seat in seats]
+        self.juries_pending = waiting
+        return found
 
     def _log(self, event: MoneyEvent) -> None:
         if event.kind == "failed" and event.by:

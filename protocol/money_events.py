@@ -20,7 +20,8 @@ from typing import Literal
 
 from protocol.history.events import EventLike, to_address, to_hash_hex
 from protocol.history.fold import fold_run_history
-from protocol.history.records import RunHistory, Slash
+from protocol.history.records import RevenueFlow, RunHistory, ShareMint, Slash
+from protocol.history.rounds import Round
 
 MoneyKind = Literal["committed", "missed", "failed", "slashed", "paid"]
 
@@ -127,14 +128,33 @@ def compute_money_report(
     ordered = sorted(events, key=lambda e: (e.block_number, e.log_index))
     history = history if history is not None else fold_run_history(ordered, run_id, timestamps)
     me = to_address(address)
+    spans = get_membership(ordered, history.run_id, me, timestamps)
+    seats_of: dict[int, list[Seat]] = {}
+    for seat in seats:
+        seats_of.setdefault(seat.round, []).append(seat)
     found: list[MoneyEvent] = []
-    found += _solver_events(history, ordered, me, timestamps, now)
-    found += _verifier_events(history, me, seats, now)
-    found += _juror_events(history, ordered, jury_seats)
-    found += [_slash_event(history, s, ordered) for s in history.slashes if s.account == me]
-    found += _paid_events(history, ordered, me)
-    found.sort(key=lambda e: (e.block, e.round if e.round is not None else -1, e.key))
-    return MoneyReport(tuple(found), get_current_misses(found))
+    for rnd in history.rounds:
+        found += get_round_money_events(history, rnd, me, spans, seats_of.get(rnd.index, ()), now)
+    round_of = {d.dispute_id: rnd.index for rnd in history.rounds for d in rnd.disputes}
+    for js in jury_seats:
+        if js.dispute_id in round_of:  # else another run's dispute
+            mine = [e for e in ordered if "disputeId" in e.args and to_hash_hex(e.args["disputeId"]) == js.dispute_id]
+            found += filter(None, [get_jury_event(js, round_of[js.dispute_id], mine)])
+    for s in history.slashes:
+        if s.account == me:
+            found.append(
+                get_slash_event(s, [e for e in ordered if s.transaction_hash and _tx_of(e) == s.transaction_hash])
+            )
+    found += filter(None, [get_mint_event(m, me) for m in history.mints])
+    found += filter(None, [get_revenue_event(f, me) for f in history.revenue])
+    found += filter(None, [get_fault_reward_event(e, history.run_id, me) for e in ordered])
+    return sort_money_report(found)
+
+
+def sort_money_report(found: Iterable[MoneyEvent]) -> MoneyReport:
+    """The report of these events, in the order an operator reads them (by block, round, key)."""
+    ordered = sorted(found, key=lambda e: (e.block, e.round if e.round is not None else -1, e.key))
+    return MoneyReport(tuple(ordered), get_current_misses(ordered))
 
 
 def get_current_misses(events: Sequence[MoneyEvent]) -> tuple[MoneyEvent, ...]:
@@ -154,14 +174,18 @@ def get_current_misses(events: Sequence[MoneyEvent]) -> tuple[MoneyEvent, ...]:
     )
 
 
-# -- solver ---------------------------------------------------------------------------------------------------
+# -- one round ------------------------------------------------------------------------------------------------
+
+Span = tuple[int, int | None]
+"""(joined at, left at or None): a time span of a solver's membership in the run."""
 
 
-def _membership(
-    events: Sequence[EventLike], run_id: int, me: str, timestamps: Mapping[int, int]
-) -> list[tuple[int, int | None]]:
-    """(joined at, left at or None) time spans of `me` in the run, from SolverJoined / SolverLeft."""
-    spans: list[tuple[int, int | None]] = []
+def get_membership(
+    events: Iterable[EventLike], run_id: int, me: str, timestamps: Mapping[int, int], spans: Sequence[Span] = ()
+) -> list[Span]:
+    """The time spans of `me` in the run from SolverJoined / SolverLeft, continuing `spans` (those of earlier
+    events) with `events` (chain order)."""
+    out = list(spans)
     for e in events:
         if e.name not in ("SolverJoined", "SolverLeft") or e.args.get("runId") != run_id:
             continue
@@ -171,107 +195,112 @@ def _membership(
         if at is None:
             continue
         if e.name == "SolverJoined":
-            spans.append((at, None))
-        elif spans and spans[-1][1] is None:
-            spans[-1] = (spans[-1][0], at)
-    return spans
+            out.append((at, None))
+        elif out and out[-1][1] is None:
+            out[-1] = (out[-1][0], at)
+    return out
 
 
-def _solver_events(
-    history: RunHistory, events: Sequence[EventLike], me: str, timestamps: Mapping[int, int], now: int
+def get_round_money_events(
+    history: RunHistory, rnd: Round, me: str, spans: Sequence[Span], seats: Iterable[Seat], now: int
 ) -> list[MoneyEvent]:
-    """Commitments, missed commit / open / reveal windows and fails on the solver's commitments.
+    """Everything of round `rnd` that touched `me`'s money: as a solver, a verifier (its `seats` of the round) and
+    the bonds, jackpots and dispute money the round's records pay it. A pure function of the frozen round, the
+    membership, the seats and which of the round's windows `now` has passed (`get_round_deadlines`): a reader that
+    keeps the frozen rounds computes a round again only when one of these changed (`protocol.money_reporter`)."""
+    return [
+        *_solver_events(history, rnd, me, spans, now),
+        *_verifier_events(history, rnd, me, seats, now),
+        *_round_paid_events(rnd, me),
+    ]
+
+
+def get_round_deadlines(history: RunHistory, rnd: Round) -> tuple[int, int]:
+    """The times at which `get_round_money_events` of the round may change with `now` alone: its commit window's
+    end (a solver due in it missed it) and its attest window's end (a seat not attested was missed)."""
+    commit_end = rnd.start_time + history.terms.commit_window
+    return commit_end, commit_end + history.terms.attest_window
+
+
+def _solver_events(history: RunHistory, rnd: Round, me: str, spans: Sequence[Span], now: int) -> list[MoneyEvent]:
+    """The commitment, missed commit / open / reveal windows and fails on the solver's commitment of `rnd`.
 
     A solver is due in every round that started while it was a member (joined before the round's start, not left):
     a solver that joins during a round may sit it out (too little of the commit window left to train), so only a
     round it was a member for from the start counts as missed without a commitment.
     """
-    terms = history.terms
-    spans = _membership(events, history.run_id, me, timestamps)
-    out: list[MoneyEvent] = []
-    for rnd in history.rounds:
-        commit_end = rnd.start_time + terms.commit_window
-        c = rnd.commitment_of(me)
-        if c is None:
-            due = any(joined <= rnd.start_time and (left is None or left > rnd.start_time) for joined, left in spans)
-            if due and now >= commit_end:
-                out.append(
-                    MoneyEvent(
-                        "missed", f"missed:commit:{rnd.index}", rnd.index, "commit window",
-                        f"no commitment before the commit window closed at {commit_end} (the node was down, late "
-                        "or training too slowly); the round earns nothing",
-                        block=rnd.start_block,
-                    )
-                )  # fmt: skip
-            continue
+    commit_end, _ = get_round_deadlines(history, rnd)
+    c = rnd.commitment_of(me)
+    if c is None:
+        due = any(joined <= rnd.start_time and (left is None or left > rnd.start_time) for joined, left in spans)
+        if not (due and now >= commit_end):
+            return []
+        return [
+            MoneyEvent(
+                "missed", f"missed:commit:{rnd.index}", rnd.index, "commit window",
+                f"no commitment before the commit window closed at {commit_end} (the node was down, late "
+                "or training too slowly); the round earns nothing",
+                block=rnd.start_block,
+            )
+        ]  # fmt: skip
+    out = [
+        MoneyEvent("committed", f"committed:{rnd.index}", rnd.index, "commitment", f"{c.tokens} tokens", block=c.block)
+    ]
+    if c.opening == "unopened":
         out.append(
             MoneyEvent(
-                "committed", f"committed:{rnd.index}", rnd.index, "commitment", f"{c.tokens} tokens", block=c.block
+                "missed", f"missed:open:{rnd.index}", rnd.index, "open window",
+                "the commitment was not opened on-chain before open_end and was reported unopened (slashed)",
+                block=c.block,
             )
-        )
-        if c.opening == "unopened":
+        )  # fmt: skip
+    if c.unrevealed_reported:
+        out.append(
+            MoneyEvent(
+                "missed", f"missed:reveal:{rnd.index}", rnd.index, "reveal window",
+                "the round's plant secret was not revealed before the reveal window closed (slashed, unpaid)",
+                block=c.block,
+            )
+        )  # fmt: skip
+    for a in rnd.attestations_of(me):
+        if a.is_fail:
             out.append(
                 MoneyEvent(
-                    "missed", f"missed:open:{rnd.index}", rnd.index, "open window",
-                    "the commitment was not opened on-chain before open_end and was reported unopened (slashed)",
-                    block=c.block,
+                    "failed", f"failed:{rnd.index}:{a.slot}", rnd.index, "commitment failed",
+                    f"verifier {a.verifier} attested fail on seat {a.slot}: sample {a.sample_index} (segment "
+                    f"{a.segment_index}) did not replay to the committed checkpoint; state {a.state}",
+                    by=a.verifier, block=a.block,
                 )
             )  # fmt: skip
-        if c.unrevealed_reported:
-            out.append(
-                MoneyEvent(
-                    "missed", f"missed:reveal:{rnd.index}", rnd.index, "reveal window",
-                    "the round's plant secret was not revealed before the reveal window closed (slashed, unpaid)",
-                    block=c.block,
-                )
-            )  # fmt: skip
-        for a in rnd.attestations_of(me):
-            if a.is_fail:
-                out.append(
-                    MoneyEvent(
-                        "failed", f"failed:{rnd.index}:{a.slot}", rnd.index, "commitment failed",
-                        f"verifier {a.verifier} attested fail on seat {a.slot}: sample {a.sample_index} (segment "
-                        f"{a.segment_index}) did not replay to the committed checkpoint; state {a.state}",
-                        by=a.verifier, block=a.block,
-                    )
-                )  # fmt: skip
     return out
 
 
-# -- verifier -------------------------------------------------------------------------------------------------
-
-
-def _verifier_events(history: RunHistory, me: str, seats: Iterable[Seat], now: int) -> list[MoneyEvent]:
+def _verifier_events(history: RunHistory, rnd: Round, me: str, seats: Iterable[Seat], now: int) -> list[MoneyEvent]:
     out: list[MoneyEvent] = []
-    for rnd in history.rounds:
-        for a in rnd.attestations:
-            if a.verifier != me:
-                continue
+    for a in rnd.attestations:
+        if a.verifier != me:
+            continue
+        out.append(
+            MoneyEvent(
+                "committed", f"attested:{rnd.index}:{a.solver}:{a.slot}", rnd.index,
+                "attestation", f"{a.kind} on {a.solver} seat {a.slot}; state {a.state}", block=a.block,
+            )
+        )  # fmt: skip
+        if a.state == "overturned":
             out.append(
                 MoneyEvent(
-                    "committed", f"attested:{rnd.index}:{a.solver}:{a.slot}", rnd.index,
-                    "attestation", f"{a.kind} on {a.solver} seat {a.slot}; state {a.state}", block=a.block,
+                    "failed", f"overturned:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "attestation overturned",
+                    f"your {a.kind} on {a.solver} seat {a.slot} was overturned"
+                    + (" by the solver's plant reveal (a pass on a planted fault)" if a.planted else " by a jury"),
+                    block=a.ended_block or a.block,
                 )
             )  # fmt: skip
-            if a.state == "overturned":
-                out.append(
-                    MoneyEvent(
-                        "failed", f"overturned:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "attestation overturned",
-                        f"your {a.kind} on {a.solver} seat {a.slot} was overturned"
-                        + (" by the solver's plant reveal (a pass on a planted fault)" if a.planted else " by a jury"),
-                        block=a.ended_block or a.block,
-                    )
-                )  # fmt: skip
-    by_round = {r.index: r for r in history.rounds}
+    _, attest_end = get_round_deadlines(history, rnd)
     for seat in seats:
-        seat_round = by_round.get(seat.round)
-        if seat_round is None:
-            continue
-        attest_end = seat_round.start_time + history.terms.commit_window + history.terms.attest_window
-        c = seat_round.commitment_of(to_address(seat.solver))
+        c = rnd.commitment_of(to_address(seat.solver))
         if c is None or c.opening != "opened" or now < attest_end:
             continue  # nothing was there to attest (never opened: reported, the seat is void)
-        if any(a.slot == seat.slot for a in seat_round.attestations_of(c.solver)):
+        if any(a.slot == seat.slot for a in rnd.attestations_of(c.solver)):
             continue
         out.append(
             MoneyEvent(
@@ -284,59 +313,115 @@ def _verifier_events(history: RunHistory, me: str, seats: Iterable[Seat], now: i
     return out
 
 
-# -- juror --------------------------------------------------------------------------------------------------
+def _round_paid_events(rnd: Round, me: str) -> list[MoneyEvent]:
+    """Bonds returned, forfeits returned, jackpots, claim and dispute bonds, dispute wins and juror rewards."""
+    out: list[MoneyEvent] = []
+    for a in rnd.attestations:
+        if a.verifier != me:
+            continue
+        if a.bond_returned:
+            out.append(
+                MoneyEvent(
+                    "paid", f"bond:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "attestation bond returned",
+                    amount_wei=a.bond_returned, block=a.ended_block or a.block,
+                )
+            )  # fmt: skip
+        if a.forfeit and a.forfeit_release == "returned":
+            out.append(
+                MoneyEvent(
+                    "paid", f"forfeit:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "forfeit returned",
+                    f"{a.solver}'s plant was disproven: the pass was right, its bond and penalty come back",
+                    amount_wei=a.forfeit, block=a.forfeit_block or a.block,
+                )
+            )  # fmt: skip
+        if a.jackpot:
+            out.append(
+                MoneyEvent(
+                    "paid", f"jackpot:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "jackpot",
+                    f"a fail on {a.solver}'s planted commitment", amount_wei=a.jackpot,
+                    block=a.ended_block or a.block,
+                )
+            )  # fmt: skip
+    for claim in rnd.claims:
+        if claim.claimer == me and claim.bond_withdrawn:
+            out.append(
+                MoneyEvent(
+                    "paid", f"claim-bond:{rnd.index}:{claim.nonce}", rnd.index, "claim bond returned",
+                    amount_wei=claim.bond, block=claim.block,
+                )
+            )  # fmt: skip
+    for d in rnd.disputes:
+        if d.bond_returned and (d.winner == me or (d.status == "expired" and d.challenger == me)):
+            out.append(
+                MoneyEvent(
+                    "paid", f"dispute-bond:{d.dispute_id}", rnd.index, "dispute bond returned",
+                    amount_wei=d.bond_returned, block=d.ended_block or d.opened_block,
+                )
+            )  # fmt: skip
+        if d.winner == me and d.to_winner:
+            out.append(
+                MoneyEvent(
+                    "paid", f"dispute-win:{d.dispute_id}", rnd.index, "dispute won",
+                    amount_wei=d.to_winner, block=d.ended_block or d.opened_block,
+                )
+            )  # fmt: skip
+        for j in d.juror_rewards:
+            if j.juror == me:
+                out.append(
+                    MoneyEvent(
+                        "paid", f"juror:{d.dispute_id}:{j.seat}", rnd.index, "juror reward",
+                        amount_wei=j.reward, shares=j.shares, block=j.block,
+                    )
+                )  # fmt: skip
+    return out
+
+
+# -- run-wide items: a jury seat, a slash, a mint, a revenue flow, a fault reward -----------------------------
 
 
 DISPUTE_ENDS = ("VerdictSubmitted", "DisputeAppealed", "DisputeExpired", "DisputeExecuted")
 
 
-def _juror_events(history: RunHistory, events: Sequence[EventLike], jury_seats: Iterable[JurySeat]) -> list[MoneyEvent]:
+def get_jury_event(js: JurySeat, round_index: int, dispute_events: Sequence[EventLike]) -> MoneyEvent | None:
     """A vote (the jury's verdict carries the seat's signature) or a missed vote (a verdict without it, or no
-    verdict before the jury's deadline: appealed or expired) for each jury seat of the account."""
-    round_of = {d.dispute_id: rnd.index for rnd in history.rounds for d in rnd.disputes}
-    out: list[MoneyEvent] = []
-    for js in jury_seats:
-        if js.dispute_id not in round_of:
-            continue  # another run's dispute
-        mine = [e for e in events if "disputeId" in e.args and to_hash_hex(e.args["disputeId"]) == js.dispute_id]
-        drawn = next(
-            (i for i, e in enumerate(mine) if e.name == "JuryDrawn" and int(e.args["appeals"]) == js.appeals), None
+    verdict before the jury's deadline: appealed or expired) for a jury seat of the account, from the events of its
+    dispute (chain order); None while the jury is still deciding. Once an event, always that event."""
+    drawn = next(
+        (i for i, e in enumerate(dispute_events) if e.name == "JuryDrawn" and int(e.args["appeals"]) == js.appeals),
+        None,
+    )
+    end = next((e for e in dispute_events[drawn + 1 :] if e.name in DISPUTE_ENDS), None) if drawn is not None else None
+    if end is None:
+        return None
+    key, where = f"jury:{js.dispute_id}:{js.appeals}:{js.seat}", js.dispute_id[:18]
+    if end.name == "VerdictSubmitted" and int(end.args["signers"]) >> js.seat & 1:
+        return MoneyEvent(
+            "committed", key, round_index, "jury vote", f"signed the verdict of dispute {where}", block=end.block_number
         )
-        end = next((e for e in mine[drawn + 1 :] if e.name in DISPUTE_ENDS), None) if drawn is not None else None
-        if end is None:
-            continue  # the jury is still deciding
-        key, r, where = f"jury:{js.dispute_id}:{js.appeals}:{js.seat}", round_of[js.dispute_id], js.dispute_id[:18]
-        if end.name == "VerdictSubmitted" and int(end.args["signers"]) >> js.seat & 1:
-            out.append(
-                MoneyEvent(
-                    "committed", key, r, "jury vote", f"signed the verdict of dispute {where}", block=end.block_number
-                )
-            )
-            continue
-        why = (
-            "the verdict was submitted without this juror's signature (no juror reward; a vote that came too late "
-            "for the aggregate looks the same)"
-            if end.name == "VerdictSubmitted"
-            else "the jury gave no verdict before its deadline (the dispute was appealed or expired; the chain does "
-            "not say which seats voted)"
-        )
-        out.append(
-            MoneyEvent(
-                "missed", key, r, "jury vote",
-                f"seat {js.seat} of the jury of dispute {where} (appeal {js.appeals}): {why}", block=end.block_number,
-            )
-        )  # fmt: skip
-    return out
+    why = (
+        "the verdict was submitted without this juror's signature (no juror reward; a vote that came too late "
+        "for the aggregate looks the same)"
+        if end.name == "VerdictSubmitted"
+        else "the jury gave no verdict before its deadline (the dispute was appealed or expired; the chain does "
+        "not say which seats voted)"
+    )
+    return MoneyEvent(
+        "missed", key, round_index, "jury vote",
+        f"seat {js.seat} of the jury of dispute {where} (appeal {js.appeals}): {why}", block=end.block_number,
+    )  # fmt: skip
 
 
-# -- slashes --------------------------------------------------------------------------------------------------
+def _tx_of(event: EventLike) -> str:
+    return str(getattr(event, "transaction_hash", ""))
 
 
-def _slash_event(history: RunHistory, s: Slash, events: Sequence[EventLike]) -> MoneyEvent:
-    in_tx = [e for e in events if s.transaction_hash and getattr(e, "transaction_hash", "") == s.transaction_hash]
+def get_slash_event(s: Slash, tx_events: Sequence[EventLike]) -> MoneyEvent:
+    """The slash `s` of the account, named by the events of its transaction (`tx_events`, chain order)."""
     by = next(
-        (f"{c}.{n}" for c, n in SLASHING_EVENTS if any(e.contract == c and e.name == n for e in in_tx)),
-        next((f"{e.contract}.{e.name}" for e in in_tx if e.contract != "StakeManager"), "StakeManager.StakeSlashed"),
+        (f"{c}.{n}" for c, n in SLASHING_EVENTS if any(e.contract == c and e.name == n for e in tx_events)),
+        next(
+            (f"{e.contract}.{e.name}" for e in tx_events if e.contract != "StakeManager"), "StakeManager.StakeSlashed"
+        ),
     )
     return MoneyEvent(
         "slashed", f"slashed:{s.fault_key}:{s.block}", s.round, s.fault, _slash_reason(s, by),
@@ -362,97 +447,29 @@ def _slash_reason(s: Slash, by: str) -> str:
     return "a fail attestation on the commitment stood: a sampled segment did not replay (or was not served)"
 
 
-# -- paid -----------------------------------------------------------------------------------------------------
+def get_mint_event(m: ShareMint, me: str) -> MoneyEvent | None:
+    if m.holder != me:
+        return None
+    return MoneyEvent(
+        "paid", f"minted:{m.transaction_hash}:{m.kind}:{m.round}", m.round, f"{m.kind} shares minted",
+        shares=m.amount, block=m.block, transaction=m.transaction_hash,
+    )  # fmt: skip
 
 
-def _paid_events(history: RunHistory, events: Sequence[EventLike], me: str) -> list[MoneyEvent]:
-    out: list[MoneyEvent] = []
-    for m in history.mints:
-        if m.holder == me:
-            out.append(
-                MoneyEvent(
-                    "paid", f"minted:{m.transaction_hash}:{m.kind}:{m.round}", m.round, f"{m.kind} shares minted",
-                    shares=m.amount, block=m.block, transaction=m.transaction_hash,
-                )
-            )  # fmt: skip
-    for f in history.revenue:
-        if f.kind == "round reward" and f.account == me:
-            out.append(
-                MoneyEvent(
-                    "paid", f"reward:{f.round}:{f.block}", f.round, "round reward", "credited with the shares",
-                    amount_wei=f.amount, block=f.block,
-                )
-            )  # fmt: skip
-    for rnd in history.rounds:
-        for a in rnd.attestations:
-            if a.verifier != me:
-                continue
-            if a.bond_returned:
-                out.append(
-                    MoneyEvent(
-                        "paid", f"bond:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "attestation bond returned",
-                        amount_wei=a.bond_returned, block=a.ended_block or a.block,
-                    )
-                )  # fmt: skip
-            if a.forfeit and a.forfeit_release == "returned":
-                out.append(
-                    MoneyEvent(
-                        "paid", f"forfeit:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "forfeit returned",
-                        f"{a.solver}'s plant was disproven: the pass was right, its bond and penalty come back",
-                        amount_wei=a.forfeit, block=a.forfeit_block or a.block,
-                    )
-                )  # fmt: skip
-            if a.jackpot:
-                out.append(
-                    MoneyEvent(
-                        "paid", f"jackpot:{rnd.index}:{a.solver}:{a.slot}", rnd.index, "jackpot",
-                        f"a fail on {a.solver}'s planted commitment", amount_wei=a.jackpot,
-                        block=a.ended_block or a.block,
-                    )
-                )  # fmt: skip
-        for claim in rnd.claims:
-            if claim.claimer == me and claim.bond_withdrawn:
-                out.append(
-                    MoneyEvent(
-                        "paid", f"claim-bond:{rnd.index}:{claim.nonce}", rnd.index, "claim bond returned",
-                        amount_wei=claim.bond, block=claim.block,
-                    )
-                )  # fmt: skip
-        for d in rnd.disputes:
-            if d.bond_returned and (d.winner == me or (d.status == "expired" and d.challenger == me)):
-                out.append(
-                    MoneyEvent(
-                        "paid", f"dispute-bond:{d.dispute_id}", rnd.index, "dispute bond returned",
-                        amount_wei=d.bond_returned, block=d.ended_block or d.opened_block,
-                    )
-                )  # fmt: skip
-            if d.winner == me and d.to_winner:
-                out.append(
-                    MoneyEvent(
-                        "paid", f"dispute-win:{d.dispute_id}", rnd.index, "dispute won",
-                        amount_wei=d.to_winner, block=d.ended_block or d.opened_block,
-                    )
-                )  # fmt: skip
-            for j in d.juror_rewards:
-                if j.juror == me:
-                    out.append(
-                        MoneyEvent(
-                            "paid", f"juror:{d.dispute_id}:{j.seat}", rnd.index, "juror reward",
-                            amount_wei=j.reward, shares=j.shares, block=j.block,
-                        )
-                    )  # fmt: skip
-    for e in events:
-        if (
-            e.name == "FaultRewardClaimed"
-            and e.args.get("runId") == history.run_id
-            and to_address(e.args["prover"]) == me
-        ):
-            out.append(
-                MoneyEvent(
-                    "paid", f"fault-reward:{e.args['round']}:{e.args['solver']}:{e.args['slot']}",
-                    int(e.args["round"]), "fault reward", f"a standing fail on {to_address(e.args['solver'])}",
-                    amount_wei=int(e.args["amount"]),
-                    block=e.block_number, transaction=str(getattr(e, "transaction_hash", "")),
-                )
-            )  # fmt: skip
-    return out
+def get_revenue_event(f: RevenueFlow, me: str) -> MoneyEvent | None:
+    if f.kind != "round reward" or f.account != me:
+        return None
+    return MoneyEvent(
+        "paid", f"reward:{f.round}:{f.block}", f.round, "round reward", "credited with the shares",
+        amount_wei=f.amount, block=f.block,
+    )  # fmt: skip
+
+
+def get_fault_reward_event(e: EventLike, run_id: int, me: str) -> MoneyEvent | None:
+    if e.name != "FaultRewardClaimed" or e.args.get("runId") != run_id or to_address(e.args["prover"]) != me:
+        return None
+    return MoneyEvent(
+        "paid", f"fault-reward:{e.args['round']}:{e.args['solver']}:{e.args['slot']}",
+        int(e.args["round"]), "fault reward", f"a standing fail on {to_address(e.args['solver'])}",
+        amount_wei=int(e.args["amount"]), block=e.block_number, transaction=_tx_of(e),
+    )  # fmt: skip

@@ -36,7 +36,7 @@ from typing import Any
 
 from protocol.history import accounts, disputes, plants, registry
 from protocol.history.events import EventLike, HistoryError, decode_run_terms, to_address
-from protocol.history.records import Participant, Round, RunHistory, RunSummary
+from protocol.history.records import FrozenPrefix, Participant, Round, RunHistory, RunSummary
 from protocol.history.state import FoldState, Handler
 from protocol.planting import is_in_reveal_window
 from protocol.types import RoundTimes
@@ -145,7 +145,8 @@ def freeze(state: FoldState, labels: Mapping[str, str], cache: RoundCache | None
     """The folded state as a frozen `RunHistory` (participants labelled, stakes kept for them only).
 
     With `cache` (a kept fold's, `HistoryFolder`), only the rounds that changed since the last freeze are frozen
-    again: a freeze then costs what changed plus copying the run's lists, not a pass over every round."""
+    again, and the run's append-only lists (share claims, mints, revenue) are frozen as views of their current
+    length (`FrozenPrefix`), not copied: a freeze then costs what changed, not a pass over the run."""
     created = state.created
     if created is None:
         raise HistoryError(f"run {state.run_id} does not exist in these events (no RunCreated for it)")
@@ -162,13 +163,13 @@ def freeze(state: FoldState, labels: Mapping[str, str], cache: RoundCache | None
         created_time=state.time(created.block),
         rounds=rounds,
         finished=state.finished,
-        share_claims=tuple(state.claims),
-        mints=tuple(state.mints),
+        share_claims=FrozenPrefix(state.claims) if cache is not None else tuple(state.claims),
+        mints=FrozenPrefix(state.mints) if cache is not None else tuple(state.mints),
         share_balances=tuple(sorted((h, b) for h, b in state.balances.items() if b)),
         total_supply=state.supply,
         stakes=tuple(s for s in state.stakes if s.account in members),
         slashes=tuple(state.slashes),
-        revenue=tuple(state.revenue),
+        revenue=FrozenPrefix(state.revenue) if cache is not None else tuple(state.revenue),
         participants=participants,
         last_block=state.last_block,
         plants=plants.freeze_plants(state),

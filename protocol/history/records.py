@@ -11,8 +11,10 @@ records and the rules of which commitments count (accepted, paid) are in `protoc
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from itertools import islice
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from protocol.history.rounds import (
     Abstention,
@@ -188,6 +190,58 @@ class PlantHistory:
         return next((a for a in self.anchors if a.solver == solver), None)
 
 
+T = TypeVar("T")
+
+
+class FrozenPrefix(Sequence[T], Generic[T]):
+    """The first `length` items of a list the fold only ever appends to, frozen without copying them.
+
+    A kept fold (`protocol.history.fold.HistoryFolder`) freezes the history on every new block; copying the run's
+    share claims, mints and revenue flows into new tuples each time made a block's freeze grow with the run (issue
+    39). Since the fold never edits, removes or reorders what it appended, the list's first `length` items never
+    change, and this view of them is as frozen as a tuple: it compares, hashes and prints as the tuple of its items.
+
+    # INVARIANT: `items` is only ever appended to (`FoldState.claims`, `.mints`, `.revenue`; not `.slashes`, whose
+    # records `FoldState.name_fault` edits in place).
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[T], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[i] for i in range(*index.indices(self._length)))  # the slice alone, no copy
+        if not -self._length <= index < self._length:
+            raise IndexError("FrozenPrefix index out of range")
+        return self._items[index % self._length]
+
+    def __iter__(self) -> Iterator[T]:
+        return islice(self._items, self._length)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, FrozenPrefix | tuple):
+            return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 @dataclass(frozen=True)
 class RunHistory:
     run_id: int
@@ -199,13 +253,14 @@ class RunHistory:
     created_time: int | None
     rounds: tuple[Round, ...]
     finished: bool
-    share_claims: tuple[ShareClaim, ...]
-    mints: tuple[ShareMint, ...]
+    share_claims: Sequence[ShareClaim]
+    """A tuple, or a `FrozenPrefix` (a kept fold's): the same to every reader; so are `mints` and `revenue`."""
+    mints: Sequence[ShareMint]
     share_balances: tuple[tuple[str, int], ...]
     total_supply: int
     stakes: tuple[StakePoint, ...]
     slashes: tuple[Slash, ...]
-    revenue: tuple[RevenueFlow, ...]
+    revenue: Sequence[RevenueFlow]
     participants: tuple[Participant, ...]
     last_block: int
     plants: PlantHistory = field(default_factory=PlantHistory)

@@ -18,6 +18,7 @@ from node.logs import get_logger
 from node.money_watch import MoneyCollector, MoneyWatch
 from protocol.adapters.artifacts import LocalArtifactStore
 from protocol.adapters.http import PeerSet, make_node_app, serve_in_thread
+from protocol.history.fold import fold_run_history
 from protocol.money_events import compute_money_report
 from tests.history_builder import ETH, SOLVER_A, SOLVER_B, VERIFIER, RunEvents
 from tests.log_capture import LogRecords
@@ -53,13 +54,15 @@ def _watch(tmp_path) -> tuple[MoneyWatch, LogRecords]:
     log.setLevel(logging.INFO)  # as configure_logging sets it for a node
     watch = MoneyWatch(None, PeerSet(()), 1, SOLVER_B, log)  # type: ignore[arg-type]  (publish reads no chain)
     ev = _slashed_then_missing()
-    watch.publish(compute_money_report(ev.events, ev.run_id, SOLVER_B, ev.timestamps, (), 10**10))
+    history = fold_run_history(ev.events, ev.run_id, ev.timestamps)
+    watch.publish(watch.reporter.update(ev.events, ev.timestamps, history, {}, (), 10**10))  # what refresh() does
+    assert watch.report == compute_money_report(ev.events, ev.run_id, SOLVER_B, ev.timestamps, (), 10**10)
     return watch, lines
 
 
 def test_each_money_event_is_logged_once_and_slashes_and_misses_at_warning(tmp_path):
     watch, lines = _watch(tmp_path)
-    watch.publish(watch.report)  # a second refresh logs nothing again
+    watch.publish(watch.report.events)  # a second refresh logs nothing again
     by_event = {}
     for record in lines.records:
         by_event.setdefault(record.getMessage(), []).append(record)

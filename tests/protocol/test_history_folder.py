@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from bench.index import play
 from protocol.history.events import HistoryError
 from protocol.history.fold import HistoryFolder, fold_run_history
+from protocol.history.records import FrozenPrefix
 from tests.history_builder import ETH, SOLVER_A, SOLVER_B, attested_pass, honest_two_rounds, planted_run
 from tests.history_events import theta
 
@@ -67,3 +68,43 @@ def test_an_event_before_the_last_folded_is_refused_until_reset():
     folder.reset()
     folder.add(events)
     assert folder.history() == fold_run_history(events, 1)
+
+
+def test_a_history_frozen_earlier_is_not_changed_by_what_the_fold_appends_later():
+    """A kept fold's history views the fold's append-only lists (`FrozenPrefix`) instead of copying them: a view
+    taken before more share claims, mints and revenue flows were appended still shows what it showed."""
+    events = play(3, 2).events
+    cut = next(i for i, e in enumerate(events) if e.name == "RoundSettled")
+    folder = HistoryFolder(1)
+    folder.add(events[:cut])
+    earlier = folder.history()
+    assert len(earlier.share_claims) == 0 and len(earlier.revenue) > 0
+    folder.add(events[cut:])
+    later = folder.history()
+    assert len(later.share_claims) > 0 and len(later.mints) > len(earlier.mints)
+    assert earlier == fold_run_history(events[:cut], 1) and later == fold_run_history(events, 1)
+
+
+def test_a_frozen_prefix_reads_compares_and_hashes_as_the_tuple_of_its_items():
+    items = [3, 1, 4]
+    view = FrozenPrefix(items)
+    items.append(1)  # appended after the view was taken: not in it
+    assert len(view) == 3 and list(view) == [3, 1, 4] and view[-1] == 4 and view[1:] == (1, 4)
+    assert view == (3, 1, 4) and (3, 1, 4) == view and view != (3, 1, 4, 1) and view != [3, 1, 4]
+    assert hash(view) == hash((3, 1, 4)) and repr(view) == "(3, 1, 4)"
+    assert FrozenPrefix(items) == (3, 1, 4, 1) and FrozenPrefix(items, 2) == FrozenPrefix([3, 1])
+    with pytest.raises(IndexError):
+        view[3]
+
+
+@given(
+    st.lists(st.integers(), max_size=8),
+    st.integers(0, 8),
+    st.integers(-10, 10),
+    st.integers(-10, 10),
+    st.sampled_from([None, 1, 2, -1, -3]),
+)
+def test_a_frozen_prefix_slices_as_the_tuple_of_its_items(items, length, start, stop, step):
+    length = min(length, len(items))
+    view = FrozenPrefix([*items, 99, 98], length)  # items past `length` were appended after the view was taken
+    assert view[start:stop:step] == tuple(items[:length])[start:stop:step]
