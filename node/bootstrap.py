@@ -245,7 +245,7 @@ class RunNode:
         self.discovery = PeerDiscovery(self.protocol, self.peers, run_id, self.address, self.log)
         self.peers.resolve = self.protocol.peer_url_of  # an unknown account's URL is looked up when needed
         self.loop_thread: threading.Thread | None = None  # the thread running `run()`, for /health
-        self.money = MoneyWatch(self.protocol, self.peers, run_id, self.address, self.log)
+        self.money = MoneyWatch(self.protocol, self.peers, run_id, self.address, self.log, node_dir / "events.sqlite")
         self.metrics_registry = CollectorRegistry()  # served at /metrics (docs/nodes.md, "your money")
         self.metrics_registry.register(MoneyCollector(self.money))
         self.reproduction: ReproductionReport | None = None  # the golden self-check, once the run is loaded

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -47,8 +48,17 @@ WARNING_KINDS = frozenset({"missed", "failed", "slashed"})
 class MoneyWatch:
     """The money events of one node's account in its run, kept current by `refresh()`."""
 
-    def __init__(self, protocol: ProtocolClient, peers: PeerSet, run_id: int, address: str, log: logging.Logger):
+    def __init__(
+        self,
+        protocol: ProtocolClient,
+        peers: PeerSet,
+        run_id: int,
+        address: str,
+        log: logging.Logger,
+        index_path: Path | str = ":memory:",
+    ):
         self.protocol = protocol
+        self.index_path = index_path  # the node's event index (`RunEventReader`): <node dir>/events.sqlite
         self.peers = peers
         self.run_id = run_id
         self.address = address
@@ -85,7 +95,7 @@ class MoneyWatch:
 
     def _refresh(self, created_block: int, now: int) -> None:
         if self.reader is None:
-            self.reader = RunEventReader(self.protocol, self.run_id, created_block)
+            self.reader = RunEventReader(self.protocol, self.run_id, created_block, self.index_path)
         block = self.protocol.chain.block_number()
         fresh = block != self._block
         if not fresh and time.monotonic() - self._computed_at < RECOMPUTE_S:
@@ -93,15 +103,14 @@ class MoneyWatch:
         new: list[EventLike] = []
         if fresh:
             update = self.reader.read_new()
-            if update.dropped:  # a reorg: what stands is folded and reported again
+            if update.reorganised:  # a reorg: what stands (all of it, in `new`) is folded and reported again
                 self.folder.reset()
                 self.reporter.reset()
                 self.is_verifier, self.juries_pending, self.next_seat_round = False, [], 0
-                new = list(self.reader.events)
-            else:  # only what arrived is folded (issue 39: folding everything per block grew with the run)
-                new = list(update.new)
+            # only what arrived is folded (issue 39: folding everything per block grew with the run)
+            new = list(update.new)
             self.folder.add(new, self.reader.timestamps)
-            if update.new or update.dropped or not self._credits_read:
+            if update.new or update.reorganised or not self._credits_read:
                 # A credit moves only in a transaction that emits an event of the deployment (a bond finalized, a
                 # dispute executed, shares minted, a withdrawal...): read again when the run's events moved (with
                 # confirmations: once they are final), not on every block (issue 39: five calls a block, mostly for

@@ -56,7 +56,7 @@ class LiveRuns:
         report = self.index.sync()
         time = int(self.chain.get_block(block)["timestamp"])
         with self.lock:
-            if report.dropped:  # a reorg: what stands is folded again
+            if report.reorganised:  # a reorg (even one that orphaned no event): what stands is folded again
                 self.folders.clear()
             start = self.head.next_block if self.folders else self.index.start_block
             new = self.index.events(from_block=start)

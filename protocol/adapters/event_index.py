@@ -83,11 +83,14 @@ def _run_of(event: ChainEvent) -> int | None:
 
 @dataclass(frozen=True)
 class SyncReport:
-    """What one `sync()` did: events stored, events deleted by a reorg, and the next block to index."""
+    """What one `sync()` did: events stored, events deleted by a reorg, the next block to index, and whether a reorg
+    rewound the index (it may have deleted no event: a reader that takes the blocks after those it has must then take
+    everything again, since blocks below what it had were read anew)."""
 
     new: int
     dropped: int
     next_block: int
+    reorganised: bool = False
 
 
 class EventStore:
@@ -102,6 +105,9 @@ class EventStore:
         self.start_block = start_block
         with self.lock:
             self.db.execute("PRAGMA journal_mode=WAL")
+            # a commit per synced block without an fsync each: WAL stays consistent, and what a power cut loses the
+            # next sync reads again from the chain (the index is a cache of the chain, never the only copy)
+            self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
             if self._meta("identity") != identity:  # another deployment's (or a new) file: start it over
                 self.db.execute("BEGIN")
@@ -217,10 +223,10 @@ class EventIndex:
             start, (progress, new) = progress.next_block, read
             new = self._with_new_tokens(new, start, progress.next_block - 1)
         if read is None and not reorganised:
-            return SyncReport(0, 0, progress.next_block)
+            return SyncReport(0, 0, progress.next_block)  # nothing new final, no reorg: nothing written
         times = self.chain.get_block_timestamps({e.block_number for e in new}) if new else {}
         dropped = self.store.store(new, times, progress, floor)
-        return SyncReport(len(new), dropped, progress.next_block)
+        return SyncReport(len(new), dropped, progress.next_block, reorganised)
 
     def _with_new_tokens(self, events: list[ChainEvent], start: int, end: int) -> list[ChainEvent]:
         """`events` plus those of share tokens created in [start, end], which were not registered while it was read."""

@@ -1,21 +1,24 @@
 """Reading, incrementally, what a node needs to tell its operator about its money: events, seats, credits.
 
-`RunEventReader` keeps the decoded events of every deployment contract (and the run's share token) from the
-run's creation block on, with their blocks' timestamps, and reads only the final blocks it has not seen on each call
-(reorg-checked: events of orphaned blocks are dropped and read again, protocol/adapters/finality.py);
-`read_assigned_seats` asks the chain which seats of a round were assigned to an account; `read_pending_credits`
-reads the withdrawable credits an account holds in each contract that keeps credits. What the events mean is
-decided by the pure `protocol/money_events.py` over the auditor's fold.
+`RunEventReader` hands a node's money watch the deployment's events (and the run's share token's) from the run's
+creation block on, with their blocks' timestamps, through the node's own event index
+(`protocol/adapters/event_index.py`: `<node dir>/events.sqlite`, the one incremental, reorg-checked index every
+reader of a run's history uses): each call syncs the index -- only the final blocks it has not indexed are read --
+and returns the events of the blocks it has not handed out yet. A node restarted reads its run's history from its
+file instead of from the chain again. `read_assigned_seats` asks the chain which seats of a round were assigned to an
+account; `read_pending_credits` reads the withdrawable credits an account holds in each contract that keeps credits.
+What the events mean is decided by the pure `protocol/money_events.py` over the auditor's fold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from protocol.adapters.contracts import ProtocolClient
-from protocol.adapters.finality import FinalEventReader, ReadUpdate
-from protocol.history.events import EventLike
+from protocol.adapters.event_index import EventIndex
+from protocol.history.events import ChainEvent
 from protocol.money_events import Seat
 from protocol.types import AttestationRef
 
@@ -23,38 +26,42 @@ CREDIT_CONTRACTS = ("Verification", "Disputes", "FaultRewards", "Plants", "Model
 """The contracts that credit ETH to an account for it to withdraw (bonds back, rewards, jackpots, round releases)."""
 
 
-class RunEventReader:
-    """The events of a deployment from one run's creation block on, read incrementally, with block timestamps."""
+@dataclass(frozen=True)
+class RunEventsUpdate:
+    """What one `read_new` brought: the events not handed out before (chain order, whole blocks), or, after a reorg
+    (`reorganised`), every event that stands from the run's creation block on, to be folded anew."""
 
-    def __init__(self, protocol: ProtocolClient, run_id: int, from_block: int) -> None:
+    new: Sequence[ChainEvent]
+    reorganised: bool
+
+
+class RunEventReader:
+    """The deployment's events from one run's creation block on, read incrementally through an `EventIndex`."""
+
+    def __init__(self, protocol: ProtocolClient, run_id: int, from_block: int, index_path: Path | str) -> None:
         self.protocol = protocol
         self.run_id = run_id
+        self.from_block = from_block
+        self.index = EventIndex(index_path, protocol.chain)  # registers each run's share token as it indexes it
         self.timestamps: dict[int, int] = {}
-        self.reader = FinalEventReader(protocol.chain, from_block, contracts=self._contracts, label="run events")
-
-    @property
-    def events(self) -> list[EventLike]:
-        return cast(list[EventLike], self.reader.events)  # ChainEvent is an EventLike (frozen: mypy cannot tell)
+        self.handed_to = from_block  # the blocks before it were handed out
 
     @property
     def next_block(self) -> int:
-        return self.reader.next_block
+        return self.index.next_block
 
-    def _contracts(self) -> list[str]:
-        chain = self.protocol.chain
-        token = self.protocol.share_token_contract(self.run_id)  # registers the token so its events decode
-        return [c for c in [*chain.deployment.contracts, token] if chain.has_contract(c)]
-
-    def read_new(self) -> ReadUpdate:
-        """Read the final blocks not read yet: the events that arrived, and those a reorg dropped (a reader that folds
-        incrementally folds again from `events` when any were dropped)."""
-        update = self.reader.read_new()
-        for event in update.dropped:
-            self.timestamps.pop(event.block_number, None)  # an orphaned block's time; its replacement is read anew
-        if update.new:
-            blocks = {e.block_number for e in update.new}
-            self.timestamps.update(self.protocol.chain.get_block_timestamps(blocks - set(self.timestamps)))
-        return update
+    def read_new(self) -> RunEventsUpdate:
+        """Sync the index and return the events of the blocks not handed out yet (all of them after a reorg)."""
+        report = self.index.sync()
+        start = self.from_block if report.reorganised else self.handed_to
+        if report.reorganised:
+            self.timestamps = {}
+        elif report.next_block <= start:
+            return RunEventsUpdate([], False)  # no new final block
+        new = self.index.events(from_block=start)
+        self.timestamps.update(self.index.timestamps(from_block=start))
+        self.handed_to = max(report.next_block, self.from_block)
+        return RunEventsUpdate(new, report.reorganised)
 
 
 def read_assigned_seats(

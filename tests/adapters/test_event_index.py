@@ -14,6 +14,7 @@ from protocol.adapters.chain import ChainClient
 from protocol.adapters.contracts import ProtocolClient
 from protocol.adapters.event_index import EventIndex, decode_args, encode_args
 from protocol.adapters.keys import get_devnet_account
+from protocol.adapters.run_events import RunEventReader
 from protocol.history.fold import fold_run_history
 from protocol.types import ROLE_SOLVER, ROLE_VERIFIER
 from tests.chain_fixtures import FAST_RULES, prepare_run
@@ -112,3 +113,55 @@ def test_encode_args_round_trips_every_event_of_a_run_and_the_fold_is_unchanged(
 def test_encode_args_tags_bytes_so_hex_strings_stay_strings(tmp_path: Path):
     value = {"a": b"\x01\x02", "b": "0x0102", "c": [b"", {"d": 2**200}], "e": True}
     assert decode_args(encode_args(value)) == {"a": b"\x01\x02", "b": "0x0102", "c": [b"", {"d": 2**200}], "e": True}
+
+
+def test_a_reorg_that_orphans_no_event_still_says_the_index_was_rewound(chain, tmp_path):
+    chain.deposit_stake(get_devnet_account(1), ROLE_SOLVER, ETH)
+    index = EventIndex(tmp_path / "events.sqlite", ChainClient(chain.chain.rpc_url, chain.chain.deployment))
+    index.sync()
+    snapshot = chain.chain.devnet_call("evm_snapshot", [])
+    chain.chain.mine(2)  # blocks without events, to be orphaned
+    assert not index.sync().reorganised
+    chain.chain.devnet_call("evm_revert", [snapshot])
+    chain.deposit_stake(get_devnet_account(2), ROLE_SOLVER, 2 * ETH)  # an event below the old head
+    chain.chain.mine(3)
+    report = index.sync()
+    assert report.reorganised and report.dropped == 0  # a reader taking "the blocks after mine" would miss it
+    assert _key(index.events()) == _key(_all(chain))
+
+
+def test_a_node_s_run_reader_hands_each_event_out_once_from_its_file_and_all_again_after_a_reorg(
+    deployment, corpus, tmp_path
+):
+    setup = prepare_run(deployment, corpus, tmp_path / "home", [], [], FAST_RULES)
+    run_id = setup.create(wait_for_nodes=False)
+    setup.creator_server.stop()
+    rpc, manifest = deployment.protocol.chain.rpc_url, deployment.protocol.chain.deployment
+    created = next(
+        e.block_number for e in _all(deployment.protocol) if e.name == "RunCreated" and e.args["runId"] == run_id
+    )
+    path = tmp_path / "node" / "events.sqlite"
+    reader = RunEventReader(ProtocolClient(ChainClient(rpc, manifest)), run_id, created, path)
+    first = reader.read_new()
+    assert not first.reorganised and {"RunCreated", "RoundStarted"} <= {e.name for e in first.new}
+    assert all(e.block_number >= created for e in first.new) and set(reader.timestamps) >= {
+        e.block_number for e in first.new
+    }
+    assert reader.read_new().new == []  # nothing new: nothing handed out twice
+    snapshot = deployment.protocol.chain.devnet_call("evm_snapshot", [])
+    deployment.protocol.deposit_stake(get_devnet_account(5), ROLE_SOLVER, ETH)
+    assert [e.name for e in reader.read_new().new] == ["StakeDeposited"]
+
+    # the node restarts: its file holds the run, only the blocks after it are read from the chain
+    client = ChainClient(rpc, manifest)
+    restarted = RunEventReader(ProtocolClient(client), run_id, created, path)
+    assert _key(restarted.read_new().new) == _key(
+        [*first.new, *reader.index.events(names=["StakeDeposited"], from_block=created)]
+    )
+    assert client.provider.requests["eth_getLogs"] == 0
+
+    deployment.protocol.chain.devnet_call("evm_revert", [snapshot])  # the deposit is orphaned
+    deployment.protocol.chain.mine(3)
+    again = restarted.read_new()
+    assert again.reorganised and "StakeDeposited" not in {e.name for e in again.new}
+    assert _key(again.new) == _key(first.new)

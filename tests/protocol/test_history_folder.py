@@ -90,7 +90,7 @@ def test_a_frozen_prefix_reads_compares_and_hashes_as_the_tuple_of_its_items():
     view = FrozenPrefix(items)
     items.append(1)  # appended after the view was taken: not in it
     assert len(view) == 3 and list(view) == [3, 1, 4] and view[-1] == 4 and view[1:] == (1, 4)
-    assert view == (3, 1, 4) and (3, 1, 4) == view and view != (3, 1, 4, 1) and view != [3, 1, 4]
+    assert view == (3, 1, 4) and (3, 1, 4) == view and view != (3, 1, 4, 1) and view != [3, 1, 4]  # noqa: SIM300
     assert hash(view) == hash((3, 1, 4)) and repr(view) == "(3, 1, 4)"
     assert FrozenPrefix(items) == (3, 1, 4, 1) and FrozenPrefix(items, 2) == FrozenPrefix([3, 1])
     with pytest.raises(IndexError):
