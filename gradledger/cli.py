@@ -165,8 +165,15 @@ def demo(
         for problem in summary["problems"]:
             err_console.print(f"[bold red]demo failed:[/] {problem}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
+    planted = summary.get("planted_per_round") or []
+    why_fewer = (
+        f"; {planted} planted by the protocol to test its verifiers, who failed them as they should"
+        if any(planted)
+        else ""
+    )
     err_console.print(
-        f"demo passed: honest work accepted in every round ({summary['accepted_per_round']} commitments)",
+        f"demo passed: honest work accepted in every round ({summary['accepted_per_round']} commitments accepted"
+        f"{why_fewer})",
         highlight=False,
     )
 

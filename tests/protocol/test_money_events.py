@@ -25,17 +25,23 @@ def _three_rounds_with_b_missing(missed: tuple[int, ...]) -> RunEvents:
     ev.join(SOLVER_B)
     ev.register(VERIFIER)
     for r in range(3):
-        solvers = [s for s in (SOLVER_A, SOLVER_B) if not (s == SOLVER_B and r in missed)]
-        for solver in solvers:
-            ev.commit(r, solver)
-        ev.seed(r)
-        for solver in solvers:
-            ev.open(r, solver)
-            ev.attest(r, solver)
-            ev.finalize(r, solver)
-        ev.claim_theta(r)
-        ev.settle(r)
+        play_round(ev, r, [s for s in (SOLVER_A, SOLVER_B) if not (s == SOLVER_B and r in missed)])
     return ev
+
+
+def play_round(ev: RunEvents, r: int, solvers: list[str], after_commits=lambda: None) -> None:
+    """Round `r` in which `solvers` commit, open and pass, then θ is claimed and the round settled; `after_commits`
+    adds events between the commitments and the seed."""
+    for solver in solvers:
+        ev.commit(r, solver)
+    after_commits()
+    ev.seed(r)
+    for solver in solvers:
+        ev.open(r, solver)
+        ev.attest(r, solver)
+        ev.finalize(r, solver)
+    ev.claim_theta(r)
+    ev.settle(r)
 
 
 def test_an_honest_solver_committed_and_was_paid_and_missed_nothing():

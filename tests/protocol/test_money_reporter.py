@@ -15,7 +15,12 @@ from protocol.money_reporter import MoneyReporter
 from tests.history_builder import CHALLENGER, JUROR, SOLVER_A, SOLVER_B, VERIFIER, RunEvents
 from tests.history_events import time_of
 from tests.protocol.test_history_folder import SCENARIOS
-from tests.protocol.test_money_events import _three_rounds_with_b_missing
+from tests.protocol.test_money_events import _three_rounds_with_b_missing, play_round
+
+
+def _leave(ev: RunEvents, solver: str) -> None:
+    ev.step()
+    ev.emit("RunRegistry", "SolverLeft", runId=ev.run_id, solver=solver)
 
 
 def _b_joins_late_and_a_leaves() -> list:
@@ -28,19 +33,7 @@ def _b_joins_late_and_a_leaves() -> list:
     for r in range(3):
         if r == 1:
             ev.join(SOLVER_B)
-        solvers = [SOLVER_A] if r < 2 else []
-        for solver in solvers:
-            ev.commit(r, solver)
-        if r == 1:
-            ev.step()
-            ev.emit("RunRegistry", "SolverLeft", runId=ev.run_id, solver=SOLVER_A)
-        ev.seed(r)
-        for solver in solvers:
-            ev.open(r, solver)
-            ev.attest(r, solver)
-            ev.finalize(r, solver)
-        ev.claim_theta(r)
-        ev.settle(r)
+        play_round(ev, r, [SOLVER_A] if r < 2 else [], (lambda: _leave(ev, SOLVER_A)) if r == 1 else (lambda: None))
     return ev.events
 
 
