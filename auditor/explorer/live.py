@@ -69,9 +69,11 @@ class LiveRuns:
                 for run_id in created:
                     self.folders[run_id] = HistoryFolder(run_id, self.labels)
                     self.folders[run_id].add(everything, all_times)
-            if new or created or report.dropped or not self.summaries:
-                self.summaries = list_runs(self.index.events(names=["RunCreated", "RoundSettled", "RunFinished"]))
-                self.histories = {r: f.history() for r, f in self.folders.items()}
+            listed = ("RunCreated", "RoundSettled", "RunFinished")
+            if any(e.name in listed for e in new) or report.reorganised or not self.summaries:
+                self.summaries = list_runs(self.index.events(names=listed))  # the run list changes only with these
+            if new or created or report.reorganised:
+                self.histories = {r: f.history() for r, f in self.folders.items()}  # kept folds: per block, not run
             self.head = Head(block, time, report.next_block)
             self.error = None
         self.on_change()
