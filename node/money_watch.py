@@ -7,8 +7,8 @@ the new events into its kept fold (`HistoryFolder`) and asks its `protocol.money
 `compute_money_report`, computed again only where something changed -- what touched the node's money, logs each event
 once (a slash or a missed window at WARNING, with its amount and reason), and keeps the report for `/metrics`
 (`MoneyCollector`) and `/health` (`health_reasons`, `as_health`). A node restarted logs its history again: the
-report is recomputed from the chain, never stored. The work per new block does not grow with the run's length
-(`bench/index.py` measures it at round 10 and round 1,000).
+report is recomputed from the run's events (kept in the node's event index file), never stored. The work per new
+block does not grow with the run's length (`bench/index.py` measures it at round 10 and round 1,000).
 
 A verifier's fail on the node's commitment is enriched with the verifier's own reason when the verifier's API
 says it (`GET /attestations/{id}`, best effort): "checkpoint ... does not hash to its name" tells an operator

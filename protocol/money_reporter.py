@@ -8,14 +8,15 @@ computed and, on each `update`, computes again only
 - the rounds whose frozen record changed (a kept fold, `protocol.history.fold.HistoryFolder`, freezes a round again
   only when it changed, so an unchanged round is the same object), whose seats were read since, or whose commit or
   attest window `now` has just passed (`get_round_deadlines`); every round when the membership changed;
-- the run-wide records appended since (mints, revenue flows, slashes: the fold only appends to them) and the new
+- the run-wide records appended since (mints, revenue flows and slashes: the fold appends to them, and names a slash
+  in place only by a later event of the same transaction, so a slash taken with its whole block is final) and the new
   events (membership, fault rewards, the events of each transaction and dispute);
 - the jury seats whose jury has not ended yet.
 
 Each piece is computed by the same function `compute_money_report` composes (`get_round_money_events`,
 `get_slash_event`, ...): one rule, two schedules. Pure: no I/O, no clock.
 
-# INVARIANT: after `update` with the events so far (chain order, in any chunks) and the fold of them, `report()`
+# INVARIANT: after `update` with the events so far (chain order, in whole blocks) and the fold of them, `report()`
 # equals `compute_money_report` of all of them with the same seats, jury seats and `now`
 # (tests/protocol/test_money_reporter.py); a reorg is handled by the caller with `reset()` and one update of what
 # stands.
@@ -83,9 +84,8 @@ class MoneyReporter:
         now: int,
     ) -> list[MoneyEvent]:
         """Take in `new_events` (whole blocks after every event taken so far: a slash is named by the other events of
-        its transaction), `history` (the fold of all of them), the account's
-        `seats` by round and its `jury_seats` so far, at chain time `now`; return the events computed again (new or
-        possibly changed), in report order."""
+        its transaction), `history` (the fold of all of them), the account's `seats` by round and its `jury_seats` so
+        far, at chain time `now`; return the events computed again (new or possibly changed), in report order."""
         run_wide: list[MoneyEvent] = []
         ordered = sorted(new_events, key=lambda e: (e.block_number, e.log_index))
         spans = get_membership(ordered, self.run_id, self.me, timestamps, self.spans)
@@ -112,7 +112,8 @@ class MoneyReporter:
         return self._report
 
     def _update_run_wide(self, history: RunHistory) -> list[MoneyEvent]:
-        """The mints, revenue flows and slashes the fold appended since the last update (it never edits them)."""
+        """The mints, revenue flows and slashes the fold appended since the last update (final once their block is
+        folded whole: see the module's docstring)."""
         mints, flows, slashes = self.counts
         out = list(filter(None, [get_mint_event(m, self.me) for m in history.mints[mints:]]))
         out += filter(None, [get_revenue_event(f, self.me) for f in history.revenue[flows:]])
